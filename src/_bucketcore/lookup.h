@@ -1,0 +1,22 @@
+/* Bucket lookup over a boundary list: bucket_of(h) = number of splits <= h (DESIGN.md §3.2). */
+#ifndef BUCKETCORE_LOOKUP_H
+#define BUCKETCORE_LOOKUP_H
+
+#include <stdint.h>
+
+/* Branchless upper bound over n ascending splits; the loop runs ceil(log2 n) times. */
+static inline uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
+{
+    if (n == 0)
+        return 0;
+    const uint16_t *base = splits;
+    uint32_t len = n;
+    while (len > 1) {
+        uint32_t half = len >> 1;
+        base += (base[half - 1] <= h) ? half : 0;
+        len -= half;
+    }
+    return (uint32_t)(base - splits) + (*base <= h);
+}
+
+#endif

@@ -1,0 +1,42 @@
+/* Describe a Python str/bytes/None as a bc_key without creating any object (needs the GIL). */
+#ifndef BUCKETCORE_PYKEYS_H
+#define BUCKETCORE_PYKEYS_H
+
+#include <Python.h>
+#include "keys.h"
+
+/* 0: described; 1: not a key type (caller raises TypeError); -1: Python error set. */
+static inline int bc_describe_key(PyObject *o, bc_key *k)
+{
+    if (PyUnicode_Check(o)) {
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(o) < 0)
+            return -1;
+#endif
+        k->data = PyUnicode_DATA(o);
+        k->len = (int64_t)PyUnicode_GET_LENGTH(o);
+        if (PyUnicode_IS_ASCII(o))
+            k->kind = BC_KEY_BYTES;
+        else {
+            int kind = PyUnicode_KIND(o);
+            k->kind = kind == PyUnicode_1BYTE_KIND ? BC_KEY_UCS1
+                    : kind == PyUnicode_2BYTE_KIND ? BC_KEY_UCS2 : BC_KEY_UCS4;
+        }
+        return 0;
+    }
+    if (PyBytes_Check(o)) {
+        k->data = PyBytes_AS_STRING(o);
+        k->len = (int64_t)PyBytes_GET_SIZE(o);
+        k->kind = BC_KEY_BYTES;
+        return 0;
+    }
+    if (o == Py_None) {
+        k->data = NULL;
+        k->len = 0;
+        k->kind = BC_KEY_NONE;
+        return 0;
+    }
+    return 1;
+}
+
+#endif

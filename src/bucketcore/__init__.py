@@ -1,0 +1,28 @@
+"""bucketcore: the compiled hot path of Apache Pulsar entry-bucketing (PIP-486)."""
+
+from __future__ import annotations
+
+from .errors import (
+    BucketcoreError,
+    InvalidBoundaryError,
+    InvalidLayoutError,
+    KeyEncodingError,
+    StaleLayoutError,
+)
+from .hashing import MAX_HASH, KeyHashes, hash_keys, murmur3_32, split_hash
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "MAX_HASH",
+    "BucketcoreError",
+    "InvalidBoundaryError",
+    "InvalidLayoutError",
+    "KeyEncodingError",
+    "StaleLayoutError",
+    "KeyHashes",
+    "hash_keys",
+    "murmur3_32",
+    "split_hash",
+]

@@ -1,0 +1,227 @@
+"""Step 1 of the data flow: keys to Murmur3 hashes (DESIGN.md §3.1).
+
+Validates and classifies the key column here, then hands its buffers to the compiled kernel
+in :mod:`_bucketcore._hashing`, which hashes with the GIL released and builds no object per key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+
+from _bucketcore import _hashing
+from .errors import KeyEncodingError
+
+__all__ = ["KeyHashes", "murmur3_32", "hash_keys", "split_hash", "MAX_HASH"]
+
+MAX_HASH = 0xFFFF
+
+_ARROW_KEY_TYPES = ("string", "large_string", "binary", "large_binary")
+
+KeyInput = Union[str, bytes, "list[str | bytes | None]", "tuple[str | bytes | None, ...]", np.ndarray, Any]
+
+
+@dataclass(frozen=True, eq=False)
+class KeyHashes:
+    """Hashes of a key column: ``raw`` u32, ``segment_hash`` u16, ``bucket_hash`` u16, ``has_key`` bool.
+
+    A keyless message (``None`` or an Arrow null) has ``has_key=False`` and every hash 0.
+    """
+
+    raw: np.ndarray
+    segment_hash: np.ndarray
+    bucket_hash: np.ndarray
+    has_key: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def __getitem__(self, index: Any) -> "KeyHashes":
+        return KeyHashes(self.raw[index], self.segment_hash[index], self.bucket_hash[index],
+                         self.has_key[index])
+
+    def __repr__(self) -> str:
+        return f"KeyHashes(n={self.raw.size}, keyless={int(self.raw.size - np.count_nonzero(self.has_key))})"
+
+
+def _replace_flag(errors: str) -> bool:
+    if errors == "strict":
+        return False
+    if errors == "replace":
+        return True
+    raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
+
+
+def _is_arrow(obj: object) -> bool:
+    # pyarrow stays optional: recognise its objects by module name, never import it here.
+    return type(obj).__module__.split(".")[0] == "pyarrow"
+
+
+def _index_label(index: int, shape: tuple[int, ...]) -> object:
+    return index if len(shape) <= 1 else tuple(int(i) for i in np.unravel_index(index, shape))
+
+
+def _raise_status(status: int, index: int, keys: Any, shape: tuple[int, ...], allow_none: bool) -> None:
+    if status == _hashing.STATUS_OK:
+        return
+    label = _index_label(index, shape)
+    if status == _hashing.STATUS_SURROGATE:
+        raise KeyEncodingError(
+            f"key at index {label} contains an unpaired surrogate and is not valid UTF-8; "
+            "pass errors='replace' to encode it as '?' the way Java's String.getBytes(UTF_8) does",
+            index,
+        )
+    if status == _hashing.STATUS_NONE:
+        raise TypeError(
+            f"key at index {label} is None (or null): murmur3_32 has no hash for a keyless "
+            "message; use hash_keys, which reports it as has_key=False"
+        )
+    if status == _hashing.STATUS_CHANGED:
+        raise RuntimeError(f"the key list changed size while it was being hashed (at index {label})")
+    item = keys[index] if isinstance(keys, (list, tuple)) else np.ravel(keys)[index]
+    expected = "str, bytes or None" if allow_none else "str or bytes"
+    raise TypeError(f"key at index {label} has type {type(item).__name__}; expected {expected}")
+
+
+def _arrow_chunks(keys: Any) -> tuple[list[Any], int]:
+    import pyarrow as pa
+
+    if isinstance(keys, pa.ChunkedArray):
+        chunks = list(keys.chunks)
+    elif isinstance(keys, pa.Array):
+        chunks = [keys]
+    else:
+        raise TypeError(f"keys of type {type(keys).__name__} are not a pyarrow Array or ChunkedArray")
+    if str(keys.type) not in _ARROW_KEY_TYPES:
+        raise TypeError(
+            f"pyarrow array of type {keys.type} is not a key column; "
+            "expected string, large_string, binary or large_binary"
+        )
+    return chunks, len(keys)
+
+
+def _hash_arrow(keys: Any, columns: tuple, allow_none: bool) -> None:
+    chunks, _ = _arrow_chunks(keys)
+    base = 0
+    wide = str(keys.type).startswith("large_")
+    for chunk in chunks:
+        n = len(chunk)
+        if n == 0:
+            continue
+        validity, offsets, data = chunk.buffers()
+        offsets_view = np.frombuffer(offsets, dtype=np.int64 if wide else np.int32)
+        data_view = None if data is None else np.frombuffer(data, dtype=np.uint8)
+        bits = None
+        if validity is not None and chunk.null_count:
+            bits = np.frombuffer(validity, dtype=np.uint8)
+        status, index = _hashing.hash_arrow(
+            offsets_view, data_view, bits, chunk.offset, n, *columns, base, allow_none
+        )
+        if status != _hashing.STATUS_OK:
+            _raise_status(status, base + index, keys, (len(keys),), allow_none)
+        base += n
+
+
+def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool):
+    """Hash a key column; returns (shape, raw, segment_hash, bucket_hash, has_key)."""
+    replace = _replace_flag(errors)
+    if isinstance(keys, (list, tuple)):
+        shape: tuple[int, ...] = (len(keys),)
+        source: Any = keys
+    elif _is_arrow(keys):
+        _, n = _arrow_chunks(keys)
+        shape = (n,)
+        source = keys
+    else:
+        if not isinstance(keys, np.ndarray):
+            if isinstance(keys, (str, bytes)) or not hasattr(keys, "__array__"):
+                raise TypeError(
+                    f"keys must be str, bytes, a list or tuple of keys, a numpy array of dtype "
+                    f"U, S or object, or a pyarrow string/binary array, not {type(keys).__name__}"
+                )
+            keys = np.asarray(keys)
+        if keys.dtype.kind not in "USO":
+            raise TypeError(
+                f"numpy array of dtype {keys.dtype} is not a key column; expected dtype U, S or object"
+            )
+        shape = keys.shape
+        source = keys.reshape(-1)
+    n = int(np.prod(shape)) if shape else 1
+    raw = np.empty(n, dtype=np.uint32)
+    segment_hash = np.empty(n, dtype=np.uint16) if split else None
+    bucket_hash = np.empty(n, dtype=np.uint16) if split else None
+    has_key = np.empty(n, dtype=np.bool_) if split else None
+    columns = (raw, segment_hash, bucket_hash, has_key)
+    if n:
+        if _is_arrow(source):
+            _hash_arrow(source, columns, allow_none)
+        else:
+            if isinstance(source, np.ndarray) and source.dtype.kind in "SU":
+                status, index = _hashing.hash_fixed(source, *columns, replace)
+            else:
+                status, index = _hashing.hash_objects(source, *columns, replace, allow_none)
+            _raise_status(status, index, keys, shape, allow_none)
+    return shape, raw, segment_hash, bucket_hash, has_key
+
+
+def _hash_scalar(key: str | bytes, errors: str) -> int:
+    status, value = _hashing.hash_one(key, _replace_flag(errors))
+    _raise_status(status, 0, [key], (), False)
+    return int(value)
+
+
+def murmur3_32(keys: KeyInput, *, errors: str = "strict") -> Any:
+    """Raw (unmasked) Murmur3_32, seed 0, of each key's UTF-8 bytes.
+
+    A single ``str``/``bytes`` gives a Python int; a column gives a ``np.uint32`` array of the
+    same shape. ``None`` has no hash here (``TypeError`` naming its index): use :func:`hash_keys`.
+    ``errors="replace"`` encodes unpaired surrogates as ``?`` like Java's ``getBytes(UTF_8)``.
+    """
+    if isinstance(keys, (str, bytes)):
+        return _hash_scalar(keys, errors)
+    shape, raw, *_ = _hash_column(keys, errors, allow_none=False, split=False)
+    return raw.reshape(shape)
+
+
+def hash_keys(keys: KeyInput, *, errors: str = "strict") -> KeyHashes:
+    """Raw hash plus its segment (high 16 bits) and bucket (low 16 bits) halves, and ``has_key``.
+
+    ``None`` and Arrow nulls are keyless: ``has_key=False`` and hash 0. A single key gives
+    numpy scalars in each field.
+    """
+    if isinstance(keys, (str, bytes)):
+        h = _hash_scalar(keys, errors)
+        return KeyHashes(np.uint32(h), np.uint16(h >> 16), np.uint16(h & 0xFFFF), np.bool_(True))
+    shape, raw, segment_hash, bucket_hash, has_key = _hash_column(keys, errors, allow_none=True, split=True)
+    return KeyHashes(raw.reshape(shape), segment_hash.reshape(shape), bucket_hash.reshape(shape),
+                     has_key.reshape(shape))
+
+
+def split_hash(raw: Any) -> tuple[Any, Any]:
+    """``(raw >> 16, raw & 0xFFFF)``: the segment hash and the bucket hash, vectorised.
+
+    An int gives a pair of ints; an integer array (values in 0..0xFFFFFFFF) gives two
+    ``np.uint16`` arrays of its shape.
+    """
+    if isinstance(raw, (bool, np.bool_)):
+        raise TypeError("split_hash takes a 32-bit hash, not a bool")
+    if isinstance(raw, (int, np.integer)):
+        value = int(raw)
+        if not 0 <= value <= 0xFFFFFFFF:
+            raise ValueError(f"hash {value} is outside 0..0xFFFFFFFF")
+        return value >> 16, value & 0xFFFF
+    arr = np.asarray(raw)
+    if arr.dtype.kind not in "ui":
+        raise TypeError(f"split_hash takes integer hashes, not an array of dtype {arr.dtype}")
+    if arr.dtype != np.uint32:
+        if arr.size and (arr.min() < 0 or arr.max() > 0xFFFFFFFF):
+            bad = int(np.flatnonzero((arr.reshape(-1) < 0) | (arr.reshape(-1) > 0xFFFFFFFF))[0])
+            raise ValueError(f"hash at index {_index_label(bad, arr.shape)} is outside 0..0xFFFFFFFF")
+        arr = arr.astype(np.uint32)
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    segment_hash = np.empty(flat.size, dtype=np.uint16)
+    bucket_hash = np.empty(flat.size, dtype=np.uint16)
+    _hashing.split_raw(flat, segment_hash, bucket_hash)
+    return segment_hash.reshape(arr.shape), bucket_hash.reshape(arr.shape)
