@@ -1,0 +1,52 @@
+"""pytest-benchmark suite for hashing: python -m pytest benches/bench_hashing.py --benchmark-only"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import mmh3
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from workloads import short_keys, uuid_keys  # noqa: E402
+
+import bucketcore as bc  # noqa: E402
+
+N = int(os.environ.get("BUCKETCORE_BENCH_N", 1_000_000))
+KEYS = {"uuid": uuid_keys(N), "short": short_keys(N)}
+
+
+@pytest.fixture(params=sorted(KEYS))
+def keys(request):
+    return KEYS[request.param]
+
+
+def test_mmh3_comprehension(benchmark, keys):
+    benchmark.group = "hashing"
+    benchmark(lambda: [mmh3.hash(k, 0, signed=False) for k in keys])
+
+
+def test_murmur3_list(benchmark, keys):
+    benchmark.group = "hashing"
+    out = benchmark(bc.murmur3_32, keys)
+    assert out.size == len(keys)
+
+
+def test_murmur3_numpy_u(benchmark, keys):
+    benchmark.group = "hashing"
+    arr = np.array(keys)
+    benchmark(bc.murmur3_32, arr)
+
+
+def test_murmur3_arrow(benchmark, keys):
+    pa = pytest.importorskip("pyarrow")
+    benchmark.group = "hashing"
+    arr = pa.array(keys, type=pa.string())
+    benchmark(bc.murmur3_32, arr)
+
+
+def test_hash_keys_list(benchmark, keys):
+    benchmark.group = "hashing"
+    benchmark(bc.hash_keys, keys)

@@ -1,0 +1,71 @@
+"""Side by side in one run: bucketcore hashing vs a list comprehension over mmh3.hash.
+
+    python benches/compare_hashing.py [--n 1000000] [--repeat 5] [--plot hashing.png]
+
+Prints ns per key for each workload and input kind, and the ratio to the mmh3 baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import mmh3
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from timing import best_of  # noqa: E402
+from workloads import short_keys, uuid_keys  # noqa: E402
+
+import bucketcore as bc  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--plot", help="write a bar chart of ns per key to this PNG")
+    args = parser.parse_args()
+    try:
+        import pyarrow as pa
+    except ImportError:
+        pa = None
+
+    rows = []
+    for workload, make in (("uuid", uuid_keys), ("short", short_keys)):
+        keys = make(args.n)
+        baseline = best_of(lambda: [mmh3.hash(k, 0, signed=False) for k in keys], max(2, args.repeat // 2))
+        rows.append((workload, "mmh3 comprehension", baseline))
+        inputs = {"list[str]": keys, "numpy U": np.array(keys), "list[bytes]": [k.encode() for k in keys]}
+        if pa is not None:
+            inputs["arrow string"] = pa.array(keys, type=pa.string())
+        for name, column in inputs.items():
+            rows.append((workload, f"murmur3_32 {name}", best_of(lambda: bc.murmur3_32(column), args.repeat)))
+        rows.append((workload, "hash_keys list[str]", best_of(lambda: bc.hash_keys(keys), args.repeat)))
+
+    print(f"bucketcore {bc.__version__}, n={args.n}, best of {args.repeat}")
+    print(f"{'workload':<8} {'what':<28} {'ns/key':>8} {'vs mmh3':>8}")
+    base = {w: t for w, what, t in rows if what == "mmh3 comprehension"}
+    for workload, what, t in rows:
+        print(f"{workload:<8} {what:<28} {t / args.n * 1e9:8.2f} {base[workload] / t:7.1f}x")
+
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(9, 4.5))
+        labels = [f"{w}\n{what}" for w, what, _ in rows]
+        ax.barh(labels, [t / args.n * 1e9 for _, _, t in rows])
+        ax.set_xscale("log")
+        ax.set_xlabel("ns per key (log)")
+        ax.invert_yaxis()
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=110)
+        print("wrote", args.plot)
+
+
+if __name__ == "__main__":
+    main()

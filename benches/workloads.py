@@ -1,0 +1,28 @@
+"""The benchmark workloads of DESIGN.md §5, generated deterministically."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+
+
+def uuid_keys(n: int, seed: int = 1) -> list[str]:
+    """n distinct UUID strings (36 bytes each)."""
+    rng = np.random.default_rng(seed)
+    words = rng.integers(0, 1 << 63, size=(n, 2), dtype=np.int64)
+    return [str(uuid.UUID(int=(int(a) << 64) | int(b))) for a, b in words]
+
+
+def short_keys(n: int) -> list[str]:
+    """``user-<i>``: short keys of 6 to 12 bytes."""
+    return [f"user-{i}" for i in range(n)]
+
+
+def zipf_keys(n: int, a: float = 1.2, seed: int = 2) -> list[str]:
+    """Keys drawn from a Zipf distribution over ``user-<rank>``: a few hot keys, a long tail."""
+    ranks = np.random.default_rng(seed).zipf(a, size=n)
+    return [f"user-{r}" for r in ranks.tolist()]
+
+
+WORKLOADS = {"uuid": uuid_keys, "short": short_keys, "zipf": zipf_keys}
