@@ -1,0 +1,455 @@
+"""Step 3 of the data flow: messages to stamped single-bucket entries (DESIGN.md §3.4).
+
+Every message is routed to a segment (:meth:`TopicLayout.route_index`; a bare :class:`Buckets`
+is one segment), its bucket is looked up in that segment's boundary list, and messages are
+batched per (segment, bucket) and cut into entries by ``max_messages`` / ``max_bytes``. Each
+entry is stamped with the smallest and largest bucket hash actually present.
+
+Batching rules (both the one-shot :func:`bucket_entries` and the streaming
+:class:`EntryBucketBatcher`, which share one compiled state machine):
+
+- ``policy="shared"`` (the Java reference): the limits apply to a segment's batch *window*,
+  i.e. to all its buckets' pending batches together. ``policy="per_bucket"``: to each bucket's
+  pending batch on its own.
+- Before a message is added, if the window (shared) or its bucket's batch (per_bucket) is
+  non-empty and the message's bytes would push it over ``max_bytes``, the window / batch is
+  emitted first: the overflowing message opens the next one. After the message is added, a
+  window / batch that reached ``max_messages`` messages or ``max_bytes`` bytes is emitted at
+  once. So no entry holds more than ``max_messages`` messages or more than ``max_bytes`` bytes,
+  except a single message larger than ``max_bytes``, which is an entry of its own.
+- Emitting a shared window emits every pending bucket batch of that segment; the entries of one
+  emission are ordered by their first message's send position. At the end of the input (and on
+  :meth:`EntryBucketBatcher.flush`) every pending batch of every segment is emitted, likewise
+  ordered by first message. Entries are listed in emission order.
+- ``encrypted=True``: every message is its own entry (still stamped).
+- Keyless messages (``None``) have bucket hash 0 and go round-robin over the active segments,
+  starting at ``round_robin``; the next position is returned as
+  :attr:`EntryTable.next_round_robin` (the batcher keeps it itself).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from _bucketcore import _producer
+from .errors import InvalidLayoutError
+from .hashing import MAX_HASH, KeyHashes, hash_keys
+from .layout import Buckets, TopicLayout
+
+__all__ = ["bucket_entries", "EntryTable", "Entry", "EntryBucketBatcher"]
+
+_POLICIES = {"shared": _producer.POLICY_SHARED, "per_bucket": _producer.POLICY_PER_BUCKET}
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+class Entry:
+    """One stamped entry: a batch of messages of one (segment, bucket), in send order.
+
+    ``message_indices`` are positions in the input (:func:`bucket_entries`) or in the
+    batcher's stream since it was created (:class:`EntryBucketBatcher`); ``payloads`` is the
+    list of payloads for entries from a batcher and ``None`` for an :class:`EntryTable` view.
+    """
+
+    __slots__ = ("segment_id", "bucket", "hash_min", "hash_max", "message_indices", "nbytes", "payloads")
+
+    def __init__(self, segment_id: int, bucket: int, hash_min: int, hash_max: int,
+                 message_indices: np.ndarray, nbytes: int, payloads: list[Any] | None = None) -> None:
+        self.segment_id = segment_id
+        self.bucket = bucket
+        self.hash_min = hash_min
+        self.hash_max = hash_max
+        self.message_indices = message_indices
+        self.nbytes = nbytes
+        self.payloads = payloads
+
+    @property
+    def count(self) -> int:
+        """Number of messages in the entry."""
+        return int(self.message_indices.shape[0])
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Entry):
+            return NotImplemented
+        return (self.segment_id == other.segment_id and self.bucket == other.bucket
+                and self.hash_min == other.hash_min and self.hash_max == other.hash_max
+                and self.nbytes == other.nbytes
+                and np.array_equal(self.message_indices, other.message_indices)
+                and self.payloads == other.payloads)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"Entry(segment_id={self.segment_id}, bucket={self.bucket}, "
+                f"hash_min={self.hash_min:#06x}, hash_max={self.hash_max:#06x}, count={self.count}, "
+                f"nbytes={self.nbytes})")
+
+
+class EntryTable:
+    """Columnar result of :func:`bucket_entries`: one row per entry, in emission order.
+
+    Columns (read-only numpy arrays): ``segment_id`` int64, ``bucket`` int32, ``hash_min`` and
+    ``hash_max`` uint16, ``start``, ``count``, ``nbytes`` int64; ``order`` int64 message indices,
+    entry ``i`` being ``order[start[i]:start[i] + count[i]]``. ``nbytes`` is 0 without sizes.
+    ``next_round_robin`` continues the keyless round-robin in a following call.
+    """
+
+    __slots__ = ("segment_id", "bucket", "hash_min", "hash_max", "start", "count", "nbytes", "order",
+                 "next_round_robin")
+
+    def __init__(self, segment_id: np.ndarray, bucket: np.ndarray, hash_min: np.ndarray,
+                 hash_max: np.ndarray, start: np.ndarray, count: np.ndarray, nbytes: np.ndarray,
+                 order: np.ndarray, next_round_robin: int = 0) -> None:
+        self.segment_id = _frozen(segment_id)
+        self.bucket = _frozen(bucket)
+        self.hash_min = _frozen(hash_min)
+        self.hash_max = _frozen(hash_max)
+        self.start = _frozen(start)
+        self.count = _frozen(count)
+        self.nbytes = _frozen(nbytes)
+        self.order = _frozen(order)
+        self.next_round_robin = next_round_robin
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+    def _entry(self, i: int) -> Entry:
+        s = int(self.start[i])
+        return Entry(int(self.segment_id[i]), int(self.bucket[i]), int(self.hash_min[i]),
+                     int(self.hash_max[i]), self.order[s:s + int(self.count[i])], int(self.nbytes[i]))
+
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        n = len(self)
+        if isinstance(index, slice):
+            return [self._entry(i) for i in range(*index.indices(n))]
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"EntryTable indices must be integers or slices, not {type(index).__name__}")
+        i = int(index)
+        if not -n <= i < n:
+            raise IndexError(f"entry index {i} out of range for {n} entries")
+        return self._entry(i % n if n else i)
+
+    def __iter__(self) -> Iterator[Entry]:
+        for i in range(len(self)):
+            yield self._entry(i)
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        """The numpy columns by name (the per-entry ones and ``order``)."""
+        return {name: getattr(self, name) for name in
+                ("segment_id", "bucket", "hash_min", "hash_max", "start", "count", "nbytes", "order")}
+
+    def __repr__(self) -> str:
+        return f"EntryTable(entries={len(self)}, messages={self.order.shape[0]})"
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    arr.setflags(write=False)
+    return arr
+
+
+# ----------------------------------------------------------------------------------------------
+# validation at the edge
+
+
+def _check_int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if value > _INT64_MAX:
+        raise ValueError(f"{name} must fit in 64 bits, got {value}")
+    return value
+
+
+def _check_policy(policy: Any) -> int:
+    if not isinstance(policy, str) or policy not in _POLICIES:
+        raise ValueError(f"policy must be 'shared' or 'per_bucket', not {policy!r}")
+    return _POLICIES[policy]
+
+
+def _check_bool(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return bool(value)
+
+
+def _as_key_hashes(keys: Any, errors: str) -> KeyHashes:
+    if isinstance(keys, KeyHashes):
+        kh = keys
+        if np.ndim(kh.raw) == 0:
+            kh = KeyHashes(*(np.atleast_1d(np.asarray(c)) for c in (kh.raw, kh.segment_hash, kh.bucket_hash,
+                                                                     kh.has_key)))
+    else:
+        if isinstance(keys, (str, bytes)):
+            keys = [keys]
+        kh = hash_keys(keys, errors=errors)
+    raw = kh.raw
+    if not (isinstance(raw, np.ndarray) and raw.ndim == 1):
+        raise ValueError(f"keys must be one-dimensional (a message stream), got shape {np.shape(raw)}")
+    n = raw.shape[0]
+    for name, dtype in (("raw", np.uint32), ("segment_hash", np.uint16), ("bucket_hash", np.uint16),
+                        ("has_key", np.bool_)):
+        col = getattr(kh, name)
+        if not isinstance(col, np.ndarray) or col.dtype != dtype or col.shape != (n,):
+            raise TypeError(f"KeyHashes.{name} must be a {np.dtype(dtype)} array of shape ({n},)")
+    return kh
+
+
+def _check_sizes(sizes: Any, n: int) -> np.ndarray | None:
+    """Per-message payload bytes as a contiguous int64 array (validated), or None."""
+    if sizes is None:
+        return None
+    if isinstance(sizes, (list, tuple)):
+        for i, x in enumerate(sizes):
+            if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+                raise TypeError(f"sizes[{i}] must be an int, not {type(x).__name__}")
+        try:
+            arr = np.array(sizes, dtype=np.int64) if sizes else np.zeros(0, dtype=np.int64)
+        except OverflowError:
+            bad = next(i for i, x in enumerate(sizes) if not -2**63 <= int(x) <= _INT64_MAX)
+            raise ValueError(f"sizes[{bad}] = {sizes[bad]} does not fit in 64 bits") from None
+    elif isinstance(sizes, np.ndarray):
+        if sizes.dtype.kind not in "iu":
+            raise TypeError(f"sizes must be integers, not an array of dtype {sizes.dtype}")
+        arr = sizes
+    else:
+        raise TypeError(f"sizes must be a list, tuple or numpy integer array, not {type(sizes).__name__}")
+    if arr.ndim != 1:
+        raise ValueError(f"sizes must be one-dimensional, got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"sizes has {arr.shape[0]} values for {n} keys")
+    if n and arr.dtype.kind == "i":
+        bad = int(np.argmin(arr))
+        if arr[bad] < 0:
+            raise ValueError(f"sizes[{bad}] = {int(arr[bad])} is negative")
+    if n and arr.dtype == np.uint64:
+        bad = int(np.argmax(arr))
+        if arr[bad] > _INT64_MAX:
+            raise ValueError(f"sizes[{bad}] = {int(arr[bad])} does not fit in 64 bits")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+class _Plan:
+    """The segments a producer writes to, flattened for the kernels."""
+
+    __slots__ = ("layout", "segment_ids", "splits", "split_offsets", "bucket_offsets", "single")
+
+    def __init__(self, target: Any, argname: str) -> None:
+        if isinstance(target, Buckets):
+            self.layout: TopicLayout | None = None
+            buckets_list = [target]
+            self.segment_ids = np.zeros(1, dtype=np.int64)
+        elif isinstance(target, TopicLayout):
+            active = target.active_segments
+            _check_tiling(active, argname)
+            self.layout = target
+            buckets_list = [seg.buckets for seg in active]
+            self.segment_ids = np.array([seg.segment_id for seg in active], dtype=np.int64)
+        else:
+            raise TypeError(f"{argname} must be a Buckets or a TopicLayout, not {type(target).__name__}")
+        arrays = [np.asarray(b.splits_array, dtype=np.uint16) for b in buckets_list]
+        self.splits = np.ascontiguousarray(np.concatenate(arrays) if arrays else np.zeros(0, np.uint16))
+        self.split_offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+        np.cumsum([a.shape[0] for a in arrays], out=self.split_offsets[1:])
+        self.bucket_offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+        np.cumsum([a.shape[0] + 1 for a in arrays], out=self.bucket_offsets[1:])
+        # one active segment: every message goes there, round-robin included (position mod 1)
+        self.single = len(arrays) == 1 and (self.layout is None or not self.layout.is_legacy)
+
+    def route(self, kh: KeyHashes, round_robin: int) -> tuple[np.ndarray | None, np.ndarray, int]:
+        """(segment index per message or None for one segment, bucket per message, next round-robin)."""
+        n = kh.raw.shape[0]
+        if self.single or self.layout is None:
+            seg = None
+            next_rr = 0
+        else:
+            seg, next_rr = self.layout.route_index(kh, round_robin=round_robin)
+            seg = np.ascontiguousarray(seg, dtype=np.int32)
+        bucket = np.empty(n, dtype=np.int32)
+        _producer.bucket_index(seg, np.ascontiguousarray(kh.bucket_hash), self.splits, self.split_offsets,
+                               bucket)
+        return seg, bucket, int(next_rr)
+
+
+def _check_tiling(active: Sequence[Any], argname: str) -> None:
+    expected = 0
+    for seg in active:
+        if seg.hash_start != expected:
+            raise InvalidLayoutError(
+                f"{argname}: active segments do not tile the hash ring: segment {seg.segment_id} starts at "
+                f"{seg.hash_start:#06x}, expected {expected:#06x}")
+        expected = seg.hash_end + 1
+    if expected != MAX_HASH + 1:
+        raise InvalidLayoutError(
+            f"{argname}: active segments do not tile the hash ring: they end at {expected - 1:#06x}, "
+            f"not {MAX_HASH:#06x}")
+
+
+# ----------------------------------------------------------------------------------------------
+# one-shot
+
+
+def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout, *, sizes: Any = None,
+                   max_messages: int = 1000, max_bytes: int = 131072, policy: str = "shared",
+                   encrypted: bool = False, round_robin: int = 0, errors: str = "strict") -> EntryTable:
+    """Group a message stream into stamped single-(segment, bucket) entries; see the module doc.
+
+    ``keys_or_hashes``: any key input of :func:`hash_keys` or a precomputed :class:`KeyHashes`.
+    ``sizes``: per-message payload bytes (without it only ``max_messages`` applies).
+    ``round_robin``: where the keyless round-robin starts; the table's ``next_round_robin``
+    is where the next call should continue. Every argument is checked before any work.
+    """
+    max_messages = _check_int(max_messages, "max_messages", 1)
+    max_bytes = _check_int(max_bytes, "max_bytes", 1)
+    code = _check_policy(policy)
+    encrypted = _check_bool(encrypted, "encrypted")
+    round_robin = _check_int(round_robin, "round_robin", 0)
+    plan = _Plan(layout_or_buckets, "layout_or_buckets")
+    kh = _as_key_hashes(keys_or_hashes, errors)
+    n = kh.raw.shape[0]
+    size_arr = _check_sizes(sizes, n)
+    seg, bucket, next_rr = plan.route(kh, round_robin)
+    bucket_hash = np.ascontiguousarray(kh.bucket_hash)
+    del kh  # only the bucket hashes are needed from here on (drops our own hashes early)
+    seg_idx, bkt, hmin, hmax, start, count, nbytes, order = _producer.group_entries(
+        seg, bucket, bucket_hash, size_arr, plan.bucket_offsets, code,
+        1 if encrypted else max_messages, max_bytes)
+    return EntryTable(plan.segment_ids[seg_idx], bkt, hmin, hmax, start, count, nbytes, order, next_rr)
+
+
+# ----------------------------------------------------------------------------------------------
+# streaming
+
+
+class EntryBucketBatcher:
+    """The per-send container of an SDK: feed messages, get the entries that became ready.
+
+    Same semantics as :func:`bucket_entries` over the concatenated stream: ``add`` /
+    ``add_many`` return the entries emitted while adding (a window or batch that filled up),
+    ``flush`` emits everything pending. Entries carry their payloads in send order;
+    ``message_indices`` count messages since the batcher was created.
+    """
+
+    def __init__(self, buckets_or_layout: Buckets | TopicLayout, *, max_messages: int = 1000,
+                 max_bytes: int = 131072, policy: str = "shared", encrypted: bool = False,
+                 round_robin: int = 0, errors: str = "strict") -> None:
+        self.max_messages = _check_int(max_messages, "max_messages", 1)
+        self.max_bytes = _check_int(max_bytes, "max_bytes", 1)
+        self.policy = policy
+        code = _check_policy(policy)
+        self.encrypted = _check_bool(encrypted, "encrypted")
+        self._round_robin = _check_int(round_robin, "round_robin", 0)
+        if errors not in ("strict", "replace"):
+            raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
+        self._errors = errors
+        self._plan = _Plan(buckets_or_layout, "buckets_or_layout")
+        self._target = buckets_or_layout
+        self._grouper = _producer.Grouper(self._plan.bucket_offsets, code,
+                                          1 if self.encrypted else self.max_messages, self.max_bytes)
+        # the pending buffer: messages of open batches, in send order
+        self._n = 0
+        self._seg: np.ndarray | None = None if self._plan.single else np.empty(64, dtype=np.int32)
+        self._bkt = np.empty(64, dtype=np.int32)
+        self._index = np.empty(64, dtype=np.int64)
+        self._payloads: list[Any] = []
+
+    @property
+    def layout(self) -> Buckets | TopicLayout:
+        """The Buckets or TopicLayout this batcher routes by."""
+        return self._target
+
+    @property
+    def round_robin(self) -> int:
+        """Round-robin position of the next keyless message."""
+        return self._round_robin
+
+    @property
+    def pending(self) -> int:
+        """Messages added and not yet emitted in an entry."""
+        return self._n
+
+    @property
+    def position(self) -> int:
+        """Messages added so far (the message index the next one gets)."""
+        return int(self._grouper.position)
+
+    def add(self, key: str | bytes | None, payload: bytes | bytearray | memoryview) -> list[Entry]:
+        """Add one message; returns the entries that became ready (often none)."""
+        if not isinstance(key, (str, bytes)) and key is not None:
+            raise TypeError(f"key must be str, bytes or None, not {type(key).__name__}")
+        if not isinstance(payload, (bytes, bytearray, memoryview)):
+            raise TypeError(f"payload must be bytes, bytearray or memoryview, not {type(payload).__name__}")
+        return self.add_many([key], [payload])
+
+    def add_many(self, keys: Any, payloads: Sequence[Any]) -> list[Entry]:
+        """Add a batch of sends in one kernel call; returns the entries that became ready."""
+        if not isinstance(payloads, (list, tuple)):
+            raise TypeError(f"payloads must be a list or tuple, not {type(payloads).__name__}")
+        kh = _as_key_hashes(keys, self._errors)
+        n = kh.raw.shape[0]
+        if len(payloads) != n:
+            raise ValueError(f"payloads has {len(payloads)} items for {n} keys")
+        sizes = np.empty(n, dtype=np.int64)
+        bad = _producer.payload_sizes(payloads, sizes)
+        if bad >= 0:
+            raise TypeError(f"payloads[{bad}] must be bytes, bytearray or memoryview, "
+                            f"not {type(payloads[bad]).__name__}")
+        if n == 0:
+            return []
+        seg, bucket, next_rr = self._plan.route(kh, self._round_robin)
+        first = self.position
+        self._grouper.scan(seg, bucket, np.ascontiguousarray(kh.bucket_hash), sizes)
+        self._round_robin = next_rr
+        self._append(seg, bucket, first, payloads)
+        return self._drain() if self._grouper.emitted else []
+
+    def flush(self) -> list[Entry]:
+        """Emit every pending batch (all segments), ordered by first message."""
+        self._grouper.finish()
+        return self._drain() if self._grouper.emitted else []
+
+    def _append(self, seg: np.ndarray | None, bucket: np.ndarray, first: int, payloads: Sequence[Any]) -> None:
+        n = bucket.shape[0]
+        need = self._n + n
+        if need > self._bkt.shape[0]:
+            cap = max(need, 2 * self._bkt.shape[0])
+            self._bkt = _grown(self._bkt, cap, self._n)
+            self._index = _grown(self._index, cap, self._n)
+            if self._seg is not None:
+                self._seg = _grown(self._seg, cap, self._n)
+        self._bkt[self._n:need] = bucket
+        self._index[self._n:need] = np.arange(first, first + n, dtype=np.int64)
+        if self._seg is not None:
+            self._seg[self._n:need] = seg
+        self._payloads.extend(payloads)
+        self._n = need
+
+    def _drain(self) -> list[Entry]:
+        seg_idx, bkt, hmin, hmax, start, count, nbytes, take, keep = self._grouper.drain(
+            self._seg, self._bkt, self._n)
+        payloads = self._payloads
+        seg_ids = self._plan.segment_ids[seg_idx].tolist()
+        entries = []
+        for r, (s, b, lo, hi, st, c, nb) in enumerate(zip(seg_ids, bkt.tolist(), hmin.tolist(), hmax.tolist(),
+                                                          start.tolist(), count.tolist(), nbytes.tolist())):
+            pos = take[st:st + c]
+            entries.append(Entry(s, b, lo, hi, self._index[pos], nb, [payloads[j] for j in pos.tolist()]))
+        k = keep.shape[0]
+        self._bkt[:k] = self._bkt[keep]
+        self._index[:k] = self._index[keep]
+        if self._seg is not None:
+            self._seg[:k] = self._seg[keep]
+        self._payloads = [payloads[j] for j in keep.tolist()]
+        self._n = k
+        return entries
+
+
+def _grown(arr: np.ndarray, cap: int, used: int) -> np.ndarray:
+    out = np.empty(cap, dtype=arr.dtype)
+    out[:used] = arr[:used]
+    return out
