@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # Proves the binary wheel stands alone: build it, install it into a fresh virtual environment that
 # has no Cython and no compiler on its PATH, and run the test suite against the installed wheel
-# (from a copy of tests/ outside the source tree, so nothing imports from src/).
+# (from a copy of tests/ outside the source tree, so nothing imports from src/). It builds
+# what is committed at HEAD.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-python3 -m pip wheel "$repo" --no-deps -w "$work/dist"
+# Build from the committed tree (what a clean clone holds), not from uncommitted files.
+mkdir "$work/src"
+git -C "$repo" archive HEAD | tar -x -C "$work/src"
+python3 -m pip wheel "$work/src" --no-deps -w "$work/dist"
 wheel="$(ls "$work"/dist/bucketcore-*.whl)"
 case "$wheel" in *-none-any.whl) echo "not a binary wheel: $wheel" >&2; exit 1 ;; esac
 
 python3 -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install "$wheel" pytest hypothesis mmh3 pyarrow
 
-cp -r "$repo/tests" "$work/tests"
+cp -r "$work/src/tests" "$work/tests"
 cd "$work"
 # Only the venv on PATH: no gcc/cc, no cython; CC points nowhere in case anything tried to build.
 env -i HOME="$HOME" PATH="$work/venv/bin" CC=/nonexistent \

@@ -20,6 +20,17 @@ cdef extern from "keys.h" nogil:
         size_t cap
     void bc_scratch_free(bc_scratch *s)
     int bc_hash_key(const bc_key *k, int replace, bc_scratch *s, uint32_t *out)
+    int bc_encode_chunk(bc_key *keys, size_t n, int replace, bc_scratch *s, size_t *err_at)
+
+cdef extern from "murmur3_lanes.h" nogil:
+    enum:
+        BC_PATH_AUTO
+        BC_PATH_SCALAR
+        BC_PATH_INTERLEAVED
+        BC_PATH_SIMD
+    int bc_best_path()
+    int bc_cpu_has_avx2()
+    void bc_hash_bytes(const bc_key *keys, size_t n, uint32_t *out, int path)
 
 cdef extern from "murmur3.h" nogil:
     uint32_t bc_murmur3_32(const void *data, size_t len)

@@ -38,27 +38,72 @@ cdef enum:
     ST_CHANGED = 4
 
 
-cdef int hash_run(const bc_key *keys, Py_ssize_t n, int replace, bint allow_none,
+# The multi-lane path every kernel hashes by: BC_PATH_AUTO (the best this CPU has) unless forced.
+cdef int hash_path = BC_PATH_AUTO
+
+PATHS = {"auto": BC_PATH_AUTO, "scalar": BC_PATH_SCALAR, "interleaved": BC_PATH_INTERLEAVED,
+         "simd": BC_PATH_SIMD}
+
+
+def cpu_has_simd():
+    """Whether this CPU runs the SIMD (AVX2) path."""
+    return bool(bc_cpu_has_avx2())
+
+
+def get_path():
+    """The forced path's name, or "auto"."""
+    return {v: k for k, v in PATHS.items()}[hash_path]
+
+
+def resolved_path():
+    """The path hashing takes now: the forced one, or the best for this CPU."""
+    return {v: k for k, v in PATHS.items()}[hash_path if hash_path != BC_PATH_AUTO else bc_best_path()]
+
+
+def set_path(str name):
+    """Force a hashing path for every kernel: auto, scalar, interleaved or simd."""
+    global hash_path
+    if name not in PATHS:
+        raise ValueError(f"unknown hashing path {name!r}; expected one of {sorted(PATHS)}")
+    if PATHS[name] == BC_PATH_SIMD and not bc_cpu_has_avx2():
+        raise ValueError("the simd hashing path needs a CPU with AVX2")
+    hash_path = PATHS[name]
+
+
+cdef int hash_run(bc_key *keys, Py_ssize_t n, int replace, bint allow_none,
                   bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                   Py_ssize_t *err_index) noexcept nogil:
-    """Hash n described keys into out[base:base+n]; on failure set err_index and return a status."""
-    cdef Py_ssize_t i
-    cdef uint32_t h
+    """Hash n described keys into out[base:base+n]; on failure set err_index and return a status.
+
+    The chunk's str keys are first encoded to UTF-8 in the scratch arena, then every key is
+    hashed by the multi-lane path. The first failing key (by index) is the one reported.
+    """
+    cdef Py_ssize_t i, first_none = -1
+    cdef size_t at = 0
     cdef int rc
-    for i in range(n):
-        if keys[i].kind == BC_KEY_NONE and not allow_none:
-            err_index[0] = base + i
-            return ST_NONE
-        rc = bc_hash_key(&keys[i], replace, scratch, &h)
-        if rc != BC_OK:
-            err_index[0] = base + i
-            return ST_SURROGATE if rc == BC_ERR_SURROGATE else -1
-        out.raw[base + i] = h
-        if out.segment_hash != NULL:
-            out.segment_hash[base + i] = <uint16_t>(h >> 16)
-        if out.bucket_hash != NULL:
-            out.bucket_hash[base + i] = <uint16_t>(h & 0xFFFF)
-        if out.has_key != NULL:
+    if not allow_none:
+        for i in range(n):
+            if keys[i].kind == BC_KEY_NONE:
+                first_none = i
+                break
+    rc = bc_encode_chunk(keys, <size_t>(first_none if first_none >= 0 else n), replace, scratch, &at)
+    if rc == BC_ERR_NOMEM:
+        return -1
+    if rc == BC_ERR_SURROGATE:
+        err_index[0] = base + <Py_ssize_t>at
+        return ST_SURROGATE
+    if first_none >= 0:
+        err_index[0] = base + first_none
+        return ST_NONE
+    bc_hash_bytes(keys, n, out.raw + base, hash_path)
+    if out.segment_hash != NULL:
+        for i in range(n):
+            out.segment_hash[base + i] = <uint16_t>(out.raw[base + i] >> 16)
+    if out.bucket_hash != NULL:
+        for i in range(n):
+            out.bucket_hash[base + i] = <uint16_t>(out.raw[base + i] & 0xFFFF)
+    if out.has_key != NULL:
+        for i in range(n):
             out.has_key[base + i] = keys[i].kind != BC_KEY_NONE
     return ST_OK
 

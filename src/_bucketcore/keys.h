@@ -71,45 +71,71 @@ static inline uint8_t *bc_put_cp(uint8_t *o, uint32_t c)
     return o;
 }
 
-/* Encode wide str data to UTF-8 into s->buf; *out_len gets the byte count.
+/* Upper bound of the UTF-8 size of a key's code units. */
+static inline size_t bc_utf8_bound(const bc_key *k)
+{
+    size_t per = k->kind == BC_KEY_UCS1 ? 2 : k->kind == BC_KEY_UCS2 ? 3 : k->kind == BC_KEY_UCS4 ? 4 : 1;
+    return (size_t)k->len * per;
+}
+
+static inline uint32_t bc_unit(const void *data, size_t i, int width)
+{
+    return width == 1 ? ((const uint8_t *)data)[i]
+         : width == 2 ? ((const uint16_t *)data)[i] : ((const uint32_t *)data)[i];
+}
+
+/* Encode n code units of the given width (1, 2, 4; a constant at each call) to UTF-8 at o.
  * Surrogates: strict -> BC_ERR_SURROGATE; replace -> Java's String.getBytes(UTF_8): a high
  * surrogate directly followed by a low one is one supplementary code point, any other
  * surrogate becomes '?'. */
-static inline int bc_encode_utf8(const bc_key *k, int replace, bc_scratch *s, size_t *out_len)
+static inline int bc_encode_units(const void *data, size_t n, int width, int replace,
+                                  uint8_t *o, size_t *out_len)
 {
-    size_t n = (size_t)k->len;
-    int width = k->kind == BC_KEY_UCS1 ? 2 : 4;
-    if (bc_scratch_reserve(s, n * (size_t)width + 4) != BC_OK)
-        return BC_ERR_NOMEM;
-    uint8_t *o = s->buf;
-    if (k->kind == BC_KEY_UCS1) {
-        const uint8_t *p = (const uint8_t *)k->data;
-        for (size_t i = 0; i < n; i++)
-            o = bc_put_cp(o, p[i]);
-    } else {
-        const uint16_t *p2 = (const uint16_t *)k->data;
-        const uint32_t *p4 = (const uint32_t *)k->data;
-        int ucs2 = k->kind == BC_KEY_UCS2;
-        for (size_t i = 0; i < n; i++) {
-            uint32_t c = ucs2 ? p2[i] : p4[i];
-            if ((c & 0xFFFFF800u) == 0xD800u) {
-                if (!replace)
-                    return BC_ERR_SURROGATE;
-                if (c < 0xDC00u && i + 1 < n) {
-                    uint32_t d = ucs2 ? p2[i + 1] : p4[i + 1];
-                    if ((d & 0xFFFFFC00u) == 0xDC00u) {
-                        o = bc_put_cp(o, 0x10000u + ((c - 0xD800u) << 10) + (d - 0xDC00u));
-                        i++;
-                        continue;
-                    }
-                }
-                c = '?';
+    uint8_t *start = o;
+    size_t i = 0;
+    while (i < n) {
+        /* Runs of ASCII, 8 units at a time: the common case of mostly-ASCII keys. */
+        if (i + 8 <= n) {
+            uint32_t any = 0;
+            for (int j = 0; j < 8; j++)
+                any |= bc_unit(data, i + j, width);
+            if (any < 0x80) {
+                for (int j = 0; j < 8; j++)
+                    o[j] = (uint8_t)bc_unit(data, i + j, width);
+                o += 8;
+                i += 8;
+                continue;
             }
-            o = bc_put_cp(o, c);
         }
+        uint32_t c = bc_unit(data, i, width);
+        if (width > 1 && (c & 0xFFFFF800u) == 0xD800u) {
+            if (!replace)
+                return BC_ERR_SURROGATE;
+            if (c < 0xDC00u && i + 1 < n) {
+                uint32_t d = bc_unit(data, i + 1, width);
+                if ((d & 0xFFFFFC00u) == 0xDC00u) {
+                    o = bc_put_cp(o, 0x10000u + ((c - 0xD800u) << 10) + (d - 0xDC00u));
+                    i += 2;
+                    continue;
+                }
+            }
+            c = '?';
+        }
+        o = bc_put_cp(o, c);
+        i++;
     }
-    *out_len = (size_t)(o - s->buf);
+    *out_len = (size_t)(o - start);
     return BC_OK;
+}
+
+/* UTF-8 of a str key (kind UCS1/2/4) at o, which has room for bc_utf8_bound(k) bytes. */
+static inline int bc_encode_utf8(const bc_key *k, int replace, uint8_t *o, size_t *out_len)
+{
+    switch (k->kind) {
+    case BC_KEY_UCS1: return bc_encode_units(k->data, (size_t)k->len, 1, replace, o, out_len);
+    case BC_KEY_UCS2: return bc_encode_units(k->data, (size_t)k->len, 2, replace, o, out_len);
+    default: return bc_encode_units(k->data, (size_t)k->len, 4, replace, o, out_len);
+    }
 }
 
 /* Raw Murmur3 of one key's UTF-8 bytes (0 for a keyless message). */
@@ -124,10 +150,43 @@ static inline int bc_hash_key(const bc_key *k, int replace, bc_scratch *s, uint3
         return BC_OK;
     }
     size_t len;
-    int rc = bc_encode_utf8(k, replace, s, &len);
+    if (bc_scratch_reserve(s, bc_utf8_bound(k)) != BC_OK)
+        return BC_ERR_NOMEM;
+    int rc = bc_encode_utf8(k, replace, s->buf, &len);
     if (rc != BC_OK)
         return rc;
     *out = bc_murmur3_32(s->buf, len);
+    return BC_OK;
+}
+
+/* Turn every str key of a chunk into UTF-8 bytes in the scratch arena, so the whole chunk is
+ * byte keys (BC_KEY_BYTES or BC_KEY_NONE) for the multi-lane hash. On failure *err_at is the
+ * offending key's position in the chunk. */
+static inline int bc_encode_chunk(bc_key *keys, size_t n, int replace, bc_scratch *s, size_t *err_at)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < n; i++)
+        if (keys[i].kind >= BC_KEY_UCS1)
+            need += bc_utf8_bound(&keys[i]);
+    if (need == 0)
+        return BC_OK;
+    if (bc_scratch_reserve(s, need) != BC_OK)
+        return BC_ERR_NOMEM;
+    uint8_t *o = s->buf;
+    for (size_t i = 0; i < n; i++) {
+        if (keys[i].kind < BC_KEY_UCS1)
+            continue;
+        size_t len;
+        int rc = bc_encode_utf8(&keys[i], replace, o, &len);
+        if (rc != BC_OK) {
+            *err_at = i;
+            return rc;
+        }
+        keys[i].data = o;
+        keys[i].len = (int64_t)len;
+        keys[i].kind = BC_KEY_BYTES;
+        o += len;
+    }
     return BC_OK;
 }
 
