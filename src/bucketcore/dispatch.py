@@ -1,0 +1,1056 @@
+"""Broker side of entry-bucketing: whole entries to the consumers that own their buckets (DESIGN.md §3.5).
+
+Three layers, each usable alone:
+
+* :class:`EntryBucketSelector` — the live membership of one shared segment and the deterministic
+  spread of its buckets over the sharers (consumers sorted by ``(name, id)``, consumer ``j`` of
+  ``k`` owns buckets ``[j*N//k, (j+1)*N//k)``). Membership changes report the buckets that moved.
+* :func:`route_entries` / :func:`fits_one_bucket` / :func:`sticky_hashes` — vectorised, GIL-free
+  routing of entry columns (no Python object per entry).
+* :class:`Dispatcher` — the stateful dispatcher of one shared segment: delivers committed entries
+  in offset order, tracks what each consumer holds unacknowledged, and drains a bucket before it
+  flows to a new owner, so per-key order survives joins, clean leaves and crashes.
+
+Consumers are identified by ``(name, consumer_id)`` tuples everywhere (``Consumer``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence, Union
+
+import numpy as np
+
+from _bucketcore import _dispatch
+from .errors import BucketcoreError, StaleLayoutError
+from .hashing import KeyHashes
+from .layout import Buckets
+
+__all__ = [
+    "Consumer",
+    "NO_CONSUMER",
+    "MALFORMED",
+    "MalformedStampError",
+    "BucketMove",
+    "EntryBucketSelector",
+    "route_entries",
+    "fits_one_bucket",
+    "sticky_hashes",
+    "Deliveries",
+    "ConsumerStats",
+    "BucketStats",
+    "Dispatcher",
+]
+
+Consumer = tuple[str, int]
+BucketsLike = Union[Buckets, Sequence[int]]
+
+#: Slot of an entry no consumer can take (the segment has no sharer right now).
+NO_CONSUMER: int = _dispatch.NO_CONSUMER
+#: Slot of an entry whose stamp is malformed, with ``malformed="mark"``.
+MALFORMED: int = _dispatch.MALFORMED
+
+_MAX_HASH = 0xFFFF
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+class MalformedStampError(BucketcoreError, ValueError):
+    """An entry's stamp is not a hash range: ``hash_min > hash_max``, or a value outside 0..0xFFFF.
+
+    ``index`` is the entry's position in the column that was passed.
+    """
+
+    def __init__(self, message: str, index: int) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+@dataclass(frozen=True)
+class BucketMove:
+    """Buckets that changed owner in one membership change.
+
+    ``buckets`` is a contiguous ``range`` of bucket indexes; ``old_owner`` / ``new_owner`` are
+    ``(name, consumer_id)`` or ``None`` (no consumer before / after: the first join, the last
+    leave). A membership change returns a tuple of these sorted by first bucket; buckets whose
+    owner did not change do not appear.
+    """
+
+    buckets: range
+    old_owner: Consumer | None
+    new_owner: Consumer | None
+
+
+# ---------------------------------------------------------------------------------------------
+# Edge validation helpers
+
+
+def _as_buckets(buckets: Any, name: str = "buckets") -> Buckets:
+    if isinstance(buckets, Buckets):
+        return buckets
+    if isinstance(buckets, (list, tuple)):
+        return Buckets(tuple(buckets))
+    raise TypeError(f"{name} must be a Buckets or a sequence of split hashes, not {type(buckets).__name__}")
+
+
+def _check_consumer(name: Any, consumer_id: Any) -> Consumer:
+    if not isinstance(name, str):
+        raise TypeError(f"consumer name must be a str, not {type(name).__name__}")
+    if isinstance(consumer_id, (bool, np.bool_)) or not isinstance(consumer_id, (int, np.integer)):
+        raise TypeError(f"consumer_id must be an int, not {type(consumer_id).__name__}")
+    return (name, int(consumer_id))
+
+
+def _check_hash(value: Any, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int bucket hash, not {type(value).__name__}")
+    value = int(value)
+    if not 0 <= value <= _MAX_HASH:
+        raise ValueError(f"{name} {value} is outside 0..0xFFFF")
+    return value
+
+
+def _int_column(values: Any, name: str) -> np.ndarray:
+    """A 1-D integer column (bools, floats and objects refused)."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D column, not an array of shape {arr.shape}")
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "ui":
+        if arr.size == 0 and arr.dtype.kind == "f":
+            return arr.astype(np.int64)  # np.asarray([]) is float64: an empty list is fine
+        raise TypeError(f"{name} must hold integers, not values of dtype {arr.dtype}")
+    return arr
+
+
+def _out_of_range(arr: np.ndarray, hi: int) -> np.ndarray | None:
+    """Mask of values outside 0..hi, or None when every value fits (the common case)."""
+    if arr.size == 0:
+        return None
+    if arr.dtype.kind == "u" and np.iinfo(arr.dtype).max <= hi:
+        return None
+    if int(arr.min()) >= 0 and int(arr.max()) <= hi:
+        return None
+    return (arr < 0) | (arr > hi)
+
+
+def _stamp_column(values: Any, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(original column, contiguous uint16 copy/view, out-of-range mask or None)."""
+    arr = _int_column(values, name)
+    flagged = _out_of_range(arr, _MAX_HASH)
+    if arr.dtype == np.uint16:
+        return arr, np.ascontiguousarray(arr), None
+    return arr, arr.astype(np.uint16), flagged
+
+
+def _bool_column(values: Any, name: str, n: int) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype != np.bool_:
+        raise TypeError(f"{name} must be a bool column, not values of dtype {arr.dtype}")
+    if arr.ndim != 1 or arr.size != n:
+        raise ValueError(f"{name} must be a 1-D column of {n} items, not shape {arr.shape}")
+    return np.ascontiguousarray(arr).view(np.uint8)
+
+
+def _key_hash_column(values: Any, n: int | None = None) -> np.ndarray:
+    if isinstance(values, KeyHashes):
+        values = values.raw
+    arr = _int_column(values, "key_hash")
+    if n is not None and arr.size != n:
+        raise ValueError(f"key_hash has {arr.size} items; expected {n}")
+    bad = _out_of_range(arr, 0xFFFFFFFF)
+    if bad is not None:
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"key_hash at index {i} is {int(arr[i])}, outside 0..0xFFFFFFFF")
+    return np.ascontiguousarray(arr, dtype=np.uint32)
+
+
+@dataclass
+class _RouteInput:
+    n: int
+    hash_min: np.ndarray  # original, for messages
+    hash_max: np.ndarray | None
+    lo: np.ndarray  # uint16
+    hi: np.ndarray | None
+    stamped: np.ndarray | None  # uint8
+    key_hash: np.ndarray | None  # uint32
+    flagged: np.ndarray | None  # uint8
+
+
+def _route_input(hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any) -> _RouteInput:
+    if hash_min is None:
+        # No stamp at all: every entry routes by its key hash.
+        if key_hash is None:
+            raise TypeError("pass hash_min (stamped entries) or key_hash (unstamped entries)")
+        if stamped is not None or hash_max is not None:
+            raise TypeError("stamped and hash_max need hash_min")
+        kh = _key_hash_column(key_hash)
+        n = kh.size
+        zeros = np.zeros(n, dtype=np.uint16)
+        return _RouteInput(n, zeros, None, zeros, None, np.zeros(n, dtype=np.uint8), kh, None)
+    original, lo, flagged = _stamp_column(hash_min, "hash_min")
+    n = lo.size
+    hi = original_max = None
+    if hash_max is not None:
+        original_max, hi, flagged_max = _stamp_column(hash_max, "hash_max")
+        if hi.size != n:
+            raise ValueError(f"hash_max has {hi.size} items; hash_min has {n}")
+        if flagged_max is not None:
+            flagged = flagged_max if flagged is None else flagged | flagged_max
+    st = kh = None
+    if stamped is not None:
+        st = _bool_column(stamped, "stamped", n)
+        if key_hash is None:
+            if n and not st.all():
+                i = int(np.flatnonzero(st == 0)[0])
+                raise ValueError(f"entry at index {i} is unstamped and no key_hash was given")
+            st = None  # every entry is stamped after all
+        else:
+            kh = _key_hash_column(key_hash, n)
+    elif key_hash is not None:
+        raise TypeError(
+            "key_hash routes only unstamped entries: pass stamped= (a bool column) to say which "
+            "entries carry a stamp"
+        )
+    return _RouteInput(n, original, original_max, lo, hi, st, kh,
+                       None if flagged is None else np.ascontiguousarray(flagged, dtype=np.uint8))
+
+
+def _raise_malformed(status: int, index: int, inp: _RouteInput) -> None:
+    lo = int(inp.hash_min[index])
+    if status == _dispatch.STATUS_OUT_OF_RANGE:
+        if not 0 <= lo <= _MAX_HASH:
+            what = f"hash_min={lo}"
+        else:
+            what = f"hash_max={int(inp.hash_max[index])}"  # type: ignore[index]
+        raise MalformedStampError(
+            f"entry at index {index} has a malformed stamp: {what} is outside 0..0xFFFF", index
+        )
+    hi = int(inp.hash_max[index])  # type: ignore[index]
+    raise MalformedStampError(
+        f"entry at index {index} has a malformed stamp: hash_min={lo:#06x} > hash_max={hi:#06x}", index
+    )
+
+
+# One table per boundary list; built on first use (a few hundred microseconds) and shared.
+_TABLES: dict[tuple[int, ...], np.ndarray] = {}
+_TABLES_MAX = 64
+
+
+def _bucket_table(buckets: Buckets) -> np.ndarray:
+    key = tuple(buckets.splits)
+    table = _TABLES.get(key)
+    if table is None:
+        table = np.empty(65536, dtype=np.uint16)
+        _dispatch.bucket_table(np.ascontiguousarray(buckets.splits_array, dtype=np.uint16), table)
+        table.flags.writeable = False
+        if len(_TABLES) >= _TABLES_MAX:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[key] = table
+    return table
+
+
+def _declared_splits(declared: Any) -> tuple[int, ...]:
+    """Normalise a declared boundary list: Buckets, split hashes, or inclusive (start, end) ranges."""
+    if isinstance(declared, Buckets):
+        return tuple(declared.splits)
+    if isinstance(declared, np.ndarray):
+        declared = declared.tolist()
+    if not isinstance(declared, (list, tuple)):
+        raise TypeError(
+            f"declared boundary list must be a Buckets, split hashes or (start, end) ranges, "
+            f"not {type(declared).__name__}"
+        )
+    items = list(declared)
+    if items and all(isinstance(x, (tuple, list)) for x in items):
+        # Ranges, as a sharer declares them (KeySharedMeta.hashRanges / bucket_ranges).
+        splits = []
+        expected = 0
+        for i, rng in enumerate(items):
+            if len(rng) != 2:
+                raise StaleLayoutError(f"declared range {i} is {rng!r}, not a (start, end) pair")
+            start, end = (_check_hash(v, f"declared range {i} bound") for v in rng)
+            if start != expected or end < start:
+                raise StaleLayoutError(
+                    f"declared ranges do not tile 0x0000..0xFFFF: range {i} is "
+                    f"({start:#06x}, {end:#06x}), expected it to start at {expected:#06x}"
+                )
+            if i:
+                splits.append(start)
+            expected = end + 1
+        if expected != 0x10000:
+            raise StaleLayoutError(
+                f"declared ranges do not tile 0x0000..0xFFFF: they end at {expected - 1:#06x}"
+            )
+        return tuple(splits)
+    return tuple(_check_hash(v, f"declared split {i}") for i, v in enumerate(items))
+
+
+# ---------------------------------------------------------------------------------------------
+# Selector
+
+
+class EntryBucketSelector:
+    """Live sharers of one segment and the bucket → consumer spread of DESIGN.md §3.5.
+
+    Consumers are kept sorted by ``(name, consumer_id)``; consumer ``j`` of ``k`` owns buckets
+    ``[j*N//k, (j+1)*N//k)``. With more consumers than buckets, ``k - N`` of them own an empty
+    range (they stay idle: owners are capped by ``N``); which ones follows from the formula.
+
+    :func:`route_entries` updates three counters here: ``routed_entries``, ``straddling_entries``
+    (stamps crossing a boundary of this list, routed whole by ``hash_min``) and
+    ``malformed_entries`` (marked, never routed). Not thread-safe: one selector per segment,
+    mutated by one thread (routing may run concurrently: each membership builds new tables).
+    """
+
+    def __init__(self, buckets: BucketsLike) -> None:
+        self._buckets = _as_buckets(buckets)
+        self._n = int(self._buckets.count)
+        self._table = _bucket_table(self._buckets)
+        self._consumers: tuple[Consumer, ...] = ()
+        self._owner = self._spread(0)
+        self.routed_entries = 0
+        self.straddling_entries = 0
+        self.malformed_entries = 0
+
+    def _spread(self, k: int) -> np.ndarray:
+        owner = np.empty(self._n, dtype=np.int32)
+        _dispatch.spread(owner, k)
+        owner.flags.writeable = False
+        return owner
+
+    @property
+    def buckets(self) -> Buckets:
+        return self._buckets
+
+    @property
+    def consumers(self) -> tuple[Consumer, ...]:
+        """Members sorted by ``(name, consumer_id)``; route slots index this tuple."""
+        return self._consumers
+
+    @property
+    def owner_slots(self) -> np.ndarray:
+        """Read-only ``np.int32`` array: per bucket, the owner's index in :attr:`consumers`, or -1."""
+        return self._owner
+
+    def _change(self, consumers: tuple[Consumer, ...]) -> tuple[BucketMove, ...]:
+        old_consumers, old_owner = self._consumers, self._owner
+        new_owner = self._spread(len(consumers))
+        self._consumers, self._owner = consumers, new_owner
+        return _moves(old_consumers, old_owner, consumers, new_owner)
+
+    def add_consumer(self, name: str, consumer_id: int, *, declared: Any = None) -> tuple[BucketMove, ...]:
+        """Add a sharer; returns the buckets that moved (see :class:`BucketMove`).
+
+        ``declared``: the boundary list the sharer subscribed with, checked by :meth:`validate`
+        before anything changes. A consumer already present is a ``ValueError``.
+        """
+        consumer = _check_consumer(name, consumer_id)
+        if consumer in self._consumers:
+            raise ValueError(f"consumer {consumer!r} is already a member")
+        if declared is not None:
+            self.validate(declared)
+        return self._change(tuple(sorted(self._consumers + (consumer,))))
+
+    def remove_consumer(self, name: str, consumer_id: int) -> tuple[BucketMove, ...]:
+        """Remove a sharer; returns the buckets that moved. An unknown consumer is a ``KeyError``."""
+        consumer = _check_consumer(name, consumer_id)
+        if consumer not in self._consumers:
+            raise KeyError(f"consumer {consumer!r} is not a member")
+        return self._change(tuple(c for c in self._consumers if c != consumer))
+
+    def buckets_of(self, name: str, consumer_id: int) -> range:
+        """The contiguous range of buckets a member owns (empty for an idle one)."""
+        consumer = _check_consumer(name, consumer_id)
+        try:
+            j = self._consumers.index(consumer)
+        except ValueError:
+            raise KeyError(f"consumer {consumer!r} is not a member") from None
+        k = len(self._consumers)
+        return range(j * self._n // k, (j + 1) * self._n // k)
+
+    def owner_of(self, hash: int) -> Consumer | None:
+        """Owner of the bucket containing bucket hash ``hash`` (0..0xFFFF), or None."""
+        slot = int(self._owner[self._table[_check_hash(hash, "hash")]])
+        return None if slot < 0 else self._consumers[slot]
+
+    def owners(self) -> list[Consumer | None]:
+        """Per bucket, its owner or None."""
+        return [None if s < 0 else self._consumers[s] for s in self._owner.tolist()]
+
+    def validate(self, declared_splits: Any) -> None:
+        """Raise :class:`StaleLayoutError` unless a sharer declared exactly this boundary list.
+
+        ``declared_splits``: a :class:`Buckets`, the split hashes, or the inclusive ``(start, end)``
+        ranges a sharer sends (its ``bucket_ranges``). An empty list means one bucket.
+        """
+        declared = _declared_splits(declared_splits)
+        ours = tuple(self._buckets.splits)
+        if declared == ours:
+            return
+        if len(declared) != len(ours):
+            raise StaleLayoutError(
+                f"declared boundary list has {len(declared) + 1} buckets, the segment has {len(ours) + 1}"
+            )
+        i = next(i for i, (a, b) in enumerate(zip(declared, ours)) if a != b)
+        raise StaleLayoutError(
+            f"declared split {i} (start of bucket {i + 1}) is {declared[i]:#06x}; "
+            f"the segment's is {ours[i]:#06x}"
+        )
+
+    def __repr__(self) -> str:
+        return f"EntryBucketSelector(buckets={self._n}, consumers={len(self._consumers)})"
+
+
+def _moves(old_consumers: tuple[Consumer, ...], old_owner: np.ndarray,
+           new_consumers: tuple[Consumer, ...], new_owner: np.ndarray) -> tuple[BucketMove, ...]:
+    everyone = sorted(set(old_consumers) | set(new_consumers))
+    code = {c: i for i, c in enumerate(everyone)}
+    # Slot -1 indexes the appended -1: "no owner".
+    old_codes = np.array([code[c] for c in old_consumers] + [-1], dtype=np.int64)[old_owner]
+    new_codes = np.array([code[c] for c in new_consumers] + [-1], dtype=np.int64)[new_owner]
+    changed = old_codes != new_codes
+    if not changed.any():
+        return ()
+    pair = (old_codes + 1) * (len(everyone) + 1) + (new_codes + 1)
+    pair = np.where(changed, pair, -1)
+    starts = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
+    ends = np.append(starts[1:], pair.size)
+    moves = []
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        if pair[s] < 0:
+            continue
+        o, nw = int(old_codes[s]), int(new_codes[s])
+        moves.append(BucketMove(range(s, e), None if o < 0 else everyone[o], None if nw < 0 else everyone[nw]))
+    return tuple(moves)
+
+
+# ---------------------------------------------------------------------------------------------
+# Vectorised routing
+
+
+def route_entries(selector: EntryBucketSelector, hash_min: Any, *, key_hash: Any = None,
+                  stamped: Any = None, hash_max: Any = None, malformed: str = "raise") -> np.ndarray:
+    """Route entries whole: an ``np.int32`` array of indexes into ``selector.consumers``.
+
+    * ``hash_min``: the stamps' minimum bucket hash (an integer column). A stamped entry routes by
+      the bucket of ``hash_min``. ``None``: no entry is stamped.
+    * ``stamped``: bool column; where False the entry routes by the bucket of ``key_hash & 0xFFFF``
+      (the bucket the producer would have stamped) and its ``hash_min`` is ignored. ``None``:
+      every entry is stamped (or none, when ``hash_min`` is None).
+    * ``key_hash``: the message key's Murmur3 hash (raw 32-bit, or just the low 16 bits), or a
+      :class:`KeyHashes`; required when some entry is unstamped.
+    * ``hash_max``: optional. Checked (``hash_min <= hash_max``) and used to count entries whose
+      stamp crosses a boundary of the selector's list into ``selector.straddling_entries`` —
+      they still route whole by ``hash_min``.
+
+    -1 (:data:`NO_CONSUMER`) where no consumer owns the bucket. A malformed stamp (a value outside
+    0..0xFFFF, or ``hash_min > hash_max``) raises :class:`MalformedStampError` naming the entry's
+    index, before anything is counted; with ``malformed="mark"`` it gets slot -2 (:data:`MALFORMED`)
+    instead, is counted in ``selector.malformed_entries``, and the rest route normally.
+    """
+    if not isinstance(selector, EntryBucketSelector):
+        raise TypeError(f"selector must be an EntryBucketSelector, not {type(selector).__name__}")
+    if malformed not in ("raise", "mark"):
+        raise ValueError(f"malformed must be 'raise' or 'mark', not {malformed!r}")
+    inp = _route_input(hash_min, hash_max, key_hash, stamped)
+    out = np.empty(inp.n, dtype=np.int32)
+    status, index, straddling, bad = _dispatch.route(
+        selector._table, selector._owner, inp.lo, inp.hi, inp.stamped, inp.key_hash, inp.flagged,
+        out, None, None, malformed == "mark",
+    )
+    if status != _dispatch.STATUS_OK:
+        _raise_malformed(status, index, inp)
+    selector.routed_entries += inp.n - bad
+    selector.straddling_entries += straddling
+    selector.malformed_entries += bad
+    return out
+
+
+_ZERO_TABLE = np.zeros(65536, dtype=np.uint16)
+_ZERO_TABLE.flags.writeable = False
+
+
+def sticky_hashes(hash_min: Any, *, key_hash: Any = None, stamped: Any = None) -> np.ndarray:
+    """The hash a broker records for each entry (``np.uint16``): the stamp's ``hash_min`` or the
+    key's low 16 bits, with 0 nudged to 1 (a Pulsar broker reads 0 as "no hash").
+
+    This is the hash exposed to pending-ack and redelivery bookkeeping; routing itself uses the
+    bucket of the un-nudged value (see :func:`route_entries`). Arguments as in route_entries.
+    """
+    inp = _route_input(hash_min, None, key_hash, stamped)
+    out = np.empty(inp.n, dtype=np.uint16)
+    status, index, _, _ = _dispatch.route(
+        _ZERO_TABLE, None, inp.lo, None, inp.stamped, inp.key_hash, inp.flagged, None, None, out, False
+    )
+    if status != _dispatch.STATUS_OK:
+        _raise_malformed(status, index, inp)
+    return out
+
+
+# Below this many entries fits_one_bucket searches per entry instead of building a table.
+_TABLE_THRESHOLD = 8192
+
+
+def fits_one_bucket(buckets: BucketsLike, hash_min: Any, hash_max: Any) -> np.ndarray:
+    """Per stamped entry, whether ``[hash_min, hash_max]`` lies inside one bucket of ``buckets``.
+
+    Such an entry still routes whole under that boundary list (geo-replication into another
+    layout, a rebucketed successor). A bool array; a malformed stamp raises
+    :class:`MalformedStampError` naming its index.
+    """
+    buckets = _as_buckets(buckets)
+    original_min, lo, flagged = _stamp_column(hash_min, "hash_min")
+    original_max, hi, flagged_max = _stamp_column(hash_max, "hash_max")
+    if hi.size != lo.size:
+        raise ValueError(f"hash_max has {hi.size} items; hash_min has {lo.size}")
+    if flagged_max is not None:
+        flagged = flagged_max if flagged is None else flagged | flagged_max
+    out = np.empty(lo.size, dtype=np.bool_)
+    table = _bucket_table(buckets) if lo.size >= _TABLE_THRESHOLD else None
+    status, index = _dispatch.fits(
+        np.ascontiguousarray(buckets.splits_array, dtype=np.uint16), table, lo, hi,
+        None if flagged is None else np.ascontiguousarray(flagged, dtype=np.uint8), out.view(np.uint8),
+    )
+    if status != _dispatch.STATUS_OK:
+        _raise_malformed(status, index, _RouteInput(lo.size, original_min, original_max, lo, hi,
+                                                    None, None, None))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Stateful dispatcher
+
+
+@dataclass(frozen=True, eq=False)
+class Deliveries:
+    """What a consumer is to be sent, in order: ``entry_ids`` (``np.int64``), ``hashes`` (the
+    entries' sticky hashes, ``np.uint16``, 0 nudged to 1) and ``redelivered`` (``np.bool_``: a
+    redelivery after its previous holder crashed)."""
+
+    entry_ids: np.ndarray
+    hashes: np.ndarray
+    redelivered: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.entry_ids.size)
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    arr.flags.writeable = False
+    return arr
+
+
+_EMPTY = Deliveries(_frozen(np.empty(0, np.int64)), _frozen(np.empty(0, np.uint16)),
+                    _frozen(np.empty(0, np.bool_)))
+
+
+@dataclass(frozen=True)
+class ConsumerStats:
+    """Counters of one consumer. ``state`` is ``"active"`` (a member) or ``"leaving"`` (left
+    cleanly, still holding unacknowledged entries it may ack). ``paused_buckets``: owned buckets
+    withheld while another consumer drains them."""
+
+    consumer: Consumer
+    state: str
+    owned_buckets: range
+    delivered_entries: int
+    delivered_messages: int
+    redelivered_entries: int
+    acked_entries: int
+    pending_entries: int
+    pending_messages: int
+    paused_buckets: int
+
+
+@dataclass(frozen=True, eq=False)
+class BucketStats:
+    """Per-bucket counters as columns (index = bucket): ``owner`` (index into the dispatcher's
+    ``consumers``, -1 for none), ``delivered`` entries (redeliveries included), ``pending``
+    (delivered, unacknowledged), ``queued`` (waiting: paused, unowned, or crash redeliveries),
+    ``paused`` (withheld from its owner until another consumer acks or crashes)."""
+
+    owner: np.ndarray
+    delivered: np.ndarray
+    pending: np.ndarray
+    queued: np.ndarray
+    paused: np.ndarray
+
+
+class _Member:
+    __slots__ = ("key", "consumer", "leaving", "delivered", "delivered_messages", "redelivered",
+                 "acked", "pending", "pending_messages", "outbox")
+
+    def __init__(self, key: int, consumer: Consumer) -> None:
+        self.key = key
+        self.consumer = consumer
+        self.leaving = False
+        self.delivered = 0
+        self.delivered_messages = 0
+        self.redelivered = 0
+        self.acked = 0
+        self.pending = 0
+        self.pending_messages = 0
+        self.outbox: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+
+_QUEUED, _PENDING, _ACKED = 0, 1, 2
+
+
+def _one(value: Any) -> Any:
+    if isinstance(value, KeyHashes):
+        value = value.raw
+    return None if value is None else (value if np.ndim(value) else [value])
+
+
+def _add_counts(target: np.ndarray, index: np.ndarray, sign: int = 1) -> None:
+    """``target[index] += sign`` with repeated indexes (bincount when dense, add.at when sparse)."""
+    if index.size * 4 >= target.size:
+        target += sign * np.bincount(index, minlength=target.size)
+    else:
+        np.add.at(target, index, sign)
+
+
+class Dispatcher:
+    """Stateful broker dispatcher of one shared segment (DESIGN.md §3.5).
+
+    Drive it with committed entries in offset order and with acks; every call that can make
+    entries deliverable puts them in the consumers' outboxes, which :meth:`poll` empties::
+
+        d = Dispatcher(buckets)
+        d.add_consumer("a", 1); d.add_consumer("b", 2)
+        d.offer(entry_ids, hash_min=stamps_min, hash_max=stamps_max, message_count=counts)
+        for consumer, batch in d.poll().items(): send(consumer, batch.entry_ids)
+        d.ack("a", 1, acked_ids)          # individual acks, one id or a column
+        d.remove_consumer("b", 2, crash=True)
+
+    Rules:
+
+    * Each entry goes whole to the owner of its bucket (stamped: bucket of ``hash_min``;
+      unstamped: of the key's low-16 hash). Per bucket, entries are delivered in offset order.
+    * At most one consumer holds a bucket's unacknowledged entries at a time. When a bucket moves
+      (join, leave, crash), it is *paused*: withheld from its new owner while the previous holder
+      still has entries of it unacknowledged; its new entries queue, in order. When the holder has
+      acked them all, the queue flows to the new owner in order.
+    * Clean leave (``remove_consumer``): the consumer gets nothing new, keeps its pending entries
+      and may still ack them (state ``"leaving"``); it is forgotten when it holds nothing. Crash
+      (``crash=True``, also for a leaving consumer): its unacked entries — including ones still in
+      its outbox — go back to the front of their buckets' queues and are redelivered to the new
+      owners first, in order, flagged ``redelivered``.
+    * With no consumer at all, entries queue (nothing is lost) until one joins.
+    * Acks are strict: acking an entry that is not pending on that consumer is an error naming it.
+
+    Not thread-safe: one dispatcher per segment, driven by one thread (or under one lock).
+    """
+
+    def __init__(self, buckets: BucketsLike) -> None:
+        self._selector = EntryBucketSelector(buckets)
+        n = self._selector._n
+        self._n = n
+        self._members: dict[Consumer, _Member] = {}
+        self._by_key: dict[int, _Member] = {}
+        self._next_key = 0
+        self._owner_key = np.full(n, -1, dtype=np.int32)
+        self._holder = np.full(n, -1, dtype=np.int32)
+        self._b_pending = np.zeros(n, dtype=np.int64)
+        self._b_queued = np.zeros(n, dtype=np.int64)
+        self._b_delivered = np.zeros(n, dtype=np.int64)
+        self._ready_cache: np.ndarray | None = None
+        # The entry log (offset order): columns over [base, end), grown by doubling.
+        cap = 1024
+        self._ids = np.empty(cap, np.int64)
+        self._bucket = np.empty(cap, np.int32)
+        self._hash = np.empty(cap, np.uint16)
+        self._msgs = np.empty(cap, np.int64)
+        self._state = np.empty(cap, np.int8)
+        self._holder_log = np.empty(cap, np.int32)
+        self._redelivered = np.empty(cap, np.bool_)
+        self._base = 0
+        self._end = 0
+        self._last_id: int | None = None
+        self.offered_entries = 0
+        self.straddling_entries = 0
+
+    # -- views --------------------------------------------------------------------------------
+
+    @property
+    def buckets(self) -> Buckets:
+        return self._selector.buckets
+
+    @property
+    def consumers(self) -> tuple[Consumer, ...]:
+        """Active members sorted by ``(name, consumer_id)`` (the spread's order)."""
+        return self._selector.consumers
+
+    @property
+    def leaving(self) -> tuple[Consumer, ...]:
+        """Consumers that left cleanly and still hold unacknowledged entries."""
+        return tuple(sorted(c for c, m in self._members.items() if m.leaving))
+
+    def owners(self) -> list[Consumer | None]:
+        return self._selector.owners()
+
+    def buckets_of(self, name: str, consumer_id: int) -> range:
+        return self._selector.buckets_of(name, consumer_id)
+
+    @property
+    def pending_entries(self) -> int:
+        return int(self._b_pending.sum())
+
+    @property
+    def queued_entries(self) -> int:
+        return int(self._b_queued.sum())
+
+    def _paused_mask(self) -> np.ndarray:
+        return (self._owner_key >= 0) & (self._holder >= 0) & (self._holder != self._owner_key)
+
+    def paused_buckets(self) -> np.ndarray:
+        """Buckets withheld from their owner right now (``np.int32`` bucket indexes)."""
+        return np.flatnonzero(self._paused_mask()).astype(np.int32)
+
+    def bucket_stats(self) -> BucketStats:
+        slots = self._selector.owner_slots
+        return BucketStats(slots.copy(), self._b_delivered.copy(), self._b_pending.copy(),
+                           self._b_queued.copy(), self._paused_mask())
+
+    def consumer_stats(self, name: str | None = None, consumer_id: int | None = None) -> Any:
+        """Counters of one consumer (:class:`ConsumerStats`), or of all of them (a dict) when
+        called without arguments."""
+        if name is None and consumer_id is None:
+            return {c: self._stats_of(m) for c, m in sorted(self._members.items())}
+        return self._stats_of(self._member(name, consumer_id))
+
+    def _stats_of(self, m: _Member) -> ConsumerStats:
+        if m.leaving:
+            owned = range(0)
+            paused = 0
+        else:
+            owned = self._selector.buckets_of(*m.consumer)
+            paused = int(np.count_nonzero(self._paused_mask()[owned.start:owned.stop]))
+        return ConsumerStats(m.consumer, "leaving" if m.leaving else "active", owned, m.delivered,
+                             m.delivered_messages, m.redelivered, m.acked, m.pending,
+                             m.pending_messages, paused)
+
+    def _member(self, name: Any, consumer_id: Any) -> _Member:
+        consumer = _check_consumer(name, consumer_id)
+        m = self._members.get(consumer)
+        if m is None:
+            raise KeyError(f"consumer {consumer!r} is not connected to this dispatcher")
+        return m
+
+    # -- membership ---------------------------------------------------------------------------
+
+    def add_consumer(self, name: str, consumer_id: int, *, declared: Any = None) -> tuple[BucketMove, ...]:
+        """A sharer joins; returns the buckets that moved. Buckets it takes over stay paused until
+        their previous holder has acked (or crashed). ``declared``: its boundary list, validated
+        (``StaleLayoutError`` on mismatch). Re-adding a connected consumer (active, or leaving with
+        unacked entries) is a ``ValueError``."""
+        consumer = _check_consumer(name, consumer_id)
+        existing = self._members.get(consumer)
+        if existing is not None:
+            if existing.leaving:
+                raise ValueError(
+                    f"consumer {consumer!r} left and still holds {existing.pending} unacked entries: "
+                    "let it ack them, or remove it with crash=True, before it rejoins"
+                )
+            raise ValueError(f"consumer {consumer!r} is already a member")
+        moves = self._selector.add_consumer(name, consumer_id, declared=declared)
+        m = _Member(self._next_key, consumer)
+        self._next_key += 1
+        self._members[consumer] = m
+        self._by_key[m.key] = m
+        self._refresh_owners()
+        self._release()
+        return moves
+
+    def remove_consumer(self, name: str, consumer_id: int, *, crash: bool = False) -> tuple[BucketMove, ...]:
+        """A sharer leaves; returns the buckets that moved.
+
+        Clean leave: it keeps its unacked entries (and may ack them); the buckets it held stay
+        paused for their new owners until it has. ``crash=True``: its unacked entries are
+        redelivered to the new owners first, in order. A consumer that already left cleanly may be
+        removed again with ``crash=True`` (it disconnected before acking); without, ``ValueError``.
+        """
+        if not isinstance(crash, bool):
+            raise TypeError(f"crash must be a bool, not {type(crash).__name__}")
+        m = self._member(name, consumer_id)
+        if m.leaving:
+            if not crash:
+                raise ValueError(
+                    f"consumer {m.consumer!r} already left; pass crash=True to redeliver its "
+                    f"{m.pending} unacked entries"
+                )
+            moves: tuple[BucketMove, ...] = ()
+        else:
+            moves = self._selector.remove_consumer(name, consumer_id)
+            self._refresh_owners()
+        if crash:
+            self._requeue(m)
+            self._forget(m)
+        else:
+            m.leaving = True
+            if m.pending == 0:
+                self._forget(m)
+        self._release()
+        return moves
+
+    def _forget(self, m: _Member) -> None:
+        del self._members[m.consumer]
+        del self._by_key[m.key]
+
+    def _refresh_owners(self) -> None:
+        keys = np.array([self._members[c].key for c in self._selector.consumers] + [-1], dtype=np.int32)
+        self._owner_key = keys[self._selector.owner_slots]
+        self._ready_cache = None
+
+    def _ready(self) -> np.ndarray:
+        """Buckets whose owner may receive now: owned, and held by nobody else."""
+        if self._ready_cache is None:
+            own = self._owner_key
+            self._ready_cache = (own >= 0) & ((self._holder < 0) | (self._holder == own))
+        return self._ready_cache
+
+    # -- the entry log ------------------------------------------------------------------------
+
+    def _advance_base(self) -> None:
+        live = self._state[self._base:self._end] != _ACKED
+        self._base = self._base + int(np.argmax(live)) if live.any() else self._end
+
+    def _reserve(self, n: int) -> None:
+        if self._end + n <= self._ids.size:
+            return
+        self._advance_base()
+        live = self._end - self._base
+        cap = self._ids.size
+        while live + n > cap // 2:
+            cap *= 2
+        for name in ("_ids", "_bucket", "_hash", "_msgs", "_state", "_holder_log", "_redelivered"):
+            old = getattr(self, name)
+            new = old if cap == old.size else np.empty(cap, old.dtype)
+            new[:live] = old[self._base:self._end]
+            setattr(self, name, new)
+        self._base, self._end = 0, live
+
+    def _window(self) -> slice:
+        self._advance_base()
+        return slice(self._base, self._end)
+
+    def offer(self, entry_ids: Any, hash_min: Any = None, *, hash_max: Any = None, key_hash: Any = None,
+              stamped: Any = None, message_count: Any = None) -> int:
+        """Take committed entries, in offset order; returns how many went straight to an outbox.
+
+        ``entry_ids``: ledger entry ids / offsets (ints >= 0), strictly increasing within the call
+        and above every id offered before. Stamp and key columns as in :func:`route_entries`
+        (``hash_max`` optional: validates stamps and counts ``straddling_entries``).
+        ``message_count``: messages per entry (ints >= 1, default 1), for the message counters.
+        One entry may be given as scalars. A bad column is an error and changes nothing.
+        """
+        if isinstance(entry_ids, (int, np.integer)) and not isinstance(entry_ids, (bool, np.bool_)):
+            # One entry given as scalars: make every given column one item long.
+            entry_ids, hash_min, hash_max, key_hash, stamped, message_count = (
+                [entry_ids], _one(hash_min), _one(hash_max), _one(key_hash), _one(stamped),
+                _one(message_count))
+        ids = _int_column(entry_ids, "entry_ids")
+        n = ids.size
+        if ids.dtype == np.uint64 and n and int(ids.max()) > _INT64_MAX:
+            i = int(np.argmax(ids > _INT64_MAX))
+            raise ValueError(f"entry id at index {i} is {int(ids[i])}, above the int64 range")
+        ids = ids.astype(np.int64, copy=False)
+        if n:
+            if int(ids.min()) < 0:
+                i = int(np.argmax(ids < 0))
+                raise ValueError(f"entry id at index {i} is {int(ids[i])}; entry ids are >= 0")
+            steps = np.diff(ids)
+            if steps.size and int(steps.min()) <= 0:
+                i = int(np.argmax(steps <= 0)) + 1
+                raise ValueError(
+                    f"entry ids must increase (offset order): index {i} is {int(ids[i])} after {int(ids[i - 1])}"
+                )
+            if self._last_id is not None and int(ids[0]) <= self._last_id:
+                raise ValueError(
+                    f"entry id at index 0 is {int(ids[0])}, not after the last offered id {self._last_id}"
+                )
+        inp = _route_input(hash_min, hash_max, key_hash, stamped)
+        if inp.n != n:
+            raise ValueError(f"the stamp/key columns have {inp.n} items; entry_ids has {n}")
+        if message_count is None:
+            msgs = np.ones(n, dtype=np.int64)
+        else:
+            msgs = _int_column(message_count, "message_count")
+            if msgs.size != n:
+                raise ValueError(f"message_count has {msgs.size} items; entry_ids has {n}")
+            if n and int(msgs.min()) < 1:
+                i = int(np.argmax(msgs < 1))
+                raise ValueError(f"message_count at index {i} is {int(msgs[i])}; an entry holds >= 1 message")
+            if msgs.dtype == np.uint64 and n and int(msgs.max()) > _INT64_MAX:
+                raise ValueError("message_count above the int64 range")
+            msgs = msgs.astype(np.int64, copy=False)
+        bucket = np.empty(n, dtype=np.int32)
+        hashes = np.empty(n, dtype=np.uint16)
+        status, index, straddling, _ = _dispatch.route(
+            self._selector._table, None, inp.lo, inp.hi, inp.stamped, inp.key_hash, inp.flagged,
+            None, bucket, hashes, False,
+        )
+        if status != _dispatch.STATUS_OK:
+            _raise_malformed(status, index, inp)
+        if n == 0:
+            return 0
+        # Validated: from here on nothing can fail half-way.
+        self._last_id = int(ids[-1])
+        self.offered_entries += n
+        self.straddling_entries += straddling
+        self._reserve(n)
+        s, e = self._end, self._end + n
+        self._ids[s:e] = ids
+        self._bucket[s:e] = bucket
+        self._hash[s:e] = hashes
+        self._msgs[s:e] = msgs
+        self._state[s:e] = _QUEUED
+        self._holder_log[s:e] = -1
+        self._redelivered[s:e] = False
+        self._end = e
+        _add_counts(self._b_queued, bucket)
+        # A ready bucket has an empty queue (every call ends by releasing), so ready = deliverable.
+        now = np.flatnonzero(self._ready()[bucket])
+        self._dispatch(now + s)
+        return int(now.size)
+
+    def _dispatch(self, pos: np.ndarray) -> None:
+        """Hand queued log positions (ascending; their buckets ready) to their buckets' owners."""
+        if pos.size == 0:
+            return
+        b = self._bucket[pos]
+        k = self._owner_key[b]
+        self._state[pos] = _PENDING
+        self._holder_log[pos] = k
+        self._holder[b] = k
+        _add_counts(self._b_queued, b, -1)
+        _add_counts(self._b_pending, b)
+        _add_counts(self._b_delivered, b)
+        order = np.argsort(k, kind="stable")
+        ks = k[order]
+        cuts = np.flatnonzero(ks[1:] != ks[:-1]) + 1
+        for group in np.split(order, cuts):
+            m = self._by_key[int(k[group[0]])]
+            p = pos[group]
+            redelivered = self._redelivered[p]
+            m.outbox.append((self._ids[p], self._hash[p], redelivered))
+            count = int(p.size)
+            messages = int(self._msgs[p].sum())
+            m.delivered += count
+            m.delivered_messages += messages
+            m.redelivered += int(np.count_nonzero(redelivered))
+            m.pending += count
+            m.pending_messages += messages
+
+    def _release(self) -> None:
+        """Deliver the queues of every bucket that became ready, in offset order."""
+        waiting = self._ready() & (self._b_queued > 0)
+        if not waiting.any():
+            return
+        w = self._window()
+        state = self._state[w]
+        mask = state == _QUEUED
+        mask[mask] = waiting[self._bucket[w][mask]]
+        self._dispatch(np.flatnonzero(mask) + w.start)
+
+    def _requeue(self, m: _Member) -> None:
+        """Put a crashed consumer's unacked entries back at the front of their buckets' queues."""
+        m.outbox.clear()
+        if m.pending == 0:
+            return
+        w = self._window()
+        pos = np.flatnonzero((self._state[w] == _PENDING) & (self._holder_log[w] == m.key)) + w.start
+        b = self._bucket[pos]
+        # Offsets order the queue: these precede every queued entry of their buckets.
+        self._state[pos] = _QUEUED
+        self._holder_log[pos] = -1
+        self._redelivered[pos] = True
+        _add_counts(self._b_pending, b, -1)
+        _add_counts(self._b_queued, b)
+        self._holder[np.unique(b)] = -1  # one holder per bucket: it was m
+        self._ready_cache = None
+        m.pending = m.pending_messages = 0
+
+    # -- acks and delivery --------------------------------------------------------------------
+
+    def ack(self, name: str, consumer_id: int, entry_ids: Any) -> int:
+        """Individual acks from a consumer (one id or a column); returns how many were acked.
+
+        Every id must be pending on that consumer (delivered to it, not yet acked), else a
+        ``KeyError`` (unknown to it) or ``ValueError`` (duplicate in the call) naming the id and
+        nothing is acked. Acking the last entry a consumer held of a moved bucket unpauses it.
+        """
+        m = self._member(name, consumer_id)
+        if isinstance(entry_ids, (int, np.integer)) and not isinstance(entry_ids, (bool, np.bool_)):
+            entry_ids = [entry_ids]
+        ids = _int_column(entry_ids, "entry_ids")
+        if ids.size == 0:
+            return 0
+        if ids.dtype == np.uint64 and int(ids.max()) > _INT64_MAX:
+            i = int(np.argmax(ids > _INT64_MAX))
+            raise KeyError(f"entry {int(ids[i])} is not pending on consumer {m.consumer!r}")
+        ids = ids.astype(np.int64, copy=False)
+        uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
+        if uniq.size != ids.size:
+            i = int(np.sort(first[counts > 1])[0])
+            raise ValueError(f"entry {int(ids[i])} is acked twice in one call")
+        base, end = self._base, self._end
+        pos = np.searchsorted(self._ids[base:end], ids) + base
+        inside = pos < end
+        found = inside.copy()
+        found[inside] = self._ids[pos[inside]] == ids[inside]
+        ok = found.copy()
+        ok[found] = (self._state[pos[found]] == _PENDING) & (self._holder_log[pos[found]] == m.key)
+        if not ok.all():
+            i = int(np.argmax(~ok))
+            why = "not a dispatched entry of this segment, or already acked"
+            if found[i]:
+                st = int(self._state[pos[i]])
+                if st == _ACKED:
+                    why = "already acked"
+                elif st == _QUEUED:
+                    why = "queued for (re)delivery, not delivered"
+                else:
+                    holder = self._by_key[int(self._holder_log[pos[i]])].consumer
+                    why = f"pending on consumer {holder!r}"
+            raise KeyError(f"entry {int(ids[i])} is not pending on consumer {m.consumer!r}: {why}")
+        b = self._bucket[pos]
+        self._state[pos] = _ACKED
+        self._holder_log[pos] = -1
+        _add_counts(self._b_pending, b, -1)
+        n = int(ids.size)
+        m.pending -= n
+        m.pending_messages -= int(self._msgs[pos].sum())
+        m.acked += n
+        touched = np.unique(b)
+        drained = touched[self._b_pending[touched] == 0]
+        if drained.size:
+            self._holder[drained] = -1
+            self._ready_cache = None
+        if m.leaving and m.pending == 0:
+            self._forget(m)
+        self._release()
+        return n
+
+    def poll(self, name: str | None = None, consumer_id: int | None = None) -> Any:
+        """Empty the outboxes: with no arguments a dict ``{consumer: Deliveries}`` of every
+        consumer with something to send; for one consumer its :class:`Deliveries` (maybe empty)."""
+        if name is None and consumer_id is None:
+            out = {}
+            for c, m in sorted(self._members.items()):
+                if m.outbox:
+                    out[c] = self._drain(m)
+            return out
+        return self._drain(self._member(name, consumer_id))
+
+    @staticmethod
+    def _drain(m: _Member) -> Deliveries:
+        if not m.outbox:
+            return _EMPTY
+        box, m.outbox = m.outbox, []
+        if len(box) == 1:
+            return Deliveries(*box[0])
+        return Deliveries(*(np.concatenate(cols) for cols in zip(*box)))
+
+    def __repr__(self) -> str:
+        return (f"Dispatcher(buckets={self._n}, consumers={len(self.consumers)}, "
+                f"leaving={len(self.leaving)}, pending={self.pending_entries}, queued={self.queued_entries})")
