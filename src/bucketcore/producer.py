@@ -267,6 +267,9 @@ class _Plan:
         if self.single or self.layout is None:
             seg = None
             next_rr = 0
+        elif n == 0:
+            seg = np.zeros(0, dtype=np.int32)
+            next_rr = round_robin % self.segment_ids.shape[0]
         else:
             seg, next_rr = self.layout.route_index(kh, round_robin=round_robin)
             seg = np.ascontiguousarray(seg, dtype=np.int32)
@@ -343,12 +346,14 @@ class EntryBucketBatcher:
         self.policy = policy
         code = _check_policy(policy)
         self.encrypted = _check_bool(encrypted, "encrypted")
-        self._round_robin = _check_int(round_robin, "round_robin", 0)
+        round_robin = _check_int(round_robin, "round_robin", 0)
         if errors not in ("strict", "replace"):
             raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
         self._errors = errors
         self._plan = _Plan(buckets_or_layout, "buckets_or_layout")
         self._target = buckets_or_layout
+        # kept normalised (mod the active segment count), as EntryTable.next_round_robin is
+        self._round_robin = round_robin % self._plan.segment_ids.shape[0]
         self._grouper = _producer.Grouper(self._plan.bucket_offsets, code,
                                           1 if self.encrypted else self.max_messages, self.max_bytes)
         # the pending buffer: messages of open batches, in send order

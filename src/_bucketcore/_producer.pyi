@@ -1,0 +1,71 @@
+"""Type stub of the producer kernels (bucket lookup, batch grouping and stamping)."""
+
+from typing import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+POLICY_SHARED: int
+POLICY_PER_BUCKET: int
+
+def bucket_index(
+    seg: npt.NDArray[np.int32] | None,
+    bucket_hash: npt.NDArray[np.uint16],
+    splits: npt.NDArray[np.uint16],
+    split_offsets: npt.NDArray[np.int64],
+    out: npt.NDArray[np.int32],
+) -> None: ...
+
+class Grouper:
+    def __init__(
+        self, bucket_offsets: npt.NDArray[np.int64], policy: int, max_messages: int, max_bytes: int
+    ) -> None: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def open_batches(self) -> int: ...
+    @property
+    def emitted(self) -> int: ...
+    def scan(
+        self,
+        seg: npt.NDArray[np.int32] | None,
+        bucket: npt.NDArray[np.int32],
+        bucket_hash: npt.NDArray[np.uint16],
+        sizes: npt.NDArray[np.int64] | None,
+    ) -> None: ...
+    def finish(self) -> None: ...
+    def drain(
+        self, seg: npt.NDArray[np.int32] | None, bucket: npt.NDArray[np.int32], count: int
+    ) -> tuple[
+        npt.NDArray[np.int32],
+        npt.NDArray[np.int32],
+        npt.NDArray[np.uint16],
+        npt.NDArray[np.uint16],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+    ]: ...
+
+def group_entries(
+    seg: npt.NDArray[np.int32] | None,
+    bucket: npt.NDArray[np.int32],
+    bucket_hash: npt.NDArray[np.uint16],
+    sizes: npt.NDArray[np.int64] | None,
+    bucket_offsets: npt.NDArray[np.int64],
+    policy: int,
+    max_messages: int,
+    max_bytes: int,
+) -> tuple[
+    npt.NDArray[np.int32],
+    npt.NDArray[np.int32],
+    npt.NDArray[np.uint16],
+    npt.NDArray[np.uint16],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+]: ...
+
+def payload_sizes(payloads: Sequence[object], out: npt.NDArray[np.int64]) -> int: ...

@@ -1,0 +1,533 @@
+"""Producer bucketing and stamping (DESIGN.md §3.4) against a slow pure-Python reference batcher.
+
+The reference below is written the way the Java producer batches: a per-segment window (shared
+policy) or per-bucket batches (per_bucket policy) holding a dict of per-bucket message lists;
+before adding a message, a non-empty window/batch it would push over max_bytes is sent; after
+adding, a window/batch that reached a limit is sent. Hashing is mmh3, bucket lookup bisect,
+routing a linear scan of the segment ranges: nothing of bucketcore is used in the oracle.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+import uuid
+from typing import Any
+
+import mmh3
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bucketcore as bc
+from bucketcore.layout import Buckets, Segment, TopicLayout
+from bucketcore.producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
+from _bucketcore import _producer
+
+# ------------------------------------------------------------------------------------------------
+# the reference
+
+
+def ref_hash(key: str | bytes | None) -> int | None:
+    if key is None:
+        return None
+    data = key.encode("utf-8") if isinstance(key, str) else key
+    return mmh3.hash(data, 0, signed=False)
+
+
+class RefBatcher:
+    """Java-style batcher: {segment: {bucket: [messages]}} windows, limits per window or bucket."""
+
+    def __init__(self, target: Any, *, max_messages: int = 1000, max_bytes: int = 131072,
+                 policy: str = "shared", encrypted: bool = False, round_robin: int = 0) -> None:
+        if isinstance(target, Buckets):
+            # a bare boundary list is one segment covering the ring, segment id 0
+            self.segments = [(0, 0, 0xFFFF, list(target.splits))]
+            self.legacy_order = None
+        else:
+            active = [s for s in target.segments if s.state == "active"]
+            self.segments = [(s.segment_id, s.hash_start, s.hash_end, list(s.buckets.splits))
+                             for s in sorted(active, key=lambda s: s.hash_start)]
+            legacy = all(s.legacy_topic_name is not None for s in active)
+            self.legacy_order = [s.segment_id for s in active] if legacy else None
+        self.max_messages = 1 if encrypted else max_messages
+        self.max_bytes = max_bytes
+        self.policy = policy
+        self.rr = round_robin
+        self.windows: dict[int, dict[int, list[tuple[int, int, int]]]] = {}  # seg -> bucket -> msgs
+        self.window_count: dict[int, int] = {}
+        self.window_bytes: dict[int, int] = {}
+        self.position = 0
+
+    def route(self, raw: int | None) -> int:
+        ids = [s[0] for s in self.segments]
+        if raw is None:
+            order = self.legacy_order if self.legacy_order is not None else ids
+            seg = order[self.rr % len(order)]
+            self.rr += 1
+            return seg
+        if self.legacy_order is not None:
+            return self.legacy_order[(raw & 0x7FFFFFFF) % len(self.legacy_order)]
+        for seg_id, start, end, _ in self.segments:
+            if start <= raw >> 16 <= end:
+                return seg_id
+        raise AssertionError("layout does not tile")
+
+    def splits_of(self, seg: int) -> list[int]:
+        return next(s[3] for s in self.segments if s[0] == seg)
+
+    def _entry(self, seg: int, bucket: int, msgs: list[tuple[int, int, int]]) -> tuple:
+        hashes = [m[1] for m in msgs]
+        return (seg, bucket, min(hashes), max(hashes), tuple(m[0] for m in msgs), sum(m[2] for m in msgs))
+
+    def _send(self, seg: int, buckets: list[int]) -> list[tuple]:
+        window = self.windows[seg]
+        out = [self._entry(seg, b, window.pop(b)) for b in buckets]
+        return sorted(out, key=lambda e: e[4][0])
+
+    def _bucket_size(self, seg: int, bucket: int) -> tuple[int, int]:
+        msgs = self.windows.get(seg, {}).get(bucket, [])
+        return len(msgs), sum(m[2] for m in msgs)
+
+    def _full(self, count: int, nbytes: int) -> bool:
+        return count >= self.max_messages or nbytes >= self.max_bytes
+
+    def add(self, key: str | bytes | None, size: int) -> list[tuple]:
+        raw = ref_hash(key)
+        seg = self.route(raw)
+        bucket_hash = 0 if raw is None else raw & 0xFFFF
+        bucket = bisect.bisect_right(self.splits_of(seg), bucket_hash)
+        window = self.windows.setdefault(seg, {})
+        out: list[tuple] = []
+        if self.policy == "shared":
+            count, nbytes = self.window_count.get(seg, 0), self.window_bytes.get(seg, 0)
+            if count and nbytes + size > self.max_bytes:
+                out += self._send(seg, list(window))
+                count = nbytes = 0
+            window.setdefault(bucket, []).append((self.position, bucket_hash, size))
+            count, nbytes = count + 1, nbytes + size
+            if self._full(count, nbytes):
+                out += self._send(seg, list(window))
+                count = nbytes = 0
+            self.window_count[seg], self.window_bytes[seg] = count, nbytes
+        else:
+            count, nbytes = self._bucket_size(seg, bucket)
+            if count and nbytes + size > self.max_bytes:
+                out += self._send(seg, [bucket])
+            window.setdefault(bucket, []).append((self.position, bucket_hash, size))
+            if self._full(*self._bucket_size(seg, bucket)):
+                out += self._send(seg, [bucket])
+        self.position += 1
+        return out
+
+    def flush(self) -> list[tuple]:
+        out = []
+        for seg, window in self.windows.items():
+            out += [self._entry(seg, b, msgs) for b, msgs in window.items()]
+        self.windows.clear()
+        self.window_count.clear()
+        self.window_bytes.clear()
+        return sorted(out, key=lambda e: e[4][0])
+
+
+def reference_entries(keys: list, target: Any, sizes: list[int] | None = None, **kw: Any) -> tuple[list, int]:
+    ref = RefBatcher(target, **kw)
+    out = []
+    for i, key in enumerate(keys):
+        out += ref.add(key, 0 if sizes is None else sizes[i])
+    out += ref.flush()
+    n_seg = len(ref.legacy_order) if ref.legacy_order is not None else len(ref.segments)
+    return out, ref.rr % n_seg
+
+
+def as_tuples(entries: Any) -> list[tuple]:
+    return [(e.segment_id, e.bucket, e.hash_min, e.hash_max, tuple(int(i) for i in e.message_indices), e.nbytes)
+            for e in entries]
+
+
+# ------------------------------------------------------------------------------------------------
+# strategies
+
+keys_st = st.lists(
+    st.one_of(st.none(), st.sampled_from(["a", "b", "key-1", "ключ", "键🔑", b"\x00\xff"]),
+              st.text(max_size=5), st.binary(max_size=4)),
+    max_size=70,
+)
+
+
+@st.composite
+def buckets_st(draw: Any) -> Buckets:
+    if draw(st.booleans()):
+        return Buckets.equal_width(draw(st.integers(1, 9)))
+    return Buckets(sorted(draw(st.sets(st.integers(1, 0xFFFF), max_size=6))))
+
+
+@st.composite
+def target_st(draw: Any) -> Any:
+    if draw(st.integers(0, 3)) == 0:
+        return draw(buckets_st())
+    cuts = sorted(draw(st.sets(st.integers(1, 0xFFFF), max_size=3)))
+    starts = [0] + cuts
+    ends = [c - 1 for c in cuts] + [0xFFFF]
+    ids = draw(st.lists(st.integers(0, 50), min_size=len(starts), max_size=len(starts), unique=True))
+    legacy = draw(st.integers(0, 3)) == 0
+    segs = [Segment(ids[i], starts[i], ends[i], draw(buckets_st()),
+                    legacy_topic_name=f"persistent://t/ns/topic-partition-{i}" if legacy else None)
+            for i in range(len(starts))]
+    segs = draw(st.permutations(segs))
+    return TopicLayout(1, segs)
+
+
+@st.composite
+def stream_st(draw: Any) -> dict[str, Any]:
+    keys = draw(keys_st)
+    sizes = draw(st.one_of(st.none(), st.lists(st.integers(0, 300), min_size=len(keys), max_size=len(keys))))
+    return dict(
+        keys=keys, sizes=sizes, target=draw(target_st()),
+        max_messages=draw(st.integers(1, 8)), max_bytes=draw(st.integers(1, 700)),
+        policy=draw(st.sampled_from(["shared", "per_bucket"])),
+        encrypted=draw(st.integers(0, 5)) == 0, round_robin=draw(st.integers(0, 7)),
+    )
+
+
+def _kw(s: dict[str, Any]) -> dict[str, Any]:
+    return {k: s[k] for k in ("max_messages", "max_bytes", "policy", "encrypted", "round_robin")}
+
+
+# ------------------------------------------------------------------------------------------------
+# conformance with the reference
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stream_st())
+def test_bucket_entries_matches_reference(s: dict[str, Any]) -> None:
+    table = bucket_entries(s["keys"], s["target"], sizes=s["sizes"], **_kw(s))
+    expected, next_rr = reference_entries(s["keys"], s["target"], s["sizes"], **_kw(s))
+    assert as_tuples(table) == expected
+    assert table.next_round_robin == next_rr
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stream_st(), st.data())
+def test_streaming_matches_one_shot(s: dict[str, Any], data: Any) -> None:
+    """add, add_many in random chunks and bucket_entries yield the same entries."""
+    keys = s["keys"]
+    sizes = s["sizes"] if s["sizes"] is not None else [0] * len(keys)
+    payloads = [bytes([i % 251]) * sz for i, sz in enumerate(sizes)]
+    kw = _kw(s)
+    table = bucket_entries(keys, s["target"], sizes=sizes, **kw)
+    expected = as_tuples(table)
+
+    one = EntryBucketBatcher(s["target"], **kw)
+    by_one = [e for k, p in zip(keys, payloads) for e in one.add(k, p)] + one.flush()
+    assert as_tuples(by_one) == expected
+
+    many = EntryBucketBatcher(s["target"], **kw)
+    by_many: list[Entry] = []
+    # an explicit flush mid-stream ends a stream: what follows is a new bucket_entries call that
+    # continues the round-robin
+    expected_many: list[tuple] = []
+    last, rr = 0, s["round_robin"]
+    i = 0
+    while i < len(keys):
+        step = data.draw(st.integers(0, 12))
+        by_many += many.add_many(keys[i:i + step], payloads[i:i + step])
+        i = min(i + step, len(keys))
+        if data.draw(st.integers(0, 9)) == 0:
+            by_many += many.flush()
+            part = bucket_entries(keys[last:i], s["target"], sizes=sizes[last:i], **{**kw, "round_robin": rr})
+            expected_many += [(e[0], e[1], e[2], e[3], tuple(j + last for j in e[4]), e[5]) for e in as_tuples(part)]
+            assert as_tuples(by_many) == expected_many
+            assert many.round_robin == part.next_round_robin
+            last, rr = i, part.next_round_robin
+    by_many += many.flush()
+    part = bucket_entries(keys[last:], s["target"], sizes=sizes[last:], **{**kw, "round_robin": rr})
+    expected_many += [(e[0], e[1], e[2], e[3], tuple(j + last for j in e[4]), e[5]) for e in as_tuples(part)]
+    assert as_tuples(by_many) == expected_many
+    if last == 0:
+        assert expected_many == expected
+    for entries in (by_one, by_many):
+        for e in entries:
+            assert e.payloads == [payloads[j] for j in e.message_indices]
+            assert e.count == len(e.payloads)
+            assert e.nbytes == sum(len(p) for p in e.payloads)
+    assert many.pending == 0 and one.pending == 0
+    assert many.position == len(keys)
+
+
+# ------------------------------------------------------------------------------------------------
+# invariants, checked directly on the output
+
+
+def _route_each(keys: list, target: Any, round_robin: int) -> list[tuple[int, int, int]]:
+    """(segment id, bucket, bucket hash) of every message, from the reference routing."""
+    ref = RefBatcher(target, round_robin=round_robin)
+    out = []
+    for key in keys:
+        raw = ref_hash(key)
+        seg = ref.route(raw)
+        h = 0 if raw is None else raw & 0xFFFF
+        out.append((seg, bisect.bisect_right(ref.splits_of(seg), h), h))
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stream_st())
+def test_invariants(s: dict[str, Any]) -> None:
+    keys, sizes = s["keys"], s["sizes"]
+    table = bucket_entries(keys, s["target"], sizes=sizes, **_kw(s))
+    routed = _route_each(keys, s["target"], s["round_robin"])
+    n = len(keys)
+    # every message in exactly one entry
+    assert sorted(table.order.tolist()) == list(range(n))
+    assert int(table.count.sum()) == n
+    assert table.start.tolist() == [int(x) for x in np.cumsum(table.count) - table.count]
+    max_messages = 1 if s["encrypted"] else s["max_messages"]
+    for e in table:
+        idx = e.message_indices.tolist()
+        assert idx == sorted(idx), "send order inside an entry"
+        assert len({routed[i][:2] for i in idx}) == 1, "single (segment, bucket)"
+        assert (e.segment_id, e.bucket) == routed[idx[0]][:2]
+        hashes = [routed[i][2] for i in idx]
+        assert (e.hash_min, e.hash_max) == (min(hashes), max(hashes)), "tightest stamp"
+        assert 1 <= e.count <= max_messages
+        nbytes = sum(sizes[i] for i in idx) if sizes is not None else 0
+        assert e.nbytes == nbytes
+        assert e.count == 1 or nbytes <= s["max_bytes"]
+    # per key, send order across entries: a key's messages appear in increasing position
+    seen: dict[Any, int] = {}
+    for i in table.order.tolist():
+        if keys[i] is None:
+            continue
+        assert seen.get(keys[i], -1) < i
+        seen[keys[i]] = i
+    if s["encrypted"]:
+        assert len(table) == n
+
+
+def test_policies_entry_sizes_uniform_keys() -> None:
+    """shared: entries average about max_messages / N; per_bucket: entries are (nearly) full."""
+    keys = [str(uuid.UUID(int=random.Random(7).getrandbits(128) ^ i)) for i in range(64000)]
+    n_buckets, max_messages = 16, 1000
+    shared = bucket_entries(keys, Buckets.equal_width(n_buckets), max_messages=max_messages)
+    per_bucket = bucket_entries(keys, Buckets.equal_width(n_buckets), max_messages=max_messages,
+                                policy="per_bucket")
+    mean_shared = len(keys) / len(shared)
+    assert abs(mean_shared - max_messages / n_buckets) / (max_messages / n_buckets) < 0.1
+    assert np.all(per_bucket.count[:-n_buckets] == max_messages)
+    # one segment: every window holds exactly max_messages messages over all buckets and is
+    # emitted whole, so the running message count passes through every multiple of it
+    ends = set(np.cumsum(shared.count).tolist())
+    assert all(k * max_messages in ends for k in range(1, len(keys) // max_messages + 1))
+    assert np.all(shared.count <= max_messages)
+
+
+def test_shared_window_spans_buckets() -> None:
+    """Hand-checked: the window of a segment counts every bucket; a full window emits them all."""
+    b = Buckets([0x8000])
+    # "a": bucket hash 0x69b2 (bucket 0); "key-1": 0x15a0 (bucket 0);
+    # "some-routing-key": 0xd1d5 (bucket 1); "orders/customer-42": 0xf16a (bucket 1)
+    keys = ["some-routing-key", "a", "orders/customer-42", "key-1", "a"]
+    t = bucket_entries(keys, b, max_messages=4)
+    assert as_tuples(t) == [
+        (0, 1, 0xd1d5, 0xf16a, (0, 2), 0),
+        (0, 0, 0x15a0, 0x69b2, (1, 3), 0),
+        (0, 0, 0x69b2, 0x69b2, (4,), 0),
+    ]
+    t = bucket_entries(keys, b, max_messages=4, policy="per_bucket")
+    assert as_tuples(t) == [
+        (0, 1, 0xd1d5, 0xf16a, (0, 2), 0),
+        (0, 0, 0x15a0, 0x69b2, (1, 3, 4), 0),
+    ]
+
+
+def test_bytes_limit_overflow_goes_to_next_window() -> None:
+    b = Buckets()
+    keys = ["a"] * 6
+    sizes = [40, 50, 20, 10, 500, 5]
+    t = bucket_entries(keys, b, sizes=sizes, max_bytes=100)
+    # 40+50=90; +20 > 100 -> emit [0,1]; 20+10=30; 500 -> emit [2,3], 500 alone (over the limit,
+    # emitted at once); 5 at the end.
+    assert [tuple(e.message_indices.tolist()) for e in t] == [(0, 1), (2, 3), (4,), (5,)]
+    assert t.nbytes.tolist() == [90, 30, 500, 5]
+    # reaching max_bytes exactly emits at once (Java: the batch is full)
+    t = bucket_entries(keys[:3], b, sizes=[60, 40, 1], max_bytes=100)
+    assert [tuple(e.message_indices.tolist()) for e in t] == [(0, 1), (2,)]
+
+
+def test_stamp_single_bucket_and_keyless() -> None:
+    t = bucket_entries(["a", None, "a"], Buckets(), max_messages=10)
+    assert as_tuples(t) == [(0, 0, 0, 0x69b2, (0, 1, 2), 0)]
+    t = bucket_entries(["a"], Buckets(), encrypted=True)
+    assert (t.hash_min[0], t.hash_max[0]) == (0x69b2, 0x69b2)
+
+
+def test_round_robin_continues_across_calls() -> None:
+    layout = TopicLayout(3, [Segment(5, 0, 0x3FFF), Segment(6, 0x4000, 0xBFFF), Segment(7, 0xC000, 0xFFFF)])
+    keys = [None, "a", None, None, "b", None]
+    whole = bucket_entries(keys, layout, max_messages=1, round_robin=2)
+    first = bucket_entries(keys[:3], layout, max_messages=1, round_robin=2)
+    second = bucket_entries(keys[3:], layout, max_messages=1, round_robin=first.next_round_robin)
+    assert first.next_round_robin == (2 + 2) % 3
+    assert whole.next_round_robin == (2 + 4) % 3
+    keyless_segments = [e.segment_id for e in whole if keys[int(e.message_indices[0])] is None]
+    assert keyless_segments == [7, 5, 6, 7]
+    assert [e.segment_id for e in first] + [e.segment_id for e in second] == [e.segment_id for e in whole]
+
+
+def test_empty_input() -> None:
+    t = bucket_entries([], Buckets.equal_width(4))
+    assert len(t) == 0 and list(t) == [] and t.order.shape == (0,)
+    b = EntryBucketBatcher(Buckets.equal_width(4))
+    assert b.add_many([], []) == [] and b.flush() == []
+
+
+# ------------------------------------------------------------------------------------------------
+# inputs: every key form, KeyHashes, Arrow
+
+
+def test_key_inputs_agree() -> None:
+    rng = random.Random(3)
+    keys = [rng.choice([None, "x", "ключ", f"user-{rng.randrange(50)}"]) for _ in range(500)]
+    layout = TopicLayout(2, [Segment(0, 0, 0x7FFF, Buckets.equal_width(4)),
+                             Segment(1, 0x8000, 0xFFFF, Buckets.equal_width(3))])
+    expected = as_tuples(bucket_entries(keys, layout, max_messages=7))
+    assert expected == reference_entries(keys, layout, max_messages=7)[0]
+    assert as_tuples(bucket_entries(tuple(keys), layout, max_messages=7)) == expected
+    assert as_tuples(bucket_entries(np.array(keys, dtype=object), layout, max_messages=7)) == expected
+    assert as_tuples(bucket_entries(bc.hash_keys(keys), layout, max_messages=7)) == expected
+    pa = pytest.importorskip("pyarrow")
+    for typ in (pa.string(), pa.large_string()):
+        arr = pa.array(keys, type=typ)
+        assert as_tuples(bucket_entries(arr, layout, max_messages=7)) == expected
+        chunked = pa.chunked_array([arr[:123], arr[123:]])
+        assert as_tuples(bucket_entries(chunked, layout, max_messages=7)) == expected
+    assert as_tuples(bucket_entries("a", Buckets())) == [(0, 0, 0x69b2, 0x69b2, (0,), 0)]
+
+
+def test_entry_table_api() -> None:
+    keys = [f"user-{i % 9}" for i in range(40)]
+    t = bucket_entries(keys, Buckets.equal_width(4), sizes=np.arange(40, dtype=np.int32), max_messages=5)
+    assert isinstance(t, EntryTable)
+    d = t.as_dict()
+    assert set(d) == {"segment_id", "bucket", "hash_min", "hash_max", "start", "count", "nbytes", "order"}
+    assert d["segment_id"].dtype == np.int64 and d["bucket"].dtype == np.int32
+    assert d["hash_min"].dtype == np.uint16 and d["order"].dtype == np.int64
+    for name, col in d.items():
+        assert not col.flags.writeable, name
+    entries = list(t)
+    assert len(entries) == len(t)
+    assert t[-1] == entries[-1] and t[0] == entries[0]
+    assert t[1:3] == entries[1:3]
+    with pytest.raises(IndexError):
+        t[len(t)]
+    with pytest.raises(TypeError):
+        t["0"]  # type: ignore[index]
+    e = t[0]
+    assert np.array_equal(e.message_indices, t.order[t.start[0]:t.start[0] + t.count[0]])
+    assert e.nbytes == int(np.arange(40)[e.message_indices].sum())
+    assert e.payloads is None
+
+
+# ------------------------------------------------------------------------------------------------
+# bad input: clear errors, no partial output
+
+
+@pytest.mark.parametrize("kw, exc, words", [
+    (dict(sizes=[1, 2]), ValueError, "sizes"),
+    (dict(sizes=[1, -2, 3]), ValueError, "sizes[1]"),
+    (dict(sizes=np.array([1, 2, -3])), ValueError, "sizes[2]"),
+    (dict(sizes=[1, True, 3]), TypeError, "sizes[1]"),
+    (dict(sizes=[1, 2.0, 3]), TypeError, "sizes[1]"),
+    (dict(sizes=np.array([1.0, 2.0, 3.0])), TypeError, "sizes"),
+    (dict(sizes=np.ones((3, 1), dtype=np.int64)), ValueError, "sizes"),
+    (dict(sizes="abc"), TypeError, "sizes"),
+    (dict(max_messages=0), ValueError, "max_messages"),
+    (dict(max_messages=-5), ValueError, "max_messages"),
+    (dict(max_messages=True), TypeError, "max_messages"),
+    (dict(max_messages=10.0), TypeError, "max_messages"),
+    (dict(max_bytes=0), ValueError, "max_bytes"),
+    (dict(max_bytes=2**64), ValueError, "max_bytes"),
+    (dict(policy="fair"), ValueError, "policy"),
+    (dict(policy=None), ValueError, "policy"),
+    (dict(encrypted=1), TypeError, "encrypted"),
+    (dict(round_robin=-1), ValueError, "round_robin"),
+])
+def test_bad_arguments(kw: dict[str, Any], exc: type, words: str) -> None:
+    with pytest.raises(exc) as info:
+        bucket_entries(["a", "b", "c"], Buckets.equal_width(2), **kw)
+    assert words in str(info.value)
+
+
+def test_bad_keys_and_targets() -> None:
+    with pytest.raises(TypeError, match="index 1"):
+        bucket_entries(["a", 5, "c"], Buckets())
+    with pytest.raises(ValueError, match="one-dimensional"):
+        bucket_entries(np.array([["a", "b"], ["c", "d"]]), Buckets())
+    with pytest.raises(TypeError, match="layout_or_buckets"):
+        bucket_entries(["a"], [0x8000])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="buckets_or_layout"):
+        EntryBucketBatcher("not a layout")  # type: ignore[arg-type]
+
+
+def test_layout_that_does_not_tile() -> None:
+    segments = [Segment(0, 0, 0x7FFF), Segment(1, 0x9000, 0xFFFF)]
+    with pytest.raises(bc.InvalidLayoutError):
+        layout = TopicLayout(1, segments)
+        bucket_entries(["a"], layout)
+
+
+def test_bad_batcher_input_keeps_state() -> None:
+    layout = TopicLayout(1, [Segment(0, 0, 0x7FFF, Buckets.equal_width(2)), Segment(1, 0x8000, 0xFFFF)])
+    keys = [None, "a", "b", None, "c", "d", "e", None] * 3
+    payloads = [b"x" * i for i in range(len(keys))]
+    batcher = EntryBucketBatcher(layout, max_messages=3, max_bytes=30)
+    got = batcher.add_many(keys[:5], payloads[:5])
+    before = (batcher.pending, batcher.position, batcher.round_robin)
+    with pytest.raises(ValueError, match="payloads"):
+        batcher.add_many(keys[5:8], payloads[5:7])
+    with pytest.raises(TypeError, match=r"payloads\[1\]"):
+        batcher.add_many([None, None], [b"1", "2"])
+    with pytest.raises(TypeError, match="payloads"):
+        batcher.add_many(["a"], b"1")
+    with pytest.raises(TypeError, match="index 0"):
+        batcher.add_many([3], [b"1"])
+    with pytest.raises(TypeError, match="payload"):
+        batcher.add("a", "text")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="key"):
+        batcher.add(1, b"")  # type: ignore[arg-type]
+    assert (batcher.pending, batcher.position, batcher.round_robin) == before
+    got += batcher.add_many(keys[5:], payloads[5:]) + batcher.flush()
+    expected = bucket_entries(keys, layout, sizes=[len(p) for p in payloads], max_messages=3, max_bytes=30)
+    assert as_tuples(got) == as_tuples(expected)
+
+
+def test_batcher_bad_arguments() -> None:
+    for kw, words in [(dict(max_messages=0), "max_messages"), (dict(max_bytes=-1), "max_bytes"),
+                      (dict(policy="x"), "policy"), (dict(round_robin=-2), "round_robin")]:
+        with pytest.raises(ValueError, match=words):
+            EntryBucketBatcher(Buckets(), **kw)
+
+
+def test_batcher_payload_forms() -> None:
+    b = EntryBucketBatcher(Buckets(), max_bytes=10)
+    out = b.add_many(["a", "a", "a"], [bytearray(b"12345"), memoryview(b"123456"), b"1"])
+    out += b.flush()
+    assert [e.nbytes for e in out] == [5, 7]
+    assert isinstance(out[0].payloads[0], bytearray)
+
+
+def test_kernel_rejects_bad_columns() -> None:
+    offsets = np.array([0, 2, 3], dtype=np.int64)
+    bh = np.zeros(2, dtype=np.uint16)
+    with pytest.raises(ValueError, match="segment index 2 at message 1"):
+        _producer.group_entries(np.array([0, 2], np.int32), np.zeros(2, np.int32), bh, None, offsets, 0, 5, 5)
+    with pytest.raises(ValueError, match="bucket index 1 at message 0"):
+        _producer.group_entries(np.array([1, 0], np.int32), np.array([1, 0], np.int32), bh, None, offsets, 0, 5, 5)
+    with pytest.raises(ValueError, match="size -1 at message 1"):
+        _producer.group_entries(None, np.zeros(2, np.int32), bh, np.array([0, -1]), offsets, 1, 5, 5)
+    g = _producer.Grouper(offsets, 0, 5, 5)
+    with pytest.raises(ValueError, match="bucket index 7"):
+        g.scan(None, np.array([0, 7], np.int32), bh, None)
+    assert g.position == 0 and g.open_batches == 0
