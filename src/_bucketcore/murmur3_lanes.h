@@ -29,25 +29,29 @@ static inline uint32_t bc_m3_finish(uint32_t h, const uint8_t *p, size_t len, si
     return bc_m3_fmix(h, (uint32_t)len);
 }
 
-#define BC_LANES4 4
+/* Four independent chains in named locals (an array would round-trip through memory). */
 static inline void bc_hash_bytes_interleaved(const bc_key *keys, size_t n, uint32_t *out)
 {
     size_t i = 0;
-    for (; i + BC_LANES4 <= n; i += BC_LANES4) {
-        const uint8_t *p[BC_LANES4];
-        uint32_t h[BC_LANES4];
-        size_t common = SIZE_MAX;
-        for (int l = 0; l < BC_LANES4; l++) {
-            p[l] = (const uint8_t *)keys[i + l].data;
-            h[l] = 0;
-            size_t nb = (size_t)keys[i + l].len >> 2;
-            common = nb < common ? nb : common;
+    for (; i + 4 <= n; i += 4) {
+        const uint8_t *p0 = (const uint8_t *)keys[i].data, *p1 = (const uint8_t *)keys[i + 1].data;
+        const uint8_t *p2 = (const uint8_t *)keys[i + 2].data, *p3 = (const uint8_t *)keys[i + 3].data;
+        size_t n0 = (size_t)keys[i].len >> 2, n1 = (size_t)keys[i + 1].len >> 2;
+        size_t n2 = (size_t)keys[i + 2].len >> 2, n3 = (size_t)keys[i + 3].len >> 2;
+        size_t common = n0 < n1 ? n0 : n1;
+        common = common < n2 ? common : n2;
+        common = common < n3 ? common : n3;
+        uint32_t h0 = 0, h1 = 0, h2 = 0, h3 = 0;
+        for (size_t b = 0; b < common; b++) {
+            h0 = bc_m3_block(h0, bc_load32le(p0 + 4 * b));
+            h1 = bc_m3_block(h1, bc_load32le(p1 + 4 * b));
+            h2 = bc_m3_block(h2, bc_load32le(p2 + 4 * b));
+            h3 = bc_m3_block(h3, bc_load32le(p3 + 4 * b));
         }
-        for (size_t b = 0; b < common; b++)
-            for (int l = 0; l < BC_LANES4; l++)
-                h[l] = bc_m3_block(h[l], bc_load32le(p[l] + 4 * b));
-        for (int l = 0; l < BC_LANES4; l++)
-            out[i + l] = bc_m3_finish(h[l], p[l], (size_t)keys[i + l].len, common);
+        out[i] = bc_m3_finish(h0, p0, (size_t)keys[i].len, common);
+        out[i + 1] = bc_m3_finish(h1, p1, (size_t)keys[i + 1].len, common);
+        out[i + 2] = bc_m3_finish(h2, p2, (size_t)keys[i + 2].len, common);
+        out[i + 3] = bc_m3_finish(h3, p3, (size_t)keys[i + 3].len, common);
     }
     bc_hash_bytes_scalar(keys + i, n - i, out + i);
 }
@@ -87,6 +91,29 @@ static BC_AVX2 inline __m256i bc_v_gather(__m256i addr_lo, __m256i addr_hi, __m2
     return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
 }
 
+/* Blocks b..b+7 of 8 keys: eight 32-byte loads transposed so vector j holds block b+j of every
+ * key. Far cheaper than gathers; only for blocks every key has. */
+static BC_AVX2 inline void bc_v_load8x8(const bc_key *k, uint32_t b, __m256i c[8])
+{
+    __m256i r[8], t[8], u[8];
+    for (int l = 0; l < 8; l++)
+        r[l] = _mm256_loadu_si256((const __m256i *)((const uint8_t *)k[l].data + 4 * (size_t)b));
+    for (int l = 0; l < 8; l += 2) {
+        t[l] = _mm256_unpacklo_epi32(r[l], r[l + 1]);
+        t[l + 1] = _mm256_unpackhi_epi32(r[l], r[l + 1]);
+    }
+    for (int g = 0; g < 8; g += 4) {
+        u[g] = _mm256_unpacklo_epi64(t[g], t[g + 2]);
+        u[g + 1] = _mm256_unpackhi_epi64(t[g], t[g + 2]);
+        u[g + 2] = _mm256_unpacklo_epi64(t[g + 1], t[g + 3]);
+        u[g + 3] = _mm256_unpackhi_epi64(t[g + 1], t[g + 3]);
+    }
+    for (int j = 0; j < 4; j++) {
+        c[j] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x20);
+        c[j + 4] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x31);
+    }
+}
+
 static BC_AVX2 void bc_hash_bytes_avx2(const bc_key *keys, size_t n, uint32_t *out)
 {
     size_t i = 0;
@@ -98,7 +125,7 @@ static BC_AVX2 void bc_hash_bytes_avx2(const bc_key *keys, size_t n, uint32_t *o
             size_t len = (size_t)k[l].len;
             nb[l] = (uint32_t)(len >> 2);
             len32[l] = (uint32_t)len;
-            tail[l] = bc_m3_tail_bytes((const uint8_t *)k[l].data + (len & ~(size_t)3), len & 3);
+            tail[l] = bc_m3_key_tail((const uint8_t *)k[l].data, len);
             lo = nb[l] < lo ? nb[l] : lo;
             hi = nb[l] > hi ? nb[l] : hi;
         }
@@ -110,7 +137,14 @@ static BC_AVX2 void bc_hash_bytes_avx2(const bc_key *keys, size_t n, uint32_t *o
                                             (int64_t)(intptr_t)k[5].data, (int64_t)(intptr_t)k[4].data);
         __m256i vnb = _mm256_loadu_si256((const __m256i *)nb);
         __m256i h = _mm256_setzero_si256();
-        for (uint32_t b = 0; b < steps; b++) {
+        uint32_t b = 0;
+        for (; b + 8 <= lo; b += 8) {
+            __m256i c[8];
+            bc_v_load8x8(k, b, c);
+            for (int j = 0; j < 8; j++)
+                h = bc_v_block(h, c[j]);
+        }
+        for (; b < steps; b++) {
             __m256i active = _mm256_cmpgt_epi32(vnb, _mm256_set1_epi32((int)b));
             __m256i kv = bc_v_gather(addr_lo, addr_hi, active, (int64_t)b * 4);
             h = _mm256_blendv_epi8(h, bc_v_block(h, kv), active);
