@@ -10,6 +10,7 @@ from .errors import (
     StaleLayoutError,
 )
 from .hashing import MAX_HASH, KeyHashes, hash_keys, murmur3_32, split_hash
+from .layout import ACTIVE, SEALED, BucketLoad, Buckets, Segment, TopicLayout, buckets_for_budget
 
 __version__ = "0.1.0"
 
@@ -25,4 +26,11 @@ __all__ = [
     "hash_keys",
     "murmur3_32",
     "split_hash",
+    "ACTIVE",
+    "SEALED",
+    "BucketLoad",
+    "Buckets",
+    "Segment",
+    "TopicLayout",
+    "buckets_for_budget",
 ]
