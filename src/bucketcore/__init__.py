@@ -11,6 +11,7 @@ from .errors import (
 )
 from .hashing import MAX_HASH, KeyHashes, hash_keys, murmur3_32, split_hash
 from .layout import ACTIVE, SEALED, BucketLoad, Buckets, Segment, TopicLayout, buckets_for_budget
+from .producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
 
 __version__ = "0.1.0"
 
@@ -33,4 +34,8 @@ __all__ = [
     "Segment",
     "TopicLayout",
     "buckets_for_budget",
+    "Entry",
+    "EntryBucketBatcher",
+    "EntryTable",
+    "bucket_entries",
 ]

@@ -1,0 +1,166 @@
+"""Side by side in one run: bucketcore.bucket_entries vs a pure-Python reference batcher.
+
+    python benches/compare_producer.py [--n 1000000] [--repeat 5] [--segments 4] [--buckets 16]
+
+Workload: n UUID keys, a layout of ``--segments`` equal segments with ``--buckets`` equal-width
+buckets each, both policies, list[str] and Arrow string input. The reference is written the way
+the Java producer batches (a dict of per-bucket lists per segment window, around ``mmh3.hash``
+and ``bisect``). Prints ns per message, the ratio to the reference, and the peak extra memory
+per message (tracemalloc: numpy and the kernels' PyMem_Raw allocations are traced).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import tracemalloc
+from bisect import bisect_right
+from typing import Any, Callable
+
+import mmh3
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from timing import best_of  # noqa: E402
+from workloads import uuid_keys  # noqa: E402
+
+import bucketcore as bc  # noqa: E402
+from bucketcore.layout import Buckets, Segment, TopicLayout  # noqa: E402
+from bucketcore.producer import bucket_entries  # noqa: E402
+
+
+def make_layout(segments: int, buckets: int) -> TopicLayout:
+    """``segments`` equal hash ranges, each with ``buckets`` equal-width buckets."""
+    starts = [i * 65536 // segments for i in range(segments)]
+    ends = [s - 1 for s in starts[1:]] + [0xFFFF]
+    return TopicLayout(1, [Segment(i, starts[i], ends[i], Buckets.equal_width(buckets)) for i in range(segments)])
+
+
+def reference_batches(keys: list[Any], layout: TopicLayout, max_messages: int = 1000,
+                      policy: str = "shared") -> list[tuple[int, int, int, int, list[int]]]:
+    """The per-message Python baseline: (segment_id, bucket, hash_min, hash_max, indices) per entry.
+
+    Count limit only (no sizes), like bucket_entries without ``sizes``; keyless messages go
+    round-robin from 0 with bucket hash 0.
+    """
+    active = layout.active_segments
+    starts = [s.hash_start for s in active]
+    splits = [list(s.buckets.splits) for s in active]
+    ids = [s.segment_id for s in active]
+    nseg = len(active)
+    windows: list[dict[int, tuple[list[int], list[int]]]] = [{} for _ in active]
+    counts = [0] * nseg
+    shared = policy == "shared"
+    out: list[tuple[int, int, int, int, list[int]]] = []
+    rr = 0
+    for i, key in enumerate(keys):
+        if key is None:
+            s, h = rr % nseg, 0
+            rr += 1
+        else:
+            raw = mmh3.hash(key, 0, signed=False)
+            s = bisect_right(starts, raw >> 16) - 1
+            h = raw & 0xFFFF
+        b = bisect_right(splits[s], h)
+        window = windows[s]
+        batch = window.get(b)
+        if batch is None:
+            batch = window[b] = ([], [])
+        batch[0].append(i)
+        batch[1].append(h)
+        if shared:
+            counts[s] += 1
+            if counts[s] >= max_messages:
+                # the dict keeps insertion order: the batches come out by first message
+                out.extend((ids[s], bb, min(hs), max(hs), idx) for bb, (idx, hs) in window.items())
+                window.clear()
+                counts[s] = 0
+        elif len(batch[0]) >= max_messages:
+            out.append((ids[s], b, min(batch[1]), max(batch[1]), batch[0]))
+            del window[b]
+    rest = [(ids[s], bb, min(hs), max(hs), idx) for s in range(nseg) for bb, (idx, hs) in windows[s].items()]
+    out.extend(sorted(rest, key=lambda e: e[4][0]))
+    return out
+
+
+def same_entries(table: Any, ref: list[tuple[int, int, int, int, list[int]]]) -> bool:
+    if len(table) != len(ref):
+        return False
+    cols = list(zip(*[e[:4] for e in ref])) if ref else [(), (), (), ()]
+    order = np.fromiter((i for e in ref for i in e[4]), dtype=np.int64, count=int(table.order.shape[0]))
+    return (np.array_equal(table.segment_id, cols[0]) and np.array_equal(table.bucket, cols[1])
+            and np.array_equal(table.hash_min, cols[2]) and np.array_equal(table.hash_max, cols[3])
+            and np.array_equal(table.order, order))
+
+
+def peak_bytes(fn: Callable[[], object]) -> int:
+    """Peak traced memory above the starting point while fn runs (its result is dropped)."""
+    gc.collect()
+    tracemalloc.start()
+    base, _ = tracemalloc.get_traced_memory()
+    tracemalloc.reset_peak()
+    fn()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak - base
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--ref-repeat", type=int, default=2)
+    parser.add_argument("--segments", type=int, default=4)
+    parser.add_argument("--buckets", type=int, default=16)
+    parser.add_argument("--max-messages", type=int, default=1000)
+    args = parser.parse_args()
+    try:
+        import pyarrow as pa
+    except ImportError:
+        pa = None
+
+    n = args.n
+    keys = uuid_keys(n)
+    layout = make_layout(args.segments, args.buckets)
+    inputs: dict[str, Any] = {"list[str]": keys}
+    if pa is not None:
+        inputs["arrow string"] = pa.array(keys, type=pa.string())
+    print(f"bucketcore {bc.__version__}: n={n} UUID keys, {args.segments} segments x N={args.buckets}, "
+          f"max_messages={args.max_messages}, best of {args.repeat} (reference best of {args.ref_repeat})")
+
+    # where the time goes, from a list of str
+    kh = bc.hash_keys(keys)
+    parts = [
+        ("hash_keys", lambda: bc.hash_keys(keys)),
+        ("layout.route_index", lambda: layout.route_index(kh)),
+        ("bucket_entries(KeyHashes)", lambda: bucket_entries(kh, layout, max_messages=args.max_messages)),
+    ]
+    print("\nsteps (shared policy)")
+    for name, fn in parts:
+        print(f"  {name:<28} {best_of(fn, args.repeat) / n * 1e9:8.2f} ns/msg")
+    del kh
+
+    print(f"\n{'policy':<11} {'input':<13} {'bucketcore':>11} {'reference':>11} {'ratio':>7} "
+          f"{'peak B/msg':>11} {'entries':>8} {'msgs/entry':>10} same")
+    for policy in ("shared", "per_bucket"):
+        ref_result: list[Any] = []
+        ref_time = best_of(lambda: ref_result.append(reference_batches(keys, layout, args.max_messages, policy)),
+                           args.ref_repeat)
+        ref = ref_result[-1]
+        del ref_result
+        for name, column in inputs.items():
+            def run(column: Any = column, policy: str = policy) -> Any:
+                return bucket_entries(column, layout, max_messages=args.max_messages, policy=policy)
+            t = best_of(run, args.repeat)
+            table = run()
+            peak = peak_bytes(run)
+            print(f"{policy:<11} {name:<13} {t / n * 1e9:8.2f} ns {ref_time / n * 1e9:8.1f} ns "
+                  f"{ref_time / t:6.1f}x {peak / n:11.2f} {len(table):8d} {n / max(1, len(table)):10.1f} "
+                  f"{'yes' if same_entries(table, ref) else 'NO'}")
+        del ref
+
+
+if __name__ == "__main__":
+    main()
