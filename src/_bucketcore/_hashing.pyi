@@ -11,6 +11,12 @@ STATUS_NONE: int
 STATUS_SURROGATE: int
 STATUS_CHANGED: int
 
+PATHS: dict[str, int]
+
+def cpu_has_simd() -> bool: ...
+def get_path() -> str: ...
+def resolved_path() -> str: ...
+def set_path(name: str) -> None: ...
 def hash_one(key: str | bytes, replace: bool) -> tuple[int, int]: ...
 def hash_objects(
     seq: list[Any] | tuple[Any, ...] | npt.NDArray[np.object_],
@@ -20,6 +26,8 @@ def hash_objects(
     has_key: npt.NDArray[np.bool_] | None,
     replace: bool,
     allow_none: bool,
+    start: int = 0,
+    stop: int = -1,
 ) -> tuple[int, int]: ...
 def hash_fixed(
     arr: npt.NDArray[np.str_] | npt.NDArray[np.bytes_],

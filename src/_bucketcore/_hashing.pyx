@@ -148,9 +148,10 @@ def hash_one(object key, bint replace):
 
 
 def hash_objects(object seq, object raw, object segment_hash, object bucket_hash, object has_key,
-                 bint replace, bint allow_none):
-    """Hash a list, tuple or 1-D object ndarray of str/bytes/None.
+                 bint replace, bint allow_none, Py_ssize_t start=0, Py_ssize_t stop=-1):
+    """Hash items [start, stop) of a list, tuple or 1-D object ndarray of str/bytes/None.
 
+    Outputs are indexed like the items (several threads may each hash their own range).
     Each chunk's items are held (INCREF) while the GIL is released, so a concurrent mutation of
     the container cannot free a key under the kernel. Returns (status, index of the failing item).
     """
@@ -175,7 +176,12 @@ def hash_objects(object seq, object raw, object segment_hash, object bucket_hash
         n = arr.shape[0]
         base = <char *>cnp.PyArray_DATA(arr)
         stride = arr.strides[0]
-    if n == 0:
+    cdef Py_ssize_t size = n
+    if stop < 0 or stop > n:
+        stop = n
+    pos = start
+    n = stop
+    if pos >= n:
         return STATUS_OK, -1
     cdef bc_key *keys = <bc_key *>malloc(CHUNK * sizeof(bc_key))
     cdef PyObject **items = <PyObject **>malloc(CHUNK * sizeof(PyObject *))
@@ -188,7 +194,7 @@ def hash_objects(object seq, object raw, object segment_hash, object bucket_hash
         raise MemoryError()
     try:
         while pos < n:
-            if mode == 0 and PyList_GET_SIZE(seq) != n:
+            if mode == 0 and PyList_GET_SIZE(seq) != size:
                 err_index = pos
                 st = ST_CHANGED
                 break

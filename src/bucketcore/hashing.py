@@ -6,15 +6,17 @@ in :mod:`_bucketcore._hashing`, which hashes with the GIL released and builds no
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 import numpy as np
 
 from _bucketcore import _hashing
 from .errors import KeyEncodingError
 
-__all__ = ["KeyHashes", "murmur3_32", "hash_keys", "split_hash", "MAX_HASH"]
+__all__ = ["KeyHashes", "murmur3_32", "hash_keys", "split_hash", "MAX_HASH", "set_kernel_path", "kernel_path"]
 
 MAX_HASH = 0xFFFF
 
@@ -44,6 +46,19 @@ class KeyHashes:
 
     def __repr__(self) -> str:
         return f"KeyHashes(n={self.raw.size}, keyless={int(self.raw.size - np.count_nonzero(self.has_key))})"
+
+
+def set_kernel_path(path: str) -> None:
+    """Force the Murmur3 path of every kernel: "auto" (the best this CPU has), "scalar",
+    "interleaved" (4 keys in lockstep) or "simd" (8 AVX2 lanes; needs AVX2). Results are
+    bit-identical on every path; this exists to prove it and to measure each one. The
+    environment variable BUCKETCORE_HASH_PATH sets it at import."""
+    _hashing.set_path(path)
+
+
+def kernel_path() -> str:
+    """The Murmur3 path kernels take now (the forced one, or the best for this CPU)."""
+    return _hashing.resolved_path()
 
 
 def _replace_flag(errors: str) -> bool:
@@ -102,7 +117,8 @@ def _arrow_chunks(keys: Any) -> tuple[list[Any], int]:
     return chunks, len(keys)
 
 
-def _hash_arrow(keys: Any, columns: tuple, allow_none: bool) -> None:
+def _hash_arrow(keys: Any, columns: tuple, allow_none: bool) -> tuple[int, int]:
+    """Hash an Arrow array or chunked array into columns; returns (status, index)."""
     chunks, _ = _arrow_chunks(keys)
     base = 0
     wide = str(keys.type).startswith("large_")
@@ -120,11 +136,42 @@ def _hash_arrow(keys: Any, columns: tuple, allow_none: bool) -> None:
             offsets_view, data_view, bits, chunk.offset, n, *columns, base, allow_none
         )
         if status != _hashing.STATUS_OK:
-            _raise_status(status, base + index, keys, (len(keys),), allow_none)
+            return status, base + index
         base += n
+    return _hashing.STATUS_OK, -1
 
 
-def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool):
+# Below this many keys a second thread costs more than it saves.
+AUTO_THREADS_MIN_KEYS = 1 << 18
+_executor: ThreadPoolExecutor | None = None
+
+
+def _threads_for(threads: int | None, n: int) -> int:
+    if threads is None:
+        return max(1, min(os.cpu_count() or 1, n // AUTO_THREADS_MIN_KEYS))
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+        raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, not {threads}")
+    return max(1, min(int(threads), n))
+
+
+def _run_parts(run: Callable[[int, int], tuple[int, int]], n: int, threads: int) -> tuple[int, int]:
+    """Run the kernel over [0, n) in `threads` contiguous parts; the first failure by index wins."""
+    if threads <= 1:
+        return run(0, n)
+    global _executor
+    if _executor is None:
+        _executor = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="bucketcore")
+    bounds = [n * t // threads for t in range(threads + 1)]
+    results = list(_executor.map(run, bounds[:-1], bounds[1:]))
+    for status, index in results:
+        if status != _hashing.STATUS_OK:
+            return status, index
+    return _hashing.STATUS_OK, -1
+
+
+def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads: int | None):
     """Hash a key column; returns (shape, raw, segment_hash, bucket_hash, has_key)."""
     replace = _replace_flag(errors)
     if isinstance(keys, (list, tuple)):
@@ -149,20 +196,31 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool):
         shape = keys.shape
         source = keys.reshape(-1)
     n = int(np.prod(shape)) if shape else 1
+    parts = _threads_for(threads, n)
     raw = np.empty(n, dtype=np.uint32)
     segment_hash = np.empty(n, dtype=np.uint16) if split else None
     bucket_hash = np.empty(n, dtype=np.uint16) if split else None
     has_key = np.empty(n, dtype=np.bool_) if split else None
     columns = (raw, segment_hash, bucket_hash, has_key)
-    if n:
-        if _is_arrow(source):
-            _hash_arrow(source, columns, allow_none)
+
+    def part_columns(start: int, stop: int) -> tuple:
+        return tuple(None if c is None else c[start:stop] for c in columns)
+
+    arrow = _is_arrow(source)
+    objects = not arrow and (isinstance(source, (list, tuple)) or source.dtype.kind == "O")
+
+    def run(start: int, stop: int) -> tuple[int, int]:
+        if objects:
+            return _hashing.hash_objects(source, *columns, replace, allow_none, start, stop)
+        if arrow:
+            status, index = _hash_arrow(source.slice(start, stop - start), part_columns(start, stop), allow_none)
         else:
-            if isinstance(source, np.ndarray) and source.dtype.kind in "SU":
-                status, index = _hashing.hash_fixed(source, *columns, replace)
-            else:
-                status, index = _hashing.hash_objects(source, *columns, replace, allow_none)
-            _raise_status(status, index, keys, shape, allow_none)
+            status, index = _hashing.hash_fixed(source[start:stop], *part_columns(start, stop), replace)
+        return status, index + start
+
+    if n:
+        status, index = _run_parts(run, n, parts)
+        _raise_status(status, index, keys, shape, allow_none)
     return shape, raw, segment_hash, bucket_hash, has_key
 
 
@@ -172,31 +230,44 @@ def _hash_scalar(key: str | bytes, errors: str) -> int:
     return int(value)
 
 
-def murmur3_32(keys: KeyInput, *, errors: str = "strict") -> Any:
+def murmur3_32(keys: KeyInput, *, errors: str = "strict", threads: int | None = None) -> Any:
     """Raw (unmasked) Murmur3_32, seed 0, of each key's UTF-8 bytes.
 
     A single ``str``/``bytes`` gives a Python int; a column gives a ``np.uint32`` array of the
     same shape. ``None`` has no hash here (``TypeError`` naming its index): use :func:`hash_keys`.
     ``errors="replace"`` encodes unpaired surrogates as ``?`` like Java's ``getBytes(UTF_8)``.
+    ``threads``: how many threads share a large column (None: one per core from
+    ``AUTO_THREADS_MIN_KEYS`` keys each); the result never depends on it.
     """
     if isinstance(keys, (str, bytes)):
         return _hash_scalar(keys, errors)
-    shape, raw, *_ = _hash_column(keys, errors, allow_none=False, split=False)
+    shape, raw, *_ = _hash_column(keys, errors, allow_none=False, split=False, threads=threads)
     return raw.reshape(shape)
 
 
-def hash_keys(keys: KeyInput, *, errors: str = "strict") -> KeyHashes:
+def hash_keys(keys: KeyInput, *, errors: str = "strict", threads: int | None = None) -> KeyHashes:
     """Raw hash plus its segment (high 16 bits) and bucket (low 16 bits) halves, and ``has_key``.
 
     ``None`` and Arrow nulls are keyless: ``has_key=False`` and hash 0. A single key gives
-    numpy scalars in each field.
+    numpy scalars in each field. ``threads`` as in :func:`murmur3_32`.
     """
     if isinstance(keys, (str, bytes)):
         h = _hash_scalar(keys, errors)
         return KeyHashes(np.uint32(h), np.uint16(h >> 16), np.uint16(h & 0xFFFF), np.bool_(True))
-    shape, raw, segment_hash, bucket_hash, has_key = _hash_column(keys, errors, allow_none=True, split=True)
+    shape, raw, segment_hash, bucket_hash, has_key = _hash_column(keys, errors, allow_none=True, split=True, threads=threads)
     return KeyHashes(raw.reshape(shape), segment_hash.reshape(shape), bucket_hash.reshape(shape),
                      has_key.reshape(shape))
+
+
+def _path_from_environment() -> None:
+    path = os.environ.get("BUCKETCORE_HASH_PATH", "auto")
+    try:
+        _hashing.set_path(path)
+    except ValueError as exc:
+        raise ValueError(f"environment variable BUCKETCORE_HASH_PATH: {exc}") from None
+
+
+_path_from_environment()
 
 
 def split_hash(raw: Any) -> tuple[Any, Any]:

@@ -1,0 +1,118 @@
+"""Every Murmur3 path (scalar, interleaved, simd) and every thread count gives identical hashes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import mmh3
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bucketcore as bc
+from bucketcore import hashing
+
+try:
+    import pyarrow as pa
+except ImportError:  # pragma: no cover
+    pa = None
+
+PATHS = ["scalar", "interleaved"] + (["simd"] if hashing._hashing.cpu_has_simd() else [])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def restore_path():
+    yield
+    hashing.set_kernel_path("auto")
+
+
+def oracle(key: str | bytes | None) -> int:
+    if key is None:
+        return 0
+    return mmh3.hash(key.encode("utf-8") if isinstance(key, str) else key, 0, signed=False)
+
+
+def all_paths(keys, **kwargs):
+    results = {}
+    for path in PATHS:
+        hashing.set_kernel_path(path)
+        assert hashing.kernel_path() == path
+        for threads in (1, 2, 3):
+            kh = bc.hash_keys(keys, threads=threads, **kwargs)
+            results[(path, threads)] = (kh.raw.tolist(), kh.has_key.tolist())
+    return results
+
+
+key_strategy = st.one_of(
+    st.none(),
+    st.binary(max_size=300),
+    st.text(st.characters(exclude_categories=["Cs"]), max_size=100),
+    st.text(st.characters(max_codepoint=0x7F), min_size=0, max_size=300),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(key_strategy, max_size=70))
+def test_paths_and_threads_agree_with_mmh3(keys):
+    expected = ([oracle(k) for k in keys], [k is not None for k in keys])
+    for which, got in all_paths(keys).items():
+        assert got == expected, which
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.binary(max_size=300), min_size=1, max_size=40))
+def test_paths_agree_on_arrow_buffers(keys):
+    if pa is None:
+        pytest.skip("pyarrow not installed")
+    arr = pa.array(keys, type=pa.binary())
+    expected = ([oracle(k) for k in keys], [True] * len(keys))
+    for which, got in all_paths(arr).items():
+        assert got == expected, which
+
+
+def test_mixed_lengths_in_one_lane_group():
+    # one far longer key among short ones (it finishes on its own), every length 0..300,
+    # and keyless lanes between them
+    keys = [b"x" * 5000] + [bytes(range(256))[: n % 256] * (1 + n // 256) for n in range(301)]
+    keys[10:10] = [None] * 9
+    expected = ([oracle(k) for k in keys], [k is not None for k in keys])
+    for which, got in all_paths(keys).items():
+        assert got == expected, which
+
+
+def test_large_column_threads_identical():
+    keys = [f"user-{i}" for i in range(300_000)]
+    one = bc.murmur3_32(keys, threads=1)
+    assert np.array_equal(one, bc.murmur3_32(keys, threads=2))
+    assert np.array_equal(one, bc.murmur3_32(np.array(keys), threads=4))
+    assert one[:5].tolist() == [oracle(k) for k in keys[:5]]
+
+
+def test_thread_errors_report_first_index():
+    keys = ["a"] * 1000 + [1] + ["b"] * 1000 + [2.0]
+    with pytest.raises(TypeError, match="index 1000 has type int"):
+        bc.murmur3_32(keys, threads=3)
+
+
+@pytest.mark.parametrize("bad,exc", [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_bad_thread_counts(bad, exc):
+    with pytest.raises(exc, match="threads"):
+        bc.murmur3_32(["a"], threads=bad)
+
+
+def test_unknown_path_rejected():
+    with pytest.raises(ValueError, match="unknown hashing path 'fast'"):
+        hashing.set_kernel_path("fast")
+
+
+def test_environment_variable_forces_path():
+    code = "from bucketcore import hashing; print(hashing.kernel_path())"
+    env = dict(os.environ, BUCKETCORE_HASH_PATH="scalar")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "scalar"
+    env["BUCKETCORE_HASH_PATH"] = "warp"
+    bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert bad.returncode != 0 and "BUCKETCORE_HASH_PATH" in bad.stderr
