@@ -1,0 +1,414 @@
+"""The Stream consumer's client-side rules for entry-bucketing (DESIGN.md §3.7).
+
+:class:`StreamConsumerState` is a pure state machine: it performs no I/O. The client feeds it the
+controller's assignments, the deliveries it hands the application and the application's acks; it
+answers with the commands to carry out, in order:
+
+- :class:`Subscribe` — open the per-segment consumer: Exclusive for a sole owner, Key_Shared
+  STICKY with the entry-bucket dispatch flag and exactly the assigned boundary list when shared;
+- :class:`Drain` — stop handing the application messages of that segment (mode flip or removal);
+- :class:`Close` — close the per-segment consumer; only ever emitted once the application has
+  acked every message it was delivered on that segment (the state never acks on its behalf);
+- :class:`CumulativeAck` / :class:`IndividualAck` — the acks to send to the broker.
+
+A drain finishes when the last outstanding delivery of its segment is acked, so the caller learns
+it from the return value of :meth:`StreamConsumerState.acked` or
+:meth:`StreamConsumerState.ack_cumulative`: the acks come first, then the follow-up ``Close``
+(and, for a mode flip, the ``Subscribe`` in the new mode). :attr:`StreamConsumerState.draining`
+lists the drains still waiting.
+
+Message ids are positions that compare in segment order: an ``int`` (an offset) or a tuple of
+ints such as ``(ledger_id, entry_id, batch_index)``; numpy integers are accepted and stored as
+``int``. All ids of one subscription must have the same shape (int, or tuples of one length).
+Not thread-safe: guard it with the client's lock.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, Optional, Union
+
+import numpy as np
+
+from .controller import AssignedSegment, Assignment, BucketRanges
+from .errors import BucketcoreError, StaleLayoutError
+
+__all__ = [
+    "ConsumerStateError",
+    "Subscribe",
+    "Drain",
+    "Close",
+    "CumulativeAck",
+    "IndividualAck",
+    "Action",
+    "Ack",
+    "Command",
+    "MessageId",
+    "StreamConsumerState",
+]
+
+MessageId = Union[int, tuple[int, ...]]
+SubscriptionType = Literal["Exclusive", "Key_Shared"]
+DrainReason = Literal["mode_flip", "removed"]
+
+EXCLUSIVE: SubscriptionType = "Exclusive"
+KEY_SHARED: SubscriptionType = "Key_Shared"
+
+
+class ConsumerStateError(BucketcoreError, ValueError):
+    """A delivery or ack that contradicts the consumer's state (unknown segment, undelivered id, ...)."""
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_segment_id(segment_id: object, what: str = "segment_id") -> int:
+    if not _is_int(segment_id):
+        raise TypeError(f"{what} must be an int, not {type(segment_id).__name__} {segment_id!r}")
+    if segment_id < 0:  # type: ignore[operator]
+        raise ValueError(f"{what} must be >= 0, got {segment_id}")
+    return int(segment_id)  # type: ignore[arg-type]
+
+
+def _check_message_id(message_id: object, what: str) -> tuple[MessageId, int]:
+    """Validate a position; returns it normalised (numpy ints → int) and its shape (0 = int, k = tuple length)."""
+    if _is_int(message_id):
+        return int(message_id), 0  # type: ignore[arg-type]
+    if isinstance(message_id, tuple) and message_id:
+        for index, part in enumerate(message_id):
+            if not _is_int(part):
+                raise TypeError(
+                    f"{what} {message_id!r}: part {index} must be an int, not {type(part).__name__} {part!r}"
+                )
+        return tuple(int(part) for part in message_id), len(message_id)
+    raise TypeError(
+        f"{what} must be an int or a non-empty tuple of ints such as (ledger, entry, batch), "
+        f"not {type(message_id).__name__} {message_id!r}"
+    )
+
+
+@dataclass(frozen=True)
+class Subscribe:
+    """Open the per-segment consumer in the mode the assignment selects.
+
+    Exclusive: ``hash_ranges`` empty, no Key_Shared mode, flag off. Key_Shared: ``key_shared_mode``
+    "STICKY", ``entry_bucket_dispatch`` True (KeySharedMeta.entryBucketDispatch) and
+    ``hash_ranges`` exactly the assigned boundary list (KeySharedMeta.hashRanges).
+    """
+
+    segment_id: int
+    segment_topic: str
+    subscription_type: SubscriptionType
+    hash_ranges: BucketRanges = ()
+    key_shared_mode: Optional[Literal["STICKY"]] = None
+    entry_bucket_dispatch: bool = False
+
+    def __post_init__(self) -> None:
+        if self.subscription_type == EXCLUSIVE:
+            if self.hash_ranges or self.key_shared_mode is not None or self.entry_bucket_dispatch:
+                raise ValueError(f"segment {self.segment_id}: an Exclusive subscribe carries no hash ranges, mode or flag")
+        elif self.subscription_type == KEY_SHARED:
+            if not self.hash_ranges or self.key_shared_mode != "STICKY" or self.entry_bucket_dispatch is not True:
+                raise ValueError(
+                    f"segment {self.segment_id}: a Key_Shared subscribe must be STICKY with the entry-bucket flag "
+                    "and the non-empty boundary list"
+                )
+        else:
+            raise ValueError(f"subscription_type must be 'Exclusive' or 'Key_Shared', got {self.subscription_type!r}")
+
+    @classmethod
+    def for_segment(cls, segment: AssignedSegment) -> "Subscribe":
+        """The subscribe an assigned segment calls for (its ``bucket_ranges`` pick the mode)."""
+        if segment.bucket_ranges:
+            return cls(segment.segment_id, segment.segment_topic, KEY_SHARED, segment.bucket_ranges, "STICKY", True)
+        return cls(segment.segment_id, segment.segment_topic, EXCLUSIVE)
+
+    @property
+    def shared(self) -> bool:
+        return self.subscription_type == KEY_SHARED
+
+
+@dataclass(frozen=True)
+class Drain:
+    """Stop handing the application messages of this segment; a Close follows once all are acked."""
+
+    segment_id: int
+    reason: DrainReason
+
+
+@dataclass(frozen=True)
+class Close:
+    """Close the per-segment consumer: everything it delivered has been acked by the application."""
+
+    segment_id: int
+
+
+@dataclass(frozen=True)
+class CumulativeAck:
+    """Ack everything up to and including ``message_id`` on an Exclusive segment."""
+
+    segment_id: int
+    message_id: MessageId
+
+
+@dataclass(frozen=True)
+class IndividualAck:
+    """Ack exactly these delivered messages (ascending); the only ack a Key_Shared segment allows."""
+
+    segment_id: int
+    message_ids: tuple[MessageId, ...]
+
+
+Action = Union[Subscribe, Drain, Close]
+Ack = Union[CumulativeAck, IndividualAck]
+Command = Union[Subscribe, Drain, Close, CumulativeAck, IndividualAck]
+
+# Commands of one call come out drains first, then closes, then subscribes (a stable sort, so one
+# segment's Drain → Close → Subscribe keep their order): segments given away are released first.
+_ACTION_RANK = {Drain: 0, Close: 1, Subscribe: 2}
+
+
+def _in_order(actions: list[Action]) -> list[Action]:
+    return sorted(actions, key=lambda action: _ACTION_RANK[type(action)])
+
+
+class _Subscription:
+    """One open per-segment consumer: its subscribe, drain status and delivered-but-unacked ids."""
+
+    __slots__ = ("assigned", "subscribe", "drain_reason", "unacked", "id_shape")
+
+    def __init__(self, assigned: AssignedSegment) -> None:
+        self.assigned = assigned
+        self.subscribe = Subscribe.for_segment(assigned)
+        self.drain_reason: Optional[DrainReason] = None
+        self.unacked: list[MessageId] = []  # sorted ascending, no duplicates
+        self.id_shape: Optional[int] = None  # fixed by the first delivery
+
+    def check_shape(self, shape: int, message_id: MessageId, what: str) -> None:
+        if self.id_shape is not None and shape != self.id_shape:
+            expected = "an int" if self.id_shape == 0 else f"a tuple of {self.id_shape} ints"
+            raise TypeError(
+                f"{what} {message_id!r} on segment {self.assigned.segment_id} must be {expected} like the "
+                "ids already delivered there (ids of one segment must compare with each other)"
+            )
+
+
+class StreamConsumerState:
+    """Client-side state of one Stream consumer: assignment reconciliation, drains and ack translation.
+
+    Epochs: an assignment whose ``layout_epoch`` is lower than the last applied one is stale (a
+    deposed controller) and ignored. An assignment with the *same* epoch is applied: the layout
+    epoch does not change when consumers join or leave or a parent finishes draining, so the
+    controller legitimately sends new content at the same epoch. Applying is a diff against what
+    is open, so re-applying an unchanged assignment returns no command and disturbs nothing.
+
+    A drain, once started, runs to its Close; the assignment current at that moment decides
+    whether the segment is subscribed again and in which mode (a segment that flips back while
+    draining is re-subscribed, never resumed mid-drain: simpler, and order-safe).
+    """
+
+    def __init__(self) -> None:
+        self._epoch: Optional[int] = None
+        self._assignment: Optional[Assignment] = None
+        self._desired: dict[int, AssignedSegment] = {}
+        self._open: dict[int, _Subscription] = {}
+
+    # -- introspection -------------------------------------------------------------------------
+    @property
+    def epoch(self) -> Optional[int]:
+        """The layout epoch of the last applied assignment (None before the first)."""
+        return self._epoch
+
+    @property
+    def assignment(self) -> Optional[Assignment]:
+        """The last applied assignment (None before the first)."""
+        return self._assignment
+
+    @property
+    def subscriptions(self) -> dict[int, Subscribe]:
+        """Open per-segment consumers (draining ones included) by segment id."""
+        return {segment_id: sub.subscribe for segment_id, sub in sorted(self._open.items())}
+
+    @property
+    def draining(self) -> dict[int, DrainReason]:
+        """Segments whose drain waits for application acks, with the reason."""
+        return {
+            segment_id: sub.drain_reason
+            for segment_id, sub in sorted(self._open.items())
+            if sub.drain_reason is not None
+        }
+
+    def unacked(self, segment_id: int) -> tuple[MessageId, ...]:
+        """Delivered-but-unacked message ids of an open segment, ascending."""
+        return tuple(self._subscription(_check_segment_id(segment_id), "unacked").unacked)
+
+    # -- assignment ----------------------------------------------------------------------------
+    def apply(self, assignment: Assignment) -> list[Action]:
+        """Reconcile with a new assignment; returns the Drain / Close / Subscribe commands to carry out."""
+        if not isinstance(assignment, Assignment):
+            raise TypeError(f"assignment must be a bucketcore Assignment, not {type(assignment).__name__}")
+        if self._epoch is not None and assignment.layout_epoch < self._epoch:
+            return []
+        # Validate everything before changing anything.
+        for segment in assignment.segments:
+            sub = self._open.get(segment.segment_id)
+            if sub is not None:
+                self._check_same_segment(sub.assigned, segment)
+        self._epoch = assignment.layout_epoch
+        self._assignment = assignment
+        self._desired = {segment.segment_id: segment for segment in assignment.segments}
+
+        actions: list[Action] = []
+        for segment_id in sorted(self._open.keys() | self._desired.keys()):
+            actions.extend(self._reconcile(segment_id))
+        return _in_order(actions)
+
+    @staticmethod
+    def _check_same_segment(held: AssignedSegment, new: AssignedSegment) -> None:
+        # A segment's range, topic and boundary list are immutable for its life (new boundaries
+        # arrive only as a successor segment), so any difference means a stale or corrupt layout.
+        if (held.hash_start, held.hash_end, held.segment_topic) != (new.hash_start, new.hash_end, new.segment_topic):
+            raise StaleLayoutError(
+                f"segment {new.segment_id} is assigned as [{new.hash_start:#06x}, {new.hash_end:#06x}] "
+                f"{new.segment_topic!r} but is open as [{held.hash_start:#06x}, {held.hash_end:#06x}] "
+                f"{held.segment_topic!r}; a segment's range and topic never change"
+            )
+        if held.bucket_ranges and new.bucket_ranges and held.bucket_ranges != new.bucket_ranges:
+            raise StaleLayoutError(
+                f"segment {new.segment_id} is assigned boundary list {list(new.splits)} but is shared with "
+                f"{list(held.splits)}; a boundary list is immutable (rebucketing creates a successor segment)"
+            )
+
+    def _reconcile(self, segment_id: int) -> list[Action]:
+        sub = self._open.get(segment_id)
+        wanted = self._desired.get(segment_id)
+        if sub is None:
+            if wanted is None:
+                return []
+            sub = _Subscription(wanted)
+            self._open[segment_id] = sub
+            return [sub.subscribe]
+        if sub.drain_reason is not None:
+            return []  # its completion subscribes per the then-current assignment
+        if wanted is not None and Subscribe.for_segment(wanted) == sub.subscribe:
+            return []  # unchanged: never disturb the segment
+        sub.drain_reason = "removed" if wanted is None else "mode_flip"
+        return [Drain(segment_id, sub.drain_reason), *self._finish_drain(segment_id)]
+
+    def _finish_drain(self, segment_id: int) -> list[Action]:
+        sub = self._open[segment_id]
+        if sub.drain_reason is None or sub.unacked:
+            return []
+        del self._open[segment_id]
+        actions: list[Action] = [Close(segment_id)]
+        wanted = self._desired.get(segment_id)
+        if wanted is not None:
+            reopened = _Subscription(wanted)
+            self._open[segment_id] = reopened
+            actions.append(reopened.subscribe)
+        return actions
+
+    # -- deliveries and acks -------------------------------------------------------------------
+    def _subscription(self, segment_id: int, what: str) -> _Subscription:
+        sub = self._open.get(segment_id)
+        if sub is None:
+            raise ConsumerStateError(
+                f"{what}: segment {segment_id} has no open subscription in this consumer "
+                f"(open: {sorted(self._open)})"
+            )
+        return sub
+
+    def delivered(self, segment_id: int, message_id: MessageId) -> bool:
+        """Record that the application was handed ``message_id`` of ``segment_id``.
+
+        Returns False for a redelivery of a message still unacked (tracked once), True otherwise;
+        a redelivery of an already acked message (the broker did not see the ack) is tracked anew.
+        Raises ConsumerStateError on a segment that is not open or is draining (delivery must stop
+        at a Drain).
+        """
+        segment_id = _check_segment_id(segment_id)
+        message_id, shape = _check_message_id(message_id, "message_id")
+        sub = self._subscription(segment_id, "delivered")
+        if sub.drain_reason is not None:
+            raise ConsumerStateError(
+                f"delivered: segment {segment_id} is draining ({sub.drain_reason}); the client must stop "
+                f"handing the application its messages after Drain (got {message_id!r})"
+            )
+        sub.check_shape(shape, message_id, "message_id")
+        sub.id_shape = shape
+        index = bisect.bisect_left(sub.unacked, message_id)
+        if index < len(sub.unacked) and sub.unacked[index] == message_id:
+            return False
+        sub.unacked.insert(index, message_id)
+        return True
+
+    def acked(self, segment_id: int, message_id: MessageId) -> list[Command]:
+        """The application acked one delivered message: returns the IndividualAck to send, then any
+        follow-up Close / Subscribe if this completed a drain.
+
+        Raises ConsumerStateError when the message is not delivered-and-unacked on an open segment.
+        """
+        segment_id = _check_segment_id(segment_id)
+        message_id, shape = _check_message_id(message_id, "message_id")
+        sub = self._subscription(segment_id, "acked")
+        sub.check_shape(shape, message_id, "message_id")
+        index = bisect.bisect_left(sub.unacked, message_id)
+        if index == len(sub.unacked) or sub.unacked[index] != message_id:
+            raise ConsumerStateError(
+                f"acked: message {message_id!r} on segment {segment_id} was not delivered or is already acked"
+            )
+        del sub.unacked[index]
+        return [IndividualAck(segment_id, (message_id,)), *self._finish_drain(segment_id)]
+
+    def ack_cumulative(self, position_vector: Mapping[int, MessageId]) -> list[Command]:
+        """The application acked everything up to a position per segment (the Stream position vector).
+
+        Per open segment, the delivered-but-unacked ids at or before the position are acked:
+        Exclusive → one CumulativeAck at the greatest of them (Exclusive delivers in position
+        order, so it covers only delivered messages); Key_Shared → one IndividualAck of exactly
+        those ids. Segments with nothing to ack send nothing. Positions for segments with no open
+        subscription are ignored: a segment is closed only once all its deliveries were acked, so
+        nothing of it can be outstanding. Follow-up Close / Subscribe commands of drains this
+        completed come after all acks.
+        """
+        if not isinstance(position_vector, Mapping):
+            raise TypeError(
+                f"position_vector must be a mapping of segment id to position, not {type(position_vector).__name__}"
+            )
+        positions: list[tuple[int, MessageId]] = []
+        for raw_id, raw_position in position_vector.items():
+            segment_id = _check_segment_id(raw_id, "position_vector key")
+            position, shape = _check_message_id(raw_position, f"position for segment {segment_id}")
+            sub = self._open.get(segment_id)
+            if sub is not None:
+                sub.check_shape(shape, position, "position")
+                positions.append((segment_id, position))
+        positions.sort()
+
+        commands: list[Command] = []
+        touched: list[int] = []
+        for segment_id, position in positions:
+            sub = self._open[segment_id]
+            count = bisect.bisect_right(sub.unacked, position)
+            if count == 0:
+                continue
+            if sub.subscribe.shared:
+                commands.append(IndividualAck(segment_id, tuple(sub.unacked[:count])))
+            else:
+                commands.append(CumulativeAck(segment_id, sub.unacked[count - 1]))
+            del sub.unacked[:count]
+            touched.append(segment_id)
+        follow_ups: list[Action] = []
+        for segment_id in touched:
+            follow_ups.extend(self._finish_drain(segment_id))
+        commands.extend(_in_order(follow_ups))
+        return commands
+
+    def __repr__(self) -> str:
+        return (
+            f"StreamConsumerState(epoch={self._epoch}, open={sorted(self._open)}, "
+            f"draining={sorted(self.draining)})"
+        )

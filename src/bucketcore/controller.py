@@ -1,0 +1,303 @@
+"""The controller's segment assignment for one Stream subscription (DESIGN.md §3.6).
+
+"Segments first, buckets absorb the surplus": while consumers do not outnumber the assignable
+segments every segment has exactly one owner, which consumes it whole (Exclusive). Surplus
+consumers join segments as extra sharers, at most one sharer per bucket; a shared segment is
+consumed Key_Shared and every sharer is handed the segment's *full* boundary list (the broker,
+not the controller, spreads buckets over sharers, §3.5). Consumers beyond the total bucket
+capacity stay idle.
+
+This is control-plane logic run once per membership or layout change, so it is plain Python; the
+output is immutable value objects that compare and hash by content, so a leader and its
+successor can be checked to agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .hashing import MAX_HASH
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .layout import Segment, TopicLayout
+
+__all__ = [
+    "AssignedSegment",
+    "Assignment",
+    "assignable_segments",
+    "compute_assignment",
+]
+
+BucketRanges = tuple[tuple[int, int], ...]
+
+
+def _is_int(value: object) -> bool:
+    # bools are ints to Python but never a valid id, hash or epoch here.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_hash(value: object, what: str) -> int:
+    if not _is_int(value):
+        raise TypeError(f"{what} must be an int in 0..0xFFFF, not {type(value).__name__} {value!r}")
+    if not 0 <= value <= MAX_HASH:  # type: ignore[operator]
+        raise ValueError(f"{what} must be in 0..0xFFFF, got {value}")
+    return value  # type: ignore[return-value]
+
+
+def _normalise_bucket_ranges(value: object, segment_id: int) -> BucketRanges:
+    """Check that ``value`` is empty or a full boundary list as inclusive ranges tiling 0..0xFFFF."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(
+            f"bucket_ranges of segment {segment_id} must be a sequence of (start, end) pairs, "
+            f"not {type(value).__name__}"
+        )
+    ranges: list[tuple[int, int]] = []
+    expected_start = 0
+    for index, pair in enumerate(value):
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise TypeError(
+                f"bucket_ranges[{index}] of segment {segment_id} must be a (start, end) pair, got {pair!r}"
+            )
+        start = _check_hash(pair[0], f"bucket_ranges[{index}] start of segment {segment_id}")
+        end = _check_hash(pair[1], f"bucket_ranges[{index}] end of segment {segment_id}")
+        if start != expected_start or end < start:
+            raise ValueError(
+                f"bucket_ranges of segment {segment_id} must be the full boundary list: contiguous "
+                f"inclusive ranges tiling 0x0000..0xFFFF; range {index} is ({start}, {end}) but "
+                f"should start at {expected_start} and end at or after its start"
+            )
+        ranges.append((start, end))
+        expected_start = end + 1
+    if ranges and expected_start != MAX_HASH + 1:
+        raise ValueError(
+            f"bucket_ranges of segment {segment_id} must tile 0x0000..0xFFFF; they end at "
+            f"{expected_start - 1:#06x}"
+        )
+    return tuple(ranges)
+
+
+@dataclass(frozen=True, order=True)
+class AssignedSegment:
+    """One segment in a consumer's assignment (the Stream assignment's ScalableAssignedSegment).
+
+    ``bucket_ranges`` selects the attach mode: empty means the consumer is the sole owner and
+    subscribes Exclusive; non-empty means the segment is shared by bucket and the consumer
+    subscribes Key_Shared sticky with the entry-bucket flag, declaring exactly these ranges,
+    which are the segment's full boundary list (identical for every sharer). Any sequence of
+    pairs is accepted and stored as a tuple of ``(start, end)`` tuples.
+    """
+
+    segment_id: int
+    hash_start: int
+    hash_end: int
+    segment_topic: str
+    bucket_ranges: BucketRanges = ()
+
+    def __post_init__(self) -> None:
+        if not _is_int(self.segment_id):
+            raise TypeError(f"segment_id must be an int, not {type(self.segment_id).__name__} {self.segment_id!r}")
+        if self.segment_id < 0:
+            raise ValueError(f"segment_id must be >= 0, got {self.segment_id}")
+        _check_hash(self.hash_start, f"hash_start of segment {self.segment_id}")
+        _check_hash(self.hash_end, f"hash_end of segment {self.segment_id}")
+        if self.hash_start > self.hash_end:
+            raise ValueError(
+                f"segment {self.segment_id}: hash_start {self.hash_start:#06x} is above hash_end {self.hash_end:#06x}"
+            )
+        if not isinstance(self.segment_topic, str) or not self.segment_topic:
+            raise TypeError(f"segment_topic of segment {self.segment_id} must be a non-empty str, got {self.segment_topic!r}")
+        object.__setattr__(self, "bucket_ranges", _normalise_bucket_ranges(self.bucket_ranges, self.segment_id))
+
+    @property
+    def shared(self) -> bool:
+        """True when the segment is shared by bucket (Key_Shared), False for a sole owner (Exclusive)."""
+        return bool(self.bucket_ranges)
+
+    @property
+    def splits(self) -> tuple[int, ...]:
+        """The boundary list as splits (start hashes of buckets 1..N-1); () for an Exclusive owner."""
+        return tuple(start for start, _ in self.bucket_ranges[1:])
+
+
+@dataclass(frozen=True, order=True)
+class Assignment:
+    """What the controller hands one consumer: the layout epoch and its segments (maybe none: idle).
+
+    Immutable, hashable and ordered by content. ``segments`` are in assignment order (by
+    ``(hash_start, hash_end, segment_id)`` when made by :func:`compute_assignment`); any sequence
+    is accepted and stored as a tuple.
+    """
+
+    layout_epoch: int
+    segments: tuple[AssignedSegment, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not _is_int(self.layout_epoch):
+            raise TypeError(
+                f"layout_epoch must be an int, not {type(self.layout_epoch).__name__} {self.layout_epoch!r}"
+            )
+        if self.layout_epoch < 0:
+            raise ValueError(f"layout_epoch must be >= 0, got {self.layout_epoch}")
+        if isinstance(self.segments, (str, bytes)) or not isinstance(self.segments, Iterable):
+            raise TypeError(f"segments must be a sequence of AssignedSegment, not {type(self.segments).__name__}")
+        segments = tuple(self.segments)
+        seen: set[int] = set()
+        for index, segment in enumerate(segments):
+            if not isinstance(segment, AssignedSegment):
+                raise TypeError(f"segments[{index}] must be an AssignedSegment, not {type(segment).__name__}")
+            if segment.segment_id in seen:
+                raise ValueError(f"segments[{index}]: segment {segment.segment_id} is assigned twice")
+            seen.add(segment.segment_id)
+        object.__setattr__(self, "segments", segments)
+
+    @property
+    def idle(self) -> bool:
+        """True when the consumer was given nothing (surplus beyond the total bucket capacity)."""
+        return not self.segments
+
+    @property
+    def segment_ids(self) -> tuple[int, ...]:
+        return tuple(segment.segment_id for segment in self.segments)
+
+    def segment(self, segment_id: int) -> AssignedSegment:
+        """The assigned segment with this id; KeyError naming it when it is not in the assignment."""
+        for segment in self.segments:
+            if segment.segment_id == segment_id:
+                return segment
+        raise KeyError(f"segment {segment_id} is not in this assignment (segments {list(self.segment_ids)})")
+
+
+def _check_layout(layout: object) -> "TopicLayout":
+    from .layout import TopicLayout  # the layout module sits on the same step of the data flow
+
+    if not isinstance(layout, TopicLayout):
+        raise TypeError(f"layout must be a bucketcore.TopicLayout, not {type(layout).__name__}")
+    return layout
+
+
+def _check_consumer_names(consumer_names: object) -> list[str]:
+    if isinstance(consumer_names, (str, bytes)):
+        # A lone str is iterable; treating it as one name per character would be a silent surprise.
+        raise TypeError(f"consumer_names must be a collection of str, not a single {type(consumer_names).__name__}")
+    if not isinstance(consumer_names, Iterable):
+        raise TypeError(f"consumer_names must be a collection of str, not {type(consumer_names).__name__}")
+    names: list[str] = []
+    seen: set[str] = set()
+    for index, name in enumerate(consumer_names):
+        if not isinstance(name, str):
+            raise TypeError(f"consumer_names[{index}] must be a str, not {type(name).__name__} {name!r}")
+        if name in seen:
+            raise ValueError(
+                f"consumer_names[{index}]: consumer name {name!r} appears more than once; names identify "
+                "consumers in the assignment and must be unique"
+            )
+        seen.add(name)
+        names.append(name)
+    names.sort()
+    return names
+
+
+def _check_drained(drained: object, layout: "TopicLayout") -> frozenset[int]:
+    if isinstance(drained, (str, bytes)) or not isinstance(drained, Iterable):
+        raise TypeError(f"drained must be a collection of segment ids, not {type(drained).__name__}")
+    ids: set[int] = set()
+    present = {segment.segment_id: segment for segment in layout.segments}
+    for segment_id in drained:
+        if not _is_int(segment_id):
+            raise TypeError(f"drained contains {segment_id!r} ({type(segment_id).__name__}); segment ids are ints")
+        segment = present.get(segment_id)
+        # Ids missing from the layout are fine (sealed segments are garbage-collected once drained);
+        # an ACTIVE one cannot have been drained: it still takes writes.
+        if segment is not None and segment.state != "sealed":
+            raise ValueError(
+                f"drained contains segment {segment_id}, which is {segment.state}: only sealed segments can be drained"
+            )
+        ids.add(segment_id)
+    return frozenset(ids)
+
+
+def assignable_segments(layout: "TopicLayout", drained: Iterable[int] = frozenset()) -> tuple["Segment", ...]:
+    """The segments a subscription may be assigned, in assignment order (DESIGN.md §3.6).
+
+    SEALED segments are assignable (their backlog is replayed/drained); an ACTIVE segment is
+    assignable once every parent still present in the layout is in ``drained``, so a key's older
+    messages in the parent are consumed before its newer ones in the child. Sorted by
+    ``(hash_start, hash_end, segment_id)``.
+    """
+    layout = _check_layout(layout)
+    drained_ids = _check_drained(drained, layout)
+    present = {segment.segment_id for segment in layout.segments}
+    chosen = [
+        segment
+        for segment in layout.segments
+        if segment.state == "sealed"
+        or all(parent in drained_ids for parent in segment.parent_ids if parent in present)
+    ]
+    chosen.sort(key=lambda s: (s.hash_start, s.hash_end, s.segment_id))
+    return tuple(chosen)
+
+
+def compute_assignment(
+    layout: "TopicLayout",
+    consumer_names: Iterable[str],
+    *,
+    drained: Iterable[int] = frozenset(),
+) -> dict[str, Assignment]:
+    """Assign the layout's assignable segments to the named consumers of one subscription.
+
+    Returns one :class:`Assignment` per consumer name (idle consumers get an empty one), keyed
+    and ordered by name. Deterministic: the output depends only on the layout's content, the set
+    of names and the set of drained ids, never on their order (leader failover must agree).
+
+    - consumers <= segments: segment ``i`` (sorted) goes whole to consumer ``i % k`` (sorted by
+      name); every ``bucket_ranges`` is empty (Exclusive).
+    - consumers > segments: consumer ``i`` first owns segment ``i``; each surplus consumer, in
+      name order, joins the next segment (sorted order, cycling from the first) that has fewer
+      owners than buckets; once every segment is at capacity the rest stay idle. A segment with
+      two or more owners is shared: each owner gets its full boundary list as ``bucket_ranges``.
+
+    Raises TypeError for a non-layout or a non-str name, ValueError for a duplicate name or an
+    ACTIVE segment listed as drained.
+    """
+    layout = _check_layout(layout)
+    names = _check_consumer_names(consumer_names)
+    segments = assignable_segments(layout, drained)
+
+    owners: list[list[str]] = [[] for _ in segments]
+    if len(names) <= len(segments):
+        if names:
+            for index in range(len(segments)):
+                owners[index].append(names[index % len(names)])
+    else:
+        for index in range(len(segments)):
+            owners[index].append(names[index])
+        capacity = [segment.buckets.count for segment in segments]
+        cursor = 0
+        for name in names[len(segments):]:
+            for step in range(len(segments)):
+                index = (cursor + step) % len(segments)
+                if len(owners[index]) < capacity[index]:
+                    owners[index].append(name)
+                    cursor = index + 1
+                    break
+            else:
+                break  # every segment is at capacity: this consumer and the rest stay idle
+
+    assigned: dict[str, list[AssignedSegment]] = {name: [] for name in names}
+    for segment, segment_owners in zip(segments, owners):
+        ranges: BucketRanges = (
+            tuple((int(start), int(end)) for start, end in segment.buckets.ranges) if len(segment_owners) > 1 else ()
+        )
+        view = AssignedSegment(
+            segment.segment_id,
+            segment.hash_start,
+            segment.hash_end,
+            layout.segment_topic(segment.segment_id),
+            ranges,
+        )
+        for name in segment_owners:
+            assigned[name].append(view)
+    return {name: Assignment(layout.epoch, tuple(views)) for name, views in assigned.items()}
+
