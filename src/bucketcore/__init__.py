@@ -12,6 +12,16 @@ from .errors import (
 from .hashing import MAX_HASH, KeyHashes, hash_keys, murmur3_32, split_hash
 from .layout import ACTIVE, SEALED, BucketLoad, Buckets, Segment, TopicLayout, buckets_for_budget
 from .producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
+from .controller import AssignedSegment, Assignment, compute_assignment
+from .consumer import (
+    Close,
+    ConsumerStateError,
+    CumulativeAck,
+    Drain,
+    IndividualAck,
+    StreamConsumerState,
+    Subscribe,
+)
 
 __version__ = "0.1.0"
 
@@ -38,4 +48,14 @@ __all__ = [
     "EntryBucketBatcher",
     "EntryTable",
     "bucket_entries",
+    "AssignedSegment",
+    "Assignment",
+    "compute_assignment",
+    "StreamConsumerState",
+    "ConsumerStateError",
+    "Subscribe",
+    "Drain",
+    "Close",
+    "CumulativeAck",
+    "IndividualAck",
 ]

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import numpy as np
 
 from .hashing import MAX_HASH
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .layout import Segment, TopicLayout
+from .layout import SEALED, Segment, TopicLayout
 
 __all__ = [
     "AssignedSegment",
@@ -35,7 +33,7 @@ BucketRanges = tuple[tuple[int, int], ...]
 
 def _is_int(value: object) -> bool:
     # bools are ints to Python but never a valid id, hash or epoch here.
-    return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _check_hash(value: object, what: str) -> int:
@@ -43,7 +41,7 @@ def _check_hash(value: object, what: str) -> int:
         raise TypeError(f"{what} must be an int in 0..0xFFFF, not {type(value).__name__} {value!r}")
     if not 0 <= value <= MAX_HASH:  # type: ignore[operator]
         raise ValueError(f"{what} must be in 0..0xFFFF, got {value}")
-    return value  # type: ignore[return-value]
+    return int(value)  # type: ignore[call-overload]
 
 
 def _normalise_bucket_ranges(value: object, segment_id: int) -> BucketRanges:
@@ -100,8 +98,10 @@ class AssignedSegment:
             raise TypeError(f"segment_id must be an int, not {type(self.segment_id).__name__} {self.segment_id!r}")
         if self.segment_id < 0:
             raise ValueError(f"segment_id must be >= 0, got {self.segment_id}")
-        _check_hash(self.hash_start, f"hash_start of segment {self.segment_id}")
-        _check_hash(self.hash_end, f"hash_end of segment {self.segment_id}")
+        # numpy integers are stored as int so equal assignments also print and hash alike
+        object.__setattr__(self, "segment_id", int(self.segment_id))
+        object.__setattr__(self, "hash_start", _check_hash(self.hash_start, f"hash_start of segment {self.segment_id}"))
+        object.__setattr__(self, "hash_end", _check_hash(self.hash_end, f"hash_end of segment {self.segment_id}"))
         if self.hash_start > self.hash_end:
             raise ValueError(
                 f"segment {self.segment_id}: hash_start {self.hash_start:#06x} is above hash_end {self.hash_end:#06x}"
@@ -140,6 +140,7 @@ class Assignment:
             )
         if self.layout_epoch < 0:
             raise ValueError(f"layout_epoch must be >= 0, got {self.layout_epoch}")
+        object.__setattr__(self, "layout_epoch", int(self.layout_epoch))
         if isinstance(self.segments, (str, bytes)) or not isinstance(self.segments, Iterable):
             raise TypeError(f"segments must be a sequence of AssignedSegment, not {type(self.segments).__name__}")
         segments = tuple(self.segments)
@@ -169,9 +170,7 @@ class Assignment:
         raise KeyError(f"segment {segment_id} is not in this assignment (segments {list(self.segment_ids)})")
 
 
-def _check_layout(layout: object) -> "TopicLayout":
-    from .layout import TopicLayout  # the layout module sits on the same step of the data flow
-
+def _check_layout(layout: object) -> TopicLayout:
     if not isinstance(layout, TopicLayout):
         raise TypeError(f"layout must be a bucketcore.TopicLayout, not {type(layout).__name__}")
     return layout
@@ -199,7 +198,7 @@ def _check_consumer_names(consumer_names: object) -> list[str]:
     return names
 
 
-def _check_drained(drained: object, layout: "TopicLayout") -> frozenset[int]:
+def _check_drained(drained: object, layout: TopicLayout) -> frozenset[int]:
     if isinstance(drained, (str, bytes)) or not isinstance(drained, Iterable):
         raise TypeError(f"drained must be a collection of segment ids, not {type(drained).__name__}")
     ids: set[int] = set()
@@ -210,15 +209,15 @@ def _check_drained(drained: object, layout: "TopicLayout") -> frozenset[int]:
         segment = present.get(segment_id)
         # Ids missing from the layout are fine (sealed segments are garbage-collected once drained);
         # an ACTIVE one cannot have been drained: it still takes writes.
-        if segment is not None and segment.state != "sealed":
+        if segment is not None and segment.state != SEALED:
             raise ValueError(
                 f"drained contains segment {segment_id}, which is {segment.state}: only sealed segments can be drained"
             )
-        ids.add(segment_id)
+        ids.add(int(segment_id))
     return frozenset(ids)
 
 
-def assignable_segments(layout: "TopicLayout", drained: Iterable[int] = frozenset()) -> tuple["Segment", ...]:
+def assignable_segments(layout: TopicLayout, drained: Iterable[int] = frozenset()) -> tuple[Segment, ...]:
     """The segments a subscription may be assigned, in assignment order (DESIGN.md §3.6).
 
     SEALED segments are assignable (their backlog is replayed/drained); an ACTIVE segment is
@@ -232,7 +231,7 @@ def assignable_segments(layout: "TopicLayout", drained: Iterable[int] = frozense
     chosen = [
         segment
         for segment in layout.segments
-        if segment.state == "sealed"
+        if segment.state == SEALED
         or all(parent in drained_ids for parent in segment.parent_ids if parent in present)
     ]
     chosen.sort(key=lambda s: (s.hash_start, s.hash_end, s.segment_id))
@@ -240,7 +239,7 @@ def assignable_segments(layout: "TopicLayout", drained: Iterable[int] = frozense
 
 
 def compute_assignment(
-    layout: "TopicLayout",
+    layout: TopicLayout,
     consumer_names: Iterable[str],
     *,
     drained: Iterable[int] = frozenset(),
