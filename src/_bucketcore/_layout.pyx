@@ -9,6 +9,7 @@ Every loop runs with the GIL released and builds no Python object per element.
 
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdint cimport INT64_MAX
+from libc.float cimport DBL_MAX
 from libc.string cimport memset
 
 cdef extern from "lookup.h" nogil:
@@ -219,12 +220,24 @@ ctypedef fused prefix_t:
 
 cdef inline Py_ssize_t furthest(const prefix_t *p, Py_ssize_t i, Py_ssize_t nbins,
                                 prefix_t limit) noexcept nogil:
-    """Largest j in i..nbins with p[j] - p[i] <= limit (the cost is monotone in j)."""
-    cdef Py_ssize_t lo = i, hi = nbins, mid
+    """Largest j in i..nbins with p[j] - p[i] <= limit (the cost is monotone in j).
+
+    Galloping then bisecting: O(log(group width)), so many narrow groups stay cheap.
+    """
+    cdef Py_ssize_t lo = i, hi, mid, step = 1
     cdef prefix_t base = p[i]
-    if p[hi] - base <= limit:
-        return hi
-    # invariant: cost(lo) <= limit < cost(hi)
+    # invariant: cost(lo) <= limit; find hi with cost(hi) > limit, or return nbins
+    while True:
+        hi = lo + step
+        if hi >= nbins:
+            if p[nbins] - base <= limit:
+                return nbins
+            hi = nbins
+            break
+        if p[hi] - base > limit:
+            break
+        lo = hi
+        step <<= 1
     while hi - lo > 1:
         mid = lo + (hi - lo) // 2
         if p[mid] - base <= limit:
@@ -267,20 +280,48 @@ def greedy_groups(const prefix_t[::1] prefix, prefix_t limit, int64_t max_groups
     return groups
 
 
+def histogram(const uint16_t[::1] hashes, int64_t[::1] bins):
+    """bins[h] += 1 for every hash (np.bincount without widening the column to intp first)."""
+    cdef Py_ssize_t i, n = hashes.shape[0]
+    if bins.shape[0] != N_TABLE:
+        raise ValueError("bins must have 65536 entries")
+    with nogil:
+        for i in range(n):
+            bins[hashes[i]] += 1
+
+
 def weighted_histogram(const uint16_t[::1] hashes, const int64_t[::1] weights, int64_t[::1] bins):
     """bins[h] += weights[i] for every i, exactly, in int64. Returns the index of the first
-    weight that makes a bin (or the total) overflow int64, or -1. Weights are non-negative."""
+    weight that is negative or makes the total (which bounds every bin) overflow, or -1."""
     cdef Py_ssize_t i, n = hashes.shape[0]
-    cdef int64_t total = 0
+    cdef int64_t total = 0, w
     cdef Py_ssize_t bad = -1
     if weights.shape[0] != n or bins.shape[0] != N_TABLE:
         raise ValueError("weights must match hashes and bins must have 65536 entries")
     with nogil:
         for i in range(n):
-            # The total bounds every bin, so checking it alone is enough.
-            if weights[i] > INT64_MAX - total:
+            w = weights[i]
+            if w < 0 or w > INT64_MAX - total:
                 bad = i
                 break
-            total += weights[i]
-            bins[hashes[i]] += weights[i]
+            total += w
+            bins[hashes[i]] += w
+    return bad
+
+
+def weighted_histogram_f64(const uint16_t[::1] hashes, const double[::1] weights, double[::1] bins):
+    """bins[h] += weights[i] in input order (deterministic rounding). Returns the index of the
+    first weight that is negative, NaN or infinite, or -1."""
+    cdef Py_ssize_t i, n = hashes.shape[0]
+    cdef double w
+    cdef Py_ssize_t bad = -1
+    if weights.shape[0] != n or bins.shape[0] != N_TABLE:
+        raise ValueError("weights must match hashes and bins must have 65536 entries")
+    with nogil:
+        for i in range(n):
+            w = weights[i]
+            if not (w >= 0.0 and w <= DBL_MAX):
+                bad = i
+                break
+            bins[hashes[i]] += w
     return bad

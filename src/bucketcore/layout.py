@@ -52,7 +52,9 @@ def _is_int(value: object) -> bool:
 
 
 def _describe(value: object) -> str:
-    return f"{type(value).__name__} {value!r}"
+    """``<type> <value>`` for messages; numpy scalars shown as their Python value (7.0, not np.float64(7.0))."""
+    shown = value.item() if isinstance(value, np.generic) else value
+    return f"{type(value).__name__} {shown!r}"
 
 
 def _check_int(value: object, name: str, low: int, high: int | None = None) -> int:
@@ -414,7 +416,9 @@ def _histogram(bucket_hashes: Any, weights: Any) -> np.ndarray:
             weights = [weights]
     hashes, shape = _as_u16(bucket_hashes, "bucket hash")
     if weights is None:
-        return np.bincount(hashes, minlength=RING).astype(np.int64, copy=False)
+        counts = np.zeros(RING, dtype=np.int64)
+        _layout.histogram(hashes, counts)
+        return counts
     if isinstance(weights, (list, tuple)):
         for i, w in enumerate(weights):
             if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, float, np.integer, np.floating)):
@@ -424,25 +428,24 @@ def _histogram(bucket_hashes: Any, weights: Any) -> np.ndarray:
         raise ValueError(f"weights have shape {w.shape}, bucket_hashes have shape {shape}: one weight per hash")
     flat = w.reshape(-1)
     if w.dtype.kind in "ui":
-        if flat.size and flat.min() < 0:
-            index = int(np.argmax(flat < 0))
-            raise ValueError(f"weight {int(flat[index])} at index {_index_label(index, shape)} is negative")
         if w.dtype == np.uint64 and flat.size and flat.max() > np.iinfo(np.int64).max:
             index = int(np.argmax(flat > np.iinfo(np.int64).max))
             raise ValueError(f"weight {int(flat[index])} at index {_index_label(index, shape)} does not fit int64")
         bins = np.zeros(RING, dtype=np.int64)
         bad = _layout.weighted_histogram(hashes, np.ascontiguousarray(flat, dtype=np.int64), bins)
         if bad >= 0:
+            value = int(flat[bad])
+            if value < 0:
+                raise ValueError(f"weight {value} at index {_index_label(bad, shape)} is negative")
             raise ValueError(f"the sum of the weights overflows int64 at index {_index_label(bad, shape)}")
         return bins
     if w.dtype.kind == "f":
-        finite_nonneg = np.isfinite(flat) & (flat >= 0)
-        if not finite_nonneg.all():
-            index = int(np.argmin(finite_nonneg))
+        bins = np.zeros(RING, dtype=np.float64)
+        bad = _layout.weighted_histogram_f64(hashes, np.ascontiguousarray(flat, dtype=np.float64), bins)
+        if bad >= 0:
             raise ValueError(
-                f"weight {float(flat[index])!r} at index {_index_label(index, shape)} is not a finite non-negative number"
+                f"weight {float(flat[bad])!r} at index {_index_label(bad, shape)} is not a finite non-negative number"
             )
-        bins = np.bincount(hashes, weights=flat.astype(np.float64), minlength=RING)
         if not np.isfinite(bins).all():
             raise ValueError("the sum of the weights overflows float64")
         return bins
@@ -469,7 +472,8 @@ def _linear_partition(bins: np.ndarray, count: int) -> list[int]:
     else:
         # Non-negative doubles order like their bit patterns: bisect the bits, so the limit found
         # is the exact smallest double for which the greedy succeeds (the optimum's own value).
-        low_bits = 0
+        # No group can cost less than its costliest single bin (the cost is monotone).
+        low_bits = int(np.float64(np.max(prefix[1:] - prefix[:-1])).view(np.int64))
         high_bits = int(np.float64(total).view(np.int64))
         while low_bits < high_bits:
             mid_bits = (low_bits + high_bits) // 2
@@ -533,17 +537,16 @@ def _spread_over_unused(bins: np.ndarray, starts: list[int]) -> list[int]:
     first_used = np.minimum.accumulate(np.where(used, index, RING)[::-1])[::-1]  # first used bin >= i
     left = last_used[splits - 1] + 1  # a boundary at p may move anywhere in [left, right]
     right = first_used[splits]
-    out = splits.copy()
-    i = 0
-    while i < splits.size:
-        j = i
-        while j + 1 < splits.size and left[j + 1] == left[i] and right[j + 1] == right[i]:
-            j += 1
-        m = j - i + 1
-        width = int(right[i] - left[i])
-        if width >= m + 1:
-            out[i : j + 1] = int(left[i]) + (np.arange(1, m + 1, dtype=np.int64) * width) // (m + 1)
-        i = j + 1
+    # Consecutive splits with the same movable interval share one unused run: spread each group.
+    new_group = np.ones(splits.size, dtype=bool)
+    new_group[1:] = (left[1:] != left[:-1]) | (right[1:] != right[:-1])
+    group_start = np.flatnonzero(new_group)
+    sizes = np.diff(np.append(group_start, splits.size))
+    m = np.repeat(sizes, sizes)  # group size of each split
+    rank = np.arange(splits.size) - np.repeat(group_start, sizes)  # position within its group
+    width = right - left
+    spread = left + ((rank + 1) * width) // (m + 1)
+    out = np.where(width >= m + 1, spread, splits)
     return [0] + out.tolist()
 
 
