@@ -387,3 +387,35 @@ def test_cumulative_translation_against_a_slow_reference(delivered, position, sh
     else:
         assert commands == [CumulativeAck(1, below[-1])]
     assert state.unacked(1) == tuple(sorted(m for m in delivered if m > position))
+
+
+def test_controller_to_clients_as_a_second_consumer_joins_and_leaves() -> None:
+    from bucketcore import Buckets, Segment, TopicLayout, compute_assignment
+    from bucketcore.dispatch import EntryBucketSelector
+
+    layout = TopicLayout(3, [Segment(0, 0, FULL, Buckets.equal_width(4))])
+    clients = {"a": StreamConsumerState(), "b": StreamConsumerState()}
+    exclusive = Subscribe(0, "segment://t/ns/topic/0000-ffff-0", "Exclusive")
+    shared = Subscribe(0, "segment://t/ns/topic/0000-ffff-0", "Key_Shared", ranges_of(N4), "STICKY", True)
+
+    assert clients["a"].apply(compute_assignment(layout, ["a"])["a"]) == [exclusive]
+    clients["a"].delivered(0, 1)
+    clients["a"].delivered(0, 2)
+
+    both = compute_assignment(layout, ["b", "a"])
+    assert clients["a"].apply(both["a"]) == [Drain(0, "mode_flip")]  # two deliveries still unacked
+    assert clients["b"].apply(both["b"]) == [shared]
+    assert clients["a"].ack_cumulative({0: 2}) == [CumulativeAck(0, 2), Close(0), shared]
+    # both sharers declare the same list; the broker accepts it and spreads halves
+    selector = EntryBucketSelector(Buckets(N4))
+    for name, client in clients.items():
+        declared = client.subscriptions[0].hash_ranges
+        selector.validate(tuple(start for start, _ in declared[1:]))
+        selector.add_consumer(name, ord(name))
+    assert [owner[0] for owner in selector.owners()] == ["a", "a", "b", "b"]
+    assert clients["a"].subscriptions == clients["b"].subscriptions == {0: shared}
+
+    alone = compute_assignment(layout, ["b"])
+    assert clients["b"].apply(alone["b"]) == [Drain(0, "mode_flip"), Close(0), exclusive]
+    assert clients["a"].apply(Assignment(3, ())) == [Drain(0, "removed"), Close(0)]
+    assert clients["a"].subscriptions == {}

@@ -28,7 +28,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Optional, Union
+from typing import Any, Literal, Optional, TypeGuard, Union
 
 import numpy as np
 
@@ -61,22 +61,22 @@ class ConsumerStateError(BucketcoreError, ValueError):
     """A delivery or ack that contradicts the consumer's state (unknown segment, undelivered id, ...)."""
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[Union[int, np.integer[Any]]]:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _check_segment_id(segment_id: object, what: str = "segment_id") -> int:
     if not _is_int(segment_id):
         raise TypeError(f"{what} must be an int, not {type(segment_id).__name__} {segment_id!r}")
-    if segment_id < 0:  # type: ignore[operator]
+    if segment_id < 0:
         raise ValueError(f"{what} must be >= 0, got {segment_id}")
-    return int(segment_id)  # type: ignore[arg-type]
+    return int(segment_id)
 
 
 def _check_message_id(message_id: object, what: str) -> tuple[MessageId, int]:
     """Validate a position; returns it normalised (numpy ints → int) and its shape (0 = int, k = tuple length)."""
     if _is_int(message_id):
-        return int(message_id), 0  # type: ignore[arg-type]
+        return int(message_id), 0
     if isinstance(message_id, tuple) and message_id:
         for index, part in enumerate(message_id):
             if not _is_int(part):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeGuard, Union
 import numpy as np
 
 from .hashing import MAX_HASH
@@ -31,7 +32,7 @@ __all__ = [
 BucketRanges = tuple[tuple[int, int], ...]
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[Union[int, np.integer[Any]]]:
     # bools are ints to Python but never a valid id, hash or epoch here.
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
@@ -39,9 +40,9 @@ def _is_int(value: object) -> bool:
 def _check_hash(value: object, what: str) -> int:
     if not _is_int(value):
         raise TypeError(f"{what} must be an int in 0..0xFFFF, not {type(value).__name__} {value!r}")
-    if not 0 <= value <= MAX_HASH:  # type: ignore[operator]
+    if not 0 <= value <= MAX_HASH:
         raise ValueError(f"{what} must be in 0..0xFFFF, got {value}")
-    return int(value)  # type: ignore[call-overload]
+    return int(value)
 
 
 def _normalise_bucket_ranges(value: object, segment_id: int) -> BucketRanges:
@@ -203,9 +204,10 @@ def _check_drained(drained: object, layout: TopicLayout) -> frozenset[int]:
         raise TypeError(f"drained must be a collection of segment ids, not {type(drained).__name__}")
     ids: set[int] = set()
     present = {segment.segment_id: segment for segment in layout.segments}
-    for segment_id in drained:
-        if not _is_int(segment_id):
-            raise TypeError(f"drained contains {segment_id!r} ({type(segment_id).__name__}); segment ids are ints")
+    for raw_id in drained:
+        if not _is_int(raw_id):
+            raise TypeError(f"drained contains {raw_id!r} ({type(raw_id).__name__}); segment ids are ints")
+        segment_id = int(raw_id)
         segment = present.get(segment_id)
         # Ids missing from the layout are fine (sealed segments are garbage-collected once drained);
         # an ACTIVE one cannot have been drained: it still takes writes.
@@ -213,7 +215,7 @@ def _check_drained(drained: object, layout: TopicLayout) -> frozenset[int]:
             raise ValueError(
                 f"drained contains segment {segment_id}, which is {segment.state}: only sealed segments can be drained"
             )
-        ids.add(int(segment_id))
+        ids.add(segment_id)
     return frozenset(ids)
 
 
