@@ -60,30 +60,40 @@ ctypedef struct Rec:
     int64_t nbytes
     int64_t first        # stream position of the entry's first message
     int64_t start        # slot of its first message in the drained order
-    int64_t cursor       # next free slot while draining
     int64_t next         # next undrained record of the same bucket, -1 at the end
+
+
+# Per (segment, bucket): the open batch, the FIFO of its emitted and undrained records, and the
+# drain cursor. One struct per bucket keeps a message's state in one cache line.
+ctypedef struct BucketState:
+    int64_t count        # messages in the open batch (0: none open)
+    int64_t nbytes
+    int64_t first        # stream position of the open batch's first message
+    int64_t head         # oldest undrained record, -1: none
+    int64_t tail         # newest undrained record, -1: none
+    int64_t cur          # drain: next slot of the head record
+    int64_t end          # drain: one past the head record's last slot
+    uint16_t hash_min
+    uint16_t hash_max
+    int32_t seg
+
+
+ctypedef struct SegState:
+    int64_t boff         # global index of the segment's bucket 0
+    int64_t wcount       # shared window: messages
+    int64_t wbytes       # shared window: bytes
+    int64_t olen         # open buckets, listed in olist[boff:boff+olen] in opening order
 
 
 ctypedef struct GroupState:
     int64_t nseg
-    int64_t nbuckets     # total over segments; global bucket g = boff[seg] + bucket
-    int64_t *boff        # nseg + 1 bucket offsets
+    int64_t nbuckets     # total over segments; global bucket g = segs[s].boff + bucket
     int policy
     int64_t max_messages
     int64_t max_bytes
-    # per global bucket: the open batch and the FIFO of emitted, undrained records
-    int64_t *ocount
-    int64_t *obytes
-    int64_t *ofirst
-    uint16_t *omin
-    uint16_t *omax
-    int64_t *head
-    int64_t *tail
-    # per segment: the shared window, and the open buckets in opening order
-    int64_t *wcount
-    int64_t *wbytes
-    int64_t *olen
-    int32_t *olist       # nbuckets slots: segment s owns [boff[s], boff[s+1])
+    SegState *segs       # nseg + 1 (the last only holds boff = nbuckets)
+    BucketState *bk
+    int32_t *olist
     Rec *recs
     int64_t nrec
     int64_t cap
@@ -94,53 +104,44 @@ ctypedef struct GroupState:
 cdef int gs_init(GroupState *st, const int64_t *boff, int64_t nseg, int policy,
                  int64_t max_messages, int64_t max_bytes) noexcept nogil:
     """Zero state for nseg segments; boff[s+1] - boff[s] buckets in segment s. -1: no memory."""
-    cdef int64_t g, nb = boff[nseg]
+    cdef int64_t g, s, nb = boff[nseg]
     memset(st, 0, sizeof(GroupState))
     st.nseg = nseg
     st.nbuckets = nb
     st.policy = policy
     st.max_messages = max_messages
     st.max_bytes = max_bytes
-    st.boff = <int64_t *>PyMem_RawMalloc((nseg + 1) * sizeof(int64_t))
-    # one block for the per-bucket int64 columns, one for the per-segment ones
-    st.ocount = <int64_t *>PyMem_RawMalloc(5 * nb * sizeof(int64_t) + 1)
-    st.omin = <uint16_t *>PyMem_RawMalloc(2 * nb * sizeof(uint16_t) + 1)
+    st.segs = <SegState *>PyMem_RawMalloc((nseg + 1) * sizeof(SegState))
+    st.bk = <BucketState *>PyMem_RawMalloc(nb * sizeof(BucketState) + 1)
     st.olist = <int32_t *>PyMem_RawMalloc(nb * sizeof(int32_t) + 1)
-    st.wcount = <int64_t *>PyMem_RawMalloc(3 * nseg * sizeof(int64_t) + 1)
-    if st.boff == NULL or st.ocount == NULL or st.omin == NULL or st.olist == NULL or st.wcount == NULL:
+    if st.segs == NULL or st.bk == NULL or st.olist == NULL:
         gs_free(st)
         return -1
-    for g in range(nseg + 1):
-        st.boff[g] = boff[g]
-    st.obytes = st.ocount + nb
-    st.ofirst = st.ocount + 2 * nb
-    st.head = st.ocount + 3 * nb
-    st.tail = st.ocount + 4 * nb
-    st.omax = st.omin + nb
-    st.wbytes = st.wcount + nseg
-    st.olen = st.wcount + 2 * nseg
-    memset(st.ocount, 0, 3 * nb * sizeof(int64_t))
-    for g in range(nb):
-        st.head[g] = -1
-        st.tail[g] = -1
-    memset(st.wcount, 0, 3 * nseg * sizeof(int64_t))
+    memset(st.segs, 0, (nseg + 1) * sizeof(SegState))
+    memset(st.bk, 0, nb * sizeof(BucketState))
+    for s in range(nseg + 1):
+        st.segs[s].boff = boff[s]
+    for s in range(nseg):
+        for g in range(boff[s], boff[s + 1]):
+            st.bk[g].seg = <int32_t>s
+            st.bk[g].head = -1
+            st.bk[g].tail = -1
     return 0
 
 
 cdef void gs_free(GroupState *st) noexcept nogil:
-    PyMem_RawFree(st.boff)
-    PyMem_RawFree(st.ocount)
-    PyMem_RawFree(st.omin)
+    PyMem_RawFree(st.segs)
+    PyMem_RawFree(st.bk)
     PyMem_RawFree(st.olist)
-    PyMem_RawFree(st.wcount)
     PyMem_RawFree(st.recs)
     memset(st, 0, sizeof(GroupState))
 
 
-cdef inline int gs_emit(GroupState *st, int64_t g, int32_t s) noexcept nogil:
+cdef inline int gs_emit(GroupState *st, int64_t g) noexcept nogil:
     """Close bucket g's open batch into a record, appended to g's undrained FIFO."""
     cdef int64_t cap
     cdef Rec *grown
+    cdef BucketState *b = &st.bk[g]
     if st.nrec == st.cap:
         cap = st.cap * 2 if st.cap else 64
         grown = <Rec *>PyMem_RawRealloc(st.recs, cap * sizeof(Rec))
@@ -149,36 +150,106 @@ cdef inline int gs_emit(GroupState *st, int64_t g, int32_t s) noexcept nogil:
         st.recs = grown
         st.cap = cap
     cdef Rec *r = &st.recs[st.nrec]
-    r.seg = s
-    r.bucket = <int32_t>(g - st.boff[s])
-    r.hash_min = st.omin[g]
-    r.hash_max = st.omax[g]
-    r.count = st.ocount[g]
-    r.nbytes = st.obytes[g]
-    r.first = st.ofirst[g]
+    r.seg = b.seg
+    r.bucket = <int32_t>(g - st.segs[b.seg].boff)
+    r.hash_min = b.hash_min
+    r.hash_max = b.hash_max
+    r.count = b.count
+    r.nbytes = b.nbytes
+    r.first = b.first
     r.next = -1
-    if st.tail[g] >= 0:
-        st.recs[st.tail[g]].next = st.nrec
+    if b.tail >= 0:
+        st.recs[b.tail].next = st.nrec
     else:
-        st.head[g] = st.nrec
-    st.tail[g] = st.nrec
+        b.head = st.nrec
+    b.tail = st.nrec
     st.nrec += 1
-    st.ocount[g] = 0
-    st.obytes[g] = 0
+    b.count = 0
+    b.nbytes = 0
     st.nopen -= 1
     return 0
 
 
 cdef inline int gs_flush_segment(GroupState *st, int32_t s) noexcept nogil:
     """Emit every open batch of segment s (the shared window), in opening order = first message."""
-    cdef int64_t j, base = st.boff[s]
-    for j in range(st.olen[s]):
-        if gs_emit(st, st.olist[base + j], s) < 0:
+    cdef SegState *seg = &st.segs[s]
+    cdef int64_t j
+    for j in range(seg.olen):
+        if gs_emit(st, st.olist[seg.boff + j]) < 0:
             return -1
-    st.olen[s] = 0
-    st.wcount[s] = 0
-    st.wbytes[s] = 0
+    seg.olen = 0
+    seg.wcount = 0
+    seg.wbytes = 0
     return 0
+
+
+cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
+                          const uint16_t *bh, const int64_t *sizes, bint shared, bint has_seg,
+                          bint has_sizes) noexcept nogil:
+    """The state machine of gs_scan; inlined with constant flags so each variant drops its
+    unused loads, stores and tests (the common one, without sizes, never touches bytes)."""
+    cdef Py_ssize_t i
+    cdef int64_t g, sz = 0
+    cdef uint16_t h
+    cdef int64_t maxm = st.max_messages, maxb = st.max_bytes
+    cdef SegState *segs = st.segs
+    cdef SegState *S = segs
+    cdef BucketState *bk = st.bk
+    cdef BucketState *B
+    cdef int32_t *olist = st.olist
+    cdef int64_t seq = st.seq, opened = 0
+    cdef int rc = 0
+    for i in range(n):
+        if has_seg:
+            S = &segs[seg[i]]
+        g = S.boff + bkt[i]
+        B = &bk[g]
+        h = bh[i]
+        if has_sizes:
+            sz = sizes[i]
+            if shared:
+                if S.wcount > 0 and sz > maxb - S.wbytes:
+                    rc = gs_flush_segment(st, B.seg)
+                    if rc < 0:
+                        break
+            elif B.count > 0 and sz > maxb - B.nbytes:
+                rc = gs_emit(st, g)
+                if rc < 0:
+                    break
+        if B.count == 0:
+            B.first = seq
+            B.hash_min = h
+            B.hash_max = h
+            opened += 1
+            if shared:
+                olist[S.boff + S.olen] = <int32_t>g
+                S.olen += 1
+        else:
+            B.hash_min = h if h < B.hash_min else B.hash_min
+            B.hash_max = h if h > B.hash_max else B.hash_max
+        B.count += 1
+        seq += 1
+        if has_sizes:
+            B.nbytes += sz
+        if shared:
+            S.wcount += 1
+            if has_sizes:
+                S.wbytes += sz
+                if S.wcount >= maxm or S.wbytes >= maxb:
+                    rc = gs_flush_segment(st, B.seg)
+                    if rc < 0:
+                        break
+            elif S.wcount >= maxm:
+                rc = gs_flush_segment(st, B.seg)
+                if rc < 0:
+                    break
+        elif B.count >= maxm or (has_sizes and B.nbytes >= maxb):
+            rc = gs_emit(st, g)
+            if rc < 0:
+                break
+    st.seq = seq
+    st.nopen += opened  # gs_emit decremented it per closed batch; only the sum matters
+    return rc
 
 
 cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
@@ -191,52 +262,22 @@ cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t
     the next batch, and a message larger than max_bytes is an entry of its own.
     Returns 0, or -1 when the record buffer cannot grow (the state is then unusable).
     """
-    cdef Py_ssize_t i
-    cdef int32_t s = 0
-    cdef int64_t g, sz = 0
-    cdef uint16_t h
     cdef bint shared = st.policy == P_SHARED
-    cdef int64_t maxm = st.max_messages, maxb = st.max_bytes
-    for i in range(n):
+    if shared:
         if seg != NULL:
-            s = seg[i]
-        g = st.boff[s] + bkt[i]
+            if sizes != NULL:
+                return scan_loop(st, n, seg, bkt, bh, sizes, True, True, True)
+            return scan_loop(st, n, seg, bkt, bh, sizes, True, True, False)
         if sizes != NULL:
-            sz = sizes[i]
-        h = bh[i]
-        if shared:
-            if st.wcount[s] > 0 and sz > maxb - st.wbytes[s]:
-                if gs_flush_segment(st, s) < 0:
-                    return -1
-        elif st.ocount[g] > 0 and sz > maxb - st.obytes[g]:
-            if gs_emit(st, g, s) < 0:
-                return -1
-        if st.ocount[g] == 0:
-            st.ofirst[g] = st.seq
-            st.omin[g] = h
-            st.omax[g] = h
-            st.nopen += 1
-            if shared:
-                st.olist[st.boff[s] + st.olen[s]] = <int32_t>g
-                st.olen[s] += 1
-        else:
-            if h < st.omin[g]:
-                st.omin[g] = h
-            if h > st.omax[g]:
-                st.omax[g] = h
-        st.ocount[g] += 1
-        st.obytes[g] += sz
-        st.seq += 1
-        if shared:
-            st.wcount[s] += 1
-            st.wbytes[s] += sz
-            if st.wcount[s] >= maxm or st.wbytes[s] >= maxb:
-                if gs_flush_segment(st, s) < 0:
-                    return -1
-        elif st.ocount[g] >= maxm or st.obytes[g] >= maxb:
-            if gs_emit(st, g, s) < 0:
-                return -1
-    return 0
+            return scan_loop(st, n, seg, bkt, bh, sizes, True, False, True)
+        return scan_loop(st, n, seg, bkt, bh, sizes, True, False, False)
+    if seg != NULL:
+        if sizes != NULL:
+            return scan_loop(st, n, seg, bkt, bh, sizes, False, True, True)
+        return scan_loop(st, n, seg, bkt, bh, sizes, False, True, False)
+    if sizes != NULL:
+        return scan_loop(st, n, seg, bkt, bh, sizes, False, False, True)
+    return scan_loop(st, n, seg, bkt, bh, sizes, False, False, False)
 
 
 ctypedef struct OpenRef:
@@ -249,49 +290,80 @@ cdef int cmp_open(const void *a, const void *b) noexcept nogil:
     return (x > y) - (x < y)
 
 
-cdef int32_t gs_segment_of(GroupState *st, int64_t g) noexcept nogil:
-    """Segment owning global bucket g (binary search over boff)."""
-    cdef int64_t lo = 0, hi = st.nseg - 1, mid
-    while lo < hi:
-        mid = (lo + hi + 1) >> 1
-        if st.boff[mid] <= g:
-            lo = mid
-        else:
-            hi = mid - 1
-    return <int32_t>lo
-
-
 cdef int gs_finish(GroupState *st) noexcept nogil:
     """End of input: emit every open batch, all segments together, ordered by first message."""
     if st.nopen == 0:
         return 0
-    cdef int64_t g, k = 0, nopen = st.nopen
-    cdef OpenRef *refs = <OpenRef *>PyMem_RawMalloc(nopen * sizeof(OpenRef))
+    cdef int64_t g, k = 0
+    cdef OpenRef *refs = <OpenRef *>PyMem_RawMalloc(st.nopen * sizeof(OpenRef))
     if refs == NULL:
         return -1
     for g in range(st.nbuckets):
-        if st.ocount[g] > 0:
-            refs[k].first = st.ofirst[g]
+        if st.bk[g].count > 0:
+            refs[k].first = st.bk[g].first
             refs[k].g = g
             k += 1
     qsort(refs, k, sizeof(OpenRef), cmp_open)
     for g in range(k):
-        if gs_emit(st, refs[g].g, gs_segment_of(st, refs[g].g)) < 0:
+        if gs_emit(st, refs[g].g) < 0:
             PyMem_RawFree(refs)
             return -1
     PyMem_RawFree(refs)
-    memset(st.wcount, 0, 3 * st.nseg * sizeof(int64_t))
+    for g in range(st.nseg):
+        st.segs[g].wcount = 0
+        st.segs[g].wbytes = 0
+        st.segs[g].olen = 0
     return 0
 
 
 cdef int64_t gs_assign_slots(GroupState *st) noexcept nogil:
-    """Lay the emitted records out back to back in emission order; returns their message total."""
-    cdef int64_t r, pos = 0
+    """Lay the emitted records out back to back in emission order and point every bucket's drain
+    cursor at its oldest record; returns the records' message total."""
+    cdef int64_t r, g, pos = 0
+    cdef Rec *rec
+    cdef BucketState *b
     for r in range(st.nrec):
-        st.recs[r].start = pos
-        st.recs[r].cursor = pos
-        pos += st.recs[r].count
+        rec = &st.recs[r]
+        rec.start = pos
+        pos += rec.count
+        g = st.segs[rec.seg].boff + rec.bucket
+        b = &st.bk[g]
+        if b.head == r:
+            b.cur = rec.start
+            b.end = rec.start + rec.count
     return pos
+
+
+cdef inline int64_t drain_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
+                               int64_t *take, int64_t *keep, bint has_seg) noexcept nogil:
+    cdef Py_ssize_t p
+    cdef int64_t r, k = 0
+    cdef Rec *recs = st.recs
+    cdef SegState *segs = st.segs
+    cdef SegState *S = segs
+    cdef BucketState *bk = st.bk
+    cdef BucketState *B
+    for p in range(n):
+        if has_seg:
+            S = &segs[seg[p]]
+        B = &bk[S.boff + bkt[p]]
+        if B.head < 0:
+            if keep == NULL:
+                return -1
+            keep[k] = p
+            k += 1
+            continue
+        take[B.cur] = p
+        B.cur += 1
+        if B.cur == B.end:
+            r = recs[B.head].next
+            B.head = r
+            if r >= 0:
+                B.cur = recs[r].start
+                B.end = B.cur + recs[r].count
+            else:
+                B.tail = -1
+    return k
 
 
 cdef int64_t gs_drain(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
@@ -300,33 +372,18 @@ cdef int64_t gs_drain(GroupState *st, Py_ssize_t n, const int32_t *seg, const in
 
     A bucket's buffered messages are, in send order, those of its emitted records (oldest first)
     followed by those of its open batch; the per-bucket FIFO says which record is next, so one
-    pass suffices. Messages of open batches go to ``keep`` (may be NULL when there are none).
-    Returns the number kept, or -1 if the messages do not match the records (caller's bug).
+    pass suffices (gs_assign_slots first). Messages of open batches go to ``keep`` (may be NULL
+    when there are none). Returns the number kept, or -1 if the messages do not match the
+    records (a caller's bug).
     """
-    cdef Py_ssize_t p
-    cdef int32_t s = 0
-    cdef int64_t g, r, k = 0
-    cdef Rec *rec
-    for p in range(n):
-        if seg != NULL:
-            s = seg[p]
-        g = st.boff[s] + bkt[p]
-        r = st.head[g]
-        if r < 0:
-            if keep == NULL:
-                return -1
-            keep[k] = p
-            k += 1
-            continue
-        rec = &st.recs[r]
-        take[rec.cursor] = p
-        rec.cursor += 1
-        if rec.cursor == rec.start + rec.count:
-            st.head[g] = rec.next
-            if rec.next < 0:
-                st.tail[g] = -1
+    cdef int64_t r, g
+    cdef int64_t k = drain_loop(st, n, seg, bkt, take, keep, True) if seg != NULL \
+        else drain_loop(st, n, seg, bkt, take, keep, False)
+    if k < 0:
+        return -1
     for r in range(st.nrec):
-        if st.recs[r].cursor != st.recs[r].start + st.recs[r].count:
+        g = st.segs[st.recs[r].seg].boff + st.recs[r].bucket
+        if st.bk[g].head >= 0:
             return -1
     st.nrec = 0
     return k
@@ -335,7 +392,7 @@ cdef int64_t gs_drain(GroupState *st, Py_ssize_t n, const int32_t *seg, const in
 cdef void lookup_buckets(Py_ssize_t n, const int32_t *seg, const uint16_t *bh,
                          const uint16_t *splits, const int64_t *split_off,
                          int32_t *out) noexcept nogil:
-    """out[i] = bucket of bh[i] in segment seg[i]'s splits (seg NULL: segment 0)."""
+    """out[i] = bucket of bh[i] in segment seg[i]'s splits (seg NULL: segment 0), by search."""
     cdef Py_ssize_t i
     cdef int32_t s
     cdef const uint16_t *sp
@@ -349,6 +406,21 @@ cdef void lookup_buckets(Py_ssize_t n, const int32_t *seg, const uint16_t *bh,
     for i in range(n):
         s = seg[i]
         out[i] = <int32_t>bc_bucket_of(splits + split_off[s], <uint32_t>(split_off[s + 1] - split_off[s]), bh[i])
+
+
+cdef void lookup_buckets_table(Py_ssize_t n, const int32_t *seg, const uint16_t *bh,
+                               const uint16_t **tables, int32_t *out) noexcept nogil:
+    """out[i] = tables[seg[i]][bh[i]]: the boundary lists' 64 Ki lookup tables (Buckets.lookup_table),
+    for long columns, where a table load beats the search's mispredicted compares."""
+    cdef Py_ssize_t i
+    cdef const uint16_t *t
+    if seg == NULL:
+        t = tables[0]
+        for i in range(n):
+            out[i] = t[bh[i]]
+        return
+    for i in range(n):
+        out[i] = tables[seg[i]][bh[i]]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -374,17 +446,39 @@ cdef const int64_t *opt_i64(object arr, Py_ssize_t n, str name) except? NULL:
 
 
 def bucket_index(object seg, const uint16_t[::1] bucket_hash, const uint16_t[::1] splits,
-                 const int64_t[::1] split_offsets, int32_t[::1] out):
+                 const int64_t[::1] split_offsets, int32_t[::1] out, object tables=None):
     """out[i] = bucket of bucket_hash[i] in segment seg[i] (seg None: one segment).
 
     Segment s's ascending splits are splits[split_offsets[s]:split_offsets[s+1]]; seg values
-    must be valid segment indexes (the caller routed them).
+    must be valid segment indexes (the caller routed them). ``tables``: optional sequence of each
+    segment's 65536-entry uint16 lookup table (Buckets.lookup_table), used instead of the search.
     """
-    cdef Py_ssize_t n = bucket_hash.shape[0]
+    cdef Py_ssize_t n = bucket_hash.shape[0], nseg = split_offsets.shape[0] - 1, s
     if out.shape[0] != n:
         raise ValueError(f"out has {out.shape[0]} values for {n} messages")
     cdef const int32_t *segp = opt_i32(seg, n, "seg")
+    cdef const uint16_t **tp = NULL
+    cdef const uint16_t[::1] table
+    if tables is not None:
+        if len(tables) != nseg:
+            raise ValueError(f"{len(tables)} lookup tables for {nseg} segments")
+        for s in range(nseg):
+            table = tables[s]
+            if table.shape[0] != 65536:
+                raise ValueError(f"lookup table {s} has {table.shape[0]} entries, not 65536")
     if n == 0:
+        return
+    if tables is not None:
+        tp = <const uint16_t **>PyMem_RawMalloc(nseg * sizeof(uint16_t *))
+        if tp == NULL:
+            raise MemoryError()
+        for s in range(nseg):
+            table = tables[s]
+            tp[s] = &table[0]
+        # the tables stay referenced by ``tables`` for the call
+        with nogil:
+            lookup_buckets_table(n, segp, &bucket_hash[0], tp, &out[0])
+        PyMem_RawFree(tp)
         return
     # an empty splits view still has a data pointer; bc_bucket_of never reads it when n == 0
     with nogil:
@@ -402,7 +496,7 @@ cdef int64_t check_columns(GroupState *st, Py_ssize_t n, const int32_t *seg, con
             if s < 0 or s >= st.nseg:
                 what[0] = 1
                 return i
-        if bkt[i] < 0 or bkt[i] >= st.boff[s + 1] - st.boff[s]:
+        if bkt[i] < 0 or bkt[i] >= st.segs[s + 1].boff - st.segs[s].boff:
             what[0] = 2
             return i
         if sizes != NULL and sizes[i] < 0:
