@@ -116,3 +116,43 @@ def test_environment_variable_forces_path():
     env["BUCKETCORE_HASH_PATH"] = "warp"
     bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert bad.returncode != 0 and "BUCKETCORE_HASH_PATH" in bad.stderr
+
+
+GUARD_PAGE_SCRIPT = r"""
+import ctypes, mmap, sys
+import mmh3, numpy as np, pyarrow as pa
+from bucketcore import hashing
+import bucketcore as bc
+
+page = mmap.PAGESIZE
+region = mmap.mmap(-1, 2 * page, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+libc = ctypes.CDLL(None, use_errno=True)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(region))
+assert libc.mprotect(ctypes.c_void_p(addr + page), page, 0) == 0  # PROT_NONE: any access faults
+# Columns whose last key ends exactly at the guard page, for key counts that fill the 16-key
+# groups and that leave a remainder, and for every last-key length up to 40.
+for count in (16, 32, 37, 128):
+    for last in range(41):
+        lengths = [(i * 7) % 41 for i in range(count - 1)] + [last]
+        total = sum(lengths)
+        start = page - total
+        data = bytes((i * 37 + 11) % 251 for i in range(total))
+        region[start:page] = data
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+        buf = pa.py_buffer(memoryview(region)[start:page])
+        arr = pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), buf])
+        keys = [data[o:o + n] for o, n in zip(offsets[:-1].tolist(), lengths)]
+        expected = [mmh3.hash(k, 0, signed=False) for k in keys]
+        for path in sys.argv[1:]:
+            hashing.set_kernel_path(path)
+            assert bc.murmur3_32(arr, threads=1).tolist() == expected, (path, count, last)
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mprotect guard page via libc")
+def test_no_read_past_a_key_into_an_unmapped_page():
+    if pa is None:
+        pytest.skip("pyarrow not installed")
+    done = subprocess.run([sys.executable, "-c", GUARD_PAGE_SCRIPT, *PATHS], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

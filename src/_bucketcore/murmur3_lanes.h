@@ -2,7 +2,8 @@
  * most of the core idle; hashing a group of keys in lockstep fills it. Three paths, bit-identical:
  *   scalar      one key after another (bc_murmur3_32);
  *   interleaved 4 keys in lockstep in plain C (any CPU);
- *   avx2        8 keys in the lanes of a 256-bit vector (x86-64 with AVX2, chosen at run time).
+ *   avx2        16 keys as two 8-lane 256-bit vectors (x86-64 with AVX2, chosen at run time);
+ *               key bytes reach the lanes by whole-vector loads and transposes, not gathers.
  * The keys are bc_key descriptors of kind BC_KEY_BYTES or BC_KEY_NONE (hash 0, like ""). */
 #ifndef BUCKETCORE_MURMUR3_LANES_H
 #define BUCKETCORE_MURMUR3_LANES_H
@@ -78,19 +79,6 @@ static BC_AVX2 inline __m256i bc_v_block(__m256i h, __m256i k)
     return h;
 }
 
-/* Block b of each of 8 keys; lanes whose key has no block b (mask 0) read nothing and get 0. */
-static BC_AVX2 inline __m256i bc_v_gather(__m256i addr_lo, __m256i addr_hi, __m256i mask, int64_t off)
-{
-    __m256i o = _mm256_set1_epi64x(off);
-    __m128i lo = _mm256_mask_i64gather_epi32(_mm_setzero_si128(), (const int *)0,
-                                             _mm256_add_epi64(addr_lo, o),
-                                             _mm256_castsi256_si128(mask), 1);
-    __m128i hi = _mm256_mask_i64gather_epi32(_mm_setzero_si128(), (const int *)0,
-                                             _mm256_add_epi64(addr_hi, o),
-                                             _mm256_extracti128_si256(mask, 1), 1);
-    return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-}
-
 /* Blocks b..b+7 of 8 keys: eight 32-byte loads transposed so vector j holds block b+j of every
  * key. Far cheaper than gathers; only for blocks every key has. */
 static BC_AVX2 inline void bc_v_load8x8(const bc_key *k, uint32_t b, __m256i c[8])
@@ -114,62 +102,115 @@ static BC_AVX2 inline void bc_v_load8x8(const bc_key *k, uint32_t b, __m256i c[8
     }
 }
 
+/* Blocks b..b+3 of 8 keys from one 16-byte load each, transposed. A load may run past a key's
+ * end only inside the same 4 KiB page (never faults); a key ending near a page end is copied. */
+static BC_AVX2 inline void bc_v_load8x4(const bc_key *k, const uint32_t *len32, uint32_t b,
+                                        uint8_t (*tmp)[16], __m256i c[4])
+{
+    static const uint8_t zeros[16] = {0};
+    const uint8_t *src[8];
+    for (int l = 0; l < 8; l++) {
+        const uint8_t *p = (const uint8_t *)k[l].data + 4 * (size_t)b;
+        uint32_t left = len32[l] > 4 * b ? len32[l] - 4 * b : 0;
+        if (left == 0)
+            src[l] = zeros;
+        else if (left >= 16 || ((uintptr_t)p & 4095) <= 4080)
+            src[l] = p;
+        else {
+            memcpy(tmp[l], p, left);
+            src[l] = tmp[l];
+        }
+    }
+    __m256i y[4];
+    for (int l = 0; l < 4; l++)
+        y[l] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)src[l])),
+                                       _mm_loadu_si128((const __m128i *)src[l + 4]), 1);
+    __m256i t0 = _mm256_unpacklo_epi32(y[0], y[1]), t1 = _mm256_unpackhi_epi32(y[0], y[1]);
+    __m256i t2 = _mm256_unpacklo_epi32(y[2], y[3]), t3 = _mm256_unpackhi_epi32(y[2], y[3]);
+    c[0] = _mm256_unpacklo_epi64(t0, t2);
+    c[1] = _mm256_unpackhi_epi64(t0, t2);
+    c[2] = _mm256_unpacklo_epi64(t1, t3);
+    c[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+static BC_AVX2 inline __m256i bc_v_final(__m256i h, __m256i tw, __m256i vlen)
+{
+    __m256i rembits = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(4), _mm256_and_si256(vlen, _mm256_set1_epi32(3))), 3);
+    __m256i t = _mm256_and_si256(tw, _mm256_srlv_epi32(_mm256_set1_epi32(-1), rembits));
+    t = _mm256_mullo_epi32(t, _mm256_set1_epi32((int)BC_M3_C1));
+    t = bc_v_rotl(t, 15);
+    t = _mm256_mullo_epi32(t, _mm256_set1_epi32((int)BC_M3_C2));
+    h = _mm256_xor_si256(h, t);
+    h = _mm256_xor_si256(h, vlen);
+    h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
+    h = _mm256_mullo_epi32(h, _mm256_set1_epi32((int)0x85ebca6bu));
+    h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 13));
+    h = _mm256_mullo_epi32(h, _mm256_set1_epi32((int)0xc2b2ae35u));
+    return _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
+}
+
+/* 16 keys as two groups of 8 whose hash chains run side by side (one chain alone leaves the
+ * vector units waiting on its latency). */
 static BC_AVX2 void bc_hash_bytes_avx2(const bc_key *keys, size_t n, uint32_t *out)
 {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
+    for (; i + 16 <= n; i += 16) {
         const bc_key *k = keys + i;
-        uint32_t nb[8], tail[8], len32[8];
+        uint32_t len32[16];
         uint32_t lo = UINT32_MAX, hi = 0;
-        for (int l = 0; l < 8; l++) {
-            size_t len = (size_t)k[l].len;
-            nb[l] = (uint32_t)(len >> 2);
-            len32[l] = (uint32_t)len;
-            tail[l] = bc_m3_key_tail((const uint8_t *)k[l].data, len);
-            lo = nb[l] < lo ? nb[l] : lo;
-            hi = nb[l] > hi ? nb[l] : hi;
+        for (int l = 0; l < 16; l++) {
+            uint32_t len = (uint32_t)k[l].len;
+            len32[l] = len;
+            lo = len < lo ? len : lo;
+            hi = len > hi ? len : hi;
         }
-        /* Lockstep with masks while lengths are close; a far longer key finishes on its own. */
-        uint32_t steps = hi - lo <= 8 ? hi : lo;
-        __m256i addr_lo = _mm256_set_epi64x((int64_t)(intptr_t)k[3].data, (int64_t)(intptr_t)k[2].data,
-                                            (int64_t)(intptr_t)k[1].data, (int64_t)(intptr_t)k[0].data);
-        __m256i addr_hi = _mm256_set_epi64x((int64_t)(intptr_t)k[7].data, (int64_t)(intptr_t)k[6].data,
-                                            (int64_t)(intptr_t)k[5].data, (int64_t)(intptr_t)k[4].data);
-        __m256i vnb = _mm256_loadu_si256((const __m256i *)nb);
-        __m256i h = _mm256_setzero_si256();
-        uint32_t b = 0;
-        for (; b + 8 <= lo; b += 8) {
-            __m256i c[8];
-            bc_v_load8x8(k, b, c);
-            for (int j = 0; j < 8; j++)
-                h = bc_v_block(h, c[j]);
-        }
-        for (; b < steps; b++) {
-            __m256i active = _mm256_cmpgt_epi32(vnb, _mm256_set1_epi32((int)b));
-            __m256i kv = bc_v_gather(addr_lo, addr_hi, active, (int64_t)b * 4);
-            h = _mm256_blendv_epi8(h, bc_v_block(h, kv), active);
-        }
-        if (steps < hi) {
-            uint32_t hs[8];
-            _mm256_storeu_si256((__m256i *)hs, h);
-            for (int l = 0; l < 8; l++)
-                out[i + l] = bc_m3_finish(hs[l], (const uint8_t *)k[l].data, (size_t)k[l].len,
-                                          steps < nb[l] ? steps : nb[l]);
+        if (hi - lo > 64) {
+            for (int l = 0; l < 16; l++)
+                out[i + l] = bc_murmur3_32(k[l].data, (size_t)k[l].len);
             continue;
         }
-        /* Tail (a zero tail mixes in as a no-op) and finalisation, all lanes at once. */
-        __m256i t = _mm256_loadu_si256((const __m256i *)tail);
-        t = _mm256_mullo_epi32(t, _mm256_set1_epi32((int)BC_M3_C1));
-        t = bc_v_rotl(t, 15);
-        t = _mm256_mullo_epi32(t, _mm256_set1_epi32((int)BC_M3_C2));
-        h = _mm256_xor_si256(h, t);
-        h = _mm256_xor_si256(h, _mm256_loadu_si256((const __m256i *)len32));
-        h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
-        h = _mm256_mullo_epi32(h, _mm256_set1_epi32((int)0x85ebca6bu));
-        h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 13));
-        h = _mm256_mullo_epi32(h, _mm256_set1_epi32((int)0xc2b2ae35u));
-        h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
-        _mm256_storeu_si256((__m256i *)(out + i), h);
+        __m256i vlen0 = _mm256_loadu_si256((const __m256i *)len32);
+        __m256i vlen1 = _mm256_loadu_si256((const __m256i *)(len32 + 8));
+        __m256i vnb0 = _mm256_srli_epi32(vlen0, 2), vnb1 = _mm256_srli_epi32(vlen1, 2);
+        __m256i h0 = _mm256_setzero_si256(), h1 = _mm256_setzero_si256();
+        __m256i tw0 = _mm256_setzero_si256(), tw1 = _mm256_setzero_si256();
+        uint32_t b = 0;
+        for (; 4 * (b + 8) <= lo; b += 8) {
+            __m256i c0[8], c1[8];
+            bc_v_load8x8(k, b, c0);
+            bc_v_load8x8(k + 8, b, c1);
+            for (int j = 0; j < 8; j++) {
+                h0 = bc_v_block(h0, c0[j]);
+                h1 = bc_v_block(h1, c1[j]);
+            }
+        }
+        uint8_t tmp[16][16];
+        uint32_t same_nb = (lo >> 2) == (hi >> 2), nb = lo >> 2;
+        for (; 4 * b < hi; b += 4) {
+            __m256i c0[4], c1[4];
+            bc_v_load8x4(k, len32, b, tmp, c0);
+            bc_v_load8x4(k + 8, len32 + 8, b, tmp + 8, c1);
+            for (uint32_t j = 0; j < 4; j++) {
+                if (same_nb) {
+                    if (b + j < nb) {
+                        h0 = bc_v_block(h0, c0[j]);
+                        h1 = bc_v_block(h1, c1[j]);
+                    } else if (b + j == nb) {
+                        tw0 = c0[j];
+                        tw1 = c1[j];
+                    }
+                    continue;
+                }
+                __m256i bj = _mm256_set1_epi32((int)(b + j));
+                __m256i a0 = _mm256_cmpgt_epi32(vnb0, bj), a1 = _mm256_cmpgt_epi32(vnb1, bj);
+                h0 = _mm256_blendv_epi8(h0, bc_v_block(h0, c0[j]), a0);
+                h1 = _mm256_blendv_epi8(h1, bc_v_block(h1, c1[j]), a1);
+                tw0 = _mm256_blendv_epi8(tw0, c0[j], _mm256_cmpeq_epi32(vnb0, bj));
+                tw1 = _mm256_blendv_epi8(tw1, c1[j], _mm256_cmpeq_epi32(vnb1, bj));
+            }
+        }
+        _mm256_storeu_si256((__m256i *)(out + i), bc_v_final(h0, tw0, vlen0));
+        _mm256_storeu_si256((__m256i *)(out + i + 8), bc_v_final(h1, tw1, vlen1));
     }
     bc_hash_bytes_interleaved(keys + i, n - i, out + i);
 }
