@@ -566,9 +566,12 @@ def test_layout_epoch_order_and_equality():
         ([seg(0, 0, 0xFFFF, state="sealed")], r"no active segment"),
         ([], r"no active segment"),
         ([seg(0, 0, 0x7FFF), seg(0, 0x8000, 0xFFFF)], r"duplicate segment id 0 at segments\[0\] and segments\[1\]"),
-        ([seg(0, 0, 0xFFFF, parent_ids=(4,))], r"segment 0: parent_ids names segment 4, which is not in the layout"),
-        ([seg(0, 0, 0xFFFF, state="sealed", child_ids=(1,)), seg(1, 0, 0xFFFF), seg(2, 0, 5, state="sealed", child_ids=(8,))],
-         r"segment 2: child_ids names segment 8"),
+        ([seg(0, 0, 0x7FFF), seg(1, 0x8000, 0xFFFF, parent_ids=(0,))],
+         r"segment 1: parent 0 is active: a segment is sealed when its successors are created"),
+        ([seg(0, 0, 0xFFFF, state="sealed", child_ids=(5,)), seg(1, 0, 0xFFFF, parent_ids=(0,))],
+         r"segment 1: parent 0 lists child_ids \(5,\), which do not include 1"),
+        ([seg(0, 0, 0xFFFF, state="sealed", child_ids=(1,)), seg(1, 0, 0xFFFF)],
+         r"segment 0: child 1 lists parent_ids \(\), which do not include 0"),
         ([seg(0, 0, 0xFFFF), (1, 2, 3)], r"segments\[1\] is tuple \(1, 2, 3\), not a Segment"),
     ],
 )
@@ -589,6 +592,14 @@ def test_layout_argument_validation():
         TopicLayout(1, one, topic=None)
     with pytest.raises(InvalidLayoutError, match="segments must be an iterable of Segment"):
         TopicLayout(1, seg(0, 0, 0xFFFF))
+
+
+def test_ids_of_garbage_collected_segments_are_allowed():
+    # a drained, sealed parent is gone from the layout; its children still name it
+    lay = TopicLayout(9, [seg(5, 0, 0x7FFF, parent_ids=(1,)), seg(6, 0x8000, 0xFFFF, parent_ids=(1, 2)),
+                          seg(7, 0, 0xFFFF, state="sealed", child_ids=(11, 12))])
+    assert [s.parent_ids for s in lay.active_segments] == [(1,), (1, 2)]
+    assert TopicLayout.from_dict(lay.to_dict()) == lay
 
 
 def test_sealed_segments_may_overlap_active_ones():

@@ -22,6 +22,7 @@ cdef enum:
     M_SEARCH = 2   # branchless binary search over the splits (lookup.h)
     M_TABLE = 3    # one load from a 64 Ki uint16 table: the bucket of every hash value
     N_TABLE = 65536
+    BLOCK = 4096   # hashes range-checked at a time (fits L1 for every dtype)
 
 METHOD_CONST = M_CONST
 METHOD_COMPARE = M_COMPARE
@@ -40,14 +41,40 @@ ctypedef fused hash_t:
     int64_t
 
 
-cdef inline bint out_of_range(hash_t h) noexcept nogil:
-    """True when h is not a 16-bit hash; free (compiled away) for 8- and 16-bit unsigned columns."""
-    if hash_t is uint8_t or hash_t is uint16_t:
-        return False
-    elif hash_t is uint32_t or hash_t is uint64_t:
-        return h > 0xFFFF
+cdef inline Py_ssize_t first_out_of_range(const hash_t *h, Py_ssize_t n) noexcept nogil:
+    """Index of the first value outside 0..0xFFFF in h[0:n], or -1.
+
+    A vectorisable OR over the block first (negative values wrap to huge unsigned ones), then a
+    scan only when something is wrong.
+    """
+    cdef Py_ssize_t i
+    cdef uint64_t acc = 0
+    for i in range(n):
+        acc |= (<uint64_t>h[i]) >> 16
+    if acc == 0:
+        return -1
+    for i in range(n):
+        if (<uint64_t>h[i]) >> 16:
+            return i
+    return -1
+
+
+cdef inline void lookup_block(const hash_t *h, Py_ssize_t n, int32_t *out, int method,
+                              const uint16_t *s, uint32_t nsplits, const uint16_t *t,
+                              uint32_t first) noexcept nogil:
+    """out[i] = bucket of h[i] by the given method; every h[i] is already known to be 16-bit."""
+    cdef Py_ssize_t i
+    if method == M_CONST:
+        memset(out, 0, n * sizeof(int32_t))
+    elif method == M_COMPARE:
+        for i in range(n):
+            out[i] = <uint32_t>h[i] >= first
+    elif method == M_TABLE:
+        for i in range(n):
+            out[i] = t[<uint32_t>h[i]]
     else:
-        return h < 0 or h > 0xFFFF
+        for i in range(n):
+            out[i] = <int32_t>bc_bucket_of(s, nsplits, <uint32_t>h[i])
 
 
 def build_table(const uint16_t[::1] splits, uint16_t[::1] table):
@@ -92,7 +119,6 @@ def bucket_of(const uint16_t[::1] splits, const hash_t[::1] hashes, int32_t[::1]
     cdef const uint16_t *t = NULL
     cdef uint32_t first = 0
     cdef Py_ssize_t bad = -1
-    cdef hash_t h
     if out.shape[0] != n:
         raise ValueError("out must have one slot per hash")
     if method == M_TABLE:
@@ -110,34 +136,21 @@ def bucket_of(const uint16_t[::1] splits, const hash_t[::1] hashes, int32_t[::1]
         raise ValueError(f"unknown bucket_of method {method}")
     if n == 0:
         return -1
+    cdef Py_ssize_t start = 0, m, k
     with nogil:
         if hash_t is uint8_t or hash_t is uint16_t:
-            # Every value is a valid hash: tight loops the compiler can vectorise (CONST, COMPARE).
-            if method == M_CONST:
-                memset(&out[0], 0, n * sizeof(int32_t))
-            elif method == M_COMPARE:
-                for i in range(n):
-                    out[i] = <uint32_t>hashes[i] >= first
-            elif method == M_TABLE:
-                for i in range(n):
-                    out[i] = t[hashes[i]]
-            else:
-                for i in range(n):
-                    out[i] = <int32_t>bc_bucket_of(s, nsplits, hashes[i])
+            # Every value is a valid hash: one tight loop (CONST and COMPARE vectorise).
+            lookup_block(&hashes[0], n, &out[0], method, s, nsplits, t, first)
         else:
-            for i in range(n):
-                h = hashes[i]
-                if out_of_range(h):
-                    bad = i
+            # Wider columns: range-check a cache-sized block, then look it up.
+            while start < n:
+                m = n - start if n - start < BLOCK else BLOCK
+                k = first_out_of_range(&hashes[start], m)
+                if k >= 0:
+                    bad = start + k
                     break
-                if method == M_CONST:
-                    out[i] = 0
-                elif method == M_COMPARE:
-                    out[i] = <uint32_t>h >= first
-                elif method == M_TABLE:
-                    out[i] = t[<uint32_t>h]
-                else:
-                    out[i] = <int32_t>bc_bucket_of(s, nsplits, <uint32_t>h)
+                lookup_block(&hashes[start], m, &out[start], method, s, nsplits, t, first)
+                start += m
     return bad
 
 
@@ -209,6 +222,16 @@ def route_legacy(const uint32_t[::1] raw, const uint8_t[::1] has_key, int32_t[::
                 if rr == parts:
                     rr = 0
     return rr
+
+
+def gather_ids(const int32_t[::1] index, const int64_t[::1] ids, int64_t[::1] out):
+    """out[i] = ids[index[i]] (segment id of each routed message); indexes come from a route kernel."""
+    cdef Py_ssize_t i, n = index.shape[0]
+    if out.shape[0] != n:
+        raise ValueError("out must have one slot per index")
+    with nogil:
+        for i in range(n):
+            out[i] = ids[index[i]]
 
 
 # --- balanced boundaries: greedy linear partition over the 65,536-bin prefix sums ---------------

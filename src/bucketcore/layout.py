@@ -709,11 +709,7 @@ class TopicLayout:
                     f"duplicate segment id {seg.segment_id} at segments[{first}] and segments[{position}]"
                 )
             by_id[seg.segment_id] = seg
-        for seg in segs:
-            for field in ("parent_ids", "child_ids"):
-                for other in getattr(seg, field):
-                    if other not in by_id:
-                        raise _layout_error(seg.segment_id, f"{field} names segment {other}, which is not in the layout")
+        _check_lineage(segs, by_id)
         active = tuple(sorted((s for s in segs if s.state == ACTIVE), key=lambda s: s.hash_start))
         _check_tiling(active)
         put = object.__setattr__
@@ -851,7 +847,10 @@ class TopicLayout:
         index, _ = self.route_index(key_hashes, round_robin=round_robin)
         if isinstance(index, int):
             return int(self._active_ids[index])
-        return self._active_ids[index]
+        flat = index.reshape(-1)
+        ids = np.empty(flat.size, dtype=np.int64)
+        _layout.gather_ids(flat, self._active_ids, ids)
+        return ids.reshape(index.shape)
 
     def _route_table(self) -> np.ndarray:
         table = self._table
@@ -961,6 +960,29 @@ class TopicLayout:
             raise InvalidLayoutError(f"layout: segments must be a list of segment mappings, not {_describe(raw_segments)}")
         segments = [Segment.from_dict(s) for s in raw_segments]
         return cls(data["epoch"], segments, data.get("topic", "persistent://t/ns/topic"))
+
+
+def _check_lineage(segs: tuple[Segment, ...], by_id: dict[int, Segment]) -> None:
+    """Parent and child ids that name a segment present in the layout must agree with it.
+
+    Ids of segments no longer in the layout are allowed: a drained sealed segment is
+    garbage-collected while its successors keep naming it (DESIGN.md §3.6, "parents present in
+    the layout").
+    """
+    for seg in segs:
+        sid = seg.segment_id
+        for parent_id in seg.parent_ids:
+            parent = by_id.get(parent_id)
+            if parent is None:
+                continue
+            if parent.state != SEALED:
+                raise _layout_error(sid, f"parent {parent_id} is {parent.state}: a segment is sealed when its successors are created")
+            if parent.child_ids and sid not in parent.child_ids:
+                raise _layout_error(sid, f"parent {parent_id} lists child_ids {parent.child_ids}, which do not include {sid}")
+        for child_id in seg.child_ids:
+            child = by_id.get(child_id)
+            if child is not None and sid not in child.parent_ids:
+                raise _layout_error(sid, f"child {child_id} lists parent_ids {child.parent_ids}, which do not include {sid}")
 
 
 def _check_tiling(active: tuple[Segment, ...]) -> None:

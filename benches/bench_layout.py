@@ -1,0 +1,133 @@
+"""pytest-benchmark suite for boundary lists and routing: python -m pytest benches/bench_layout.py --benchmark-only
+
+Groups: bucket_of over 1M hashes for N in {1, 4, 16, 256, 4096, 65536} (warm: table kept; cold: a
+fresh boundary list per call, table build included; baseline: bisect in a Python loop), route over
+1M pre-hashed keys with 1, 16 and 256 active segments and a legacy layout, Buckets.balanced over 10M
+hashes. BUCKETCORE_BENCH_N / BUCKETCORE_BENCH_BALANCED_N shrink the columns for a quick run.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+
+import numpy as np
+import pytest
+
+import bucketcore as bc
+
+N = int(os.environ.get("BUCKETCORE_BENCH_N", 1_000_000))
+BALANCED_N = int(os.environ.get("BUCKETCORE_BENCH_BALANCED_N", 10_000_000))
+COUNTS = (1, 4, 16, 256, 4096, 65536)
+
+_rng = np.random.default_rng(1)
+HASHES = _rng.integers(0, 0x10000, size=N, dtype=np.int64).astype(np.uint16)
+HASH_LIST = HASHES.tolist()
+
+
+@pytest.fixture(params=COUNTS, ids=[f"N={n}" for n in COUNTS])
+def buckets(request):
+    return bc.Buckets.equal_width(request.param)
+
+
+def test_bucket_of_bisect_loop(benchmark, buckets):
+    benchmark.group = f"bucket_of N={buckets.count}"
+    splits = list(buckets.splits)
+    out = benchmark.pedantic(lambda: [bisect.bisect_right(splits, h) for h in HASH_LIST], rounds=3)
+    assert len(out) == N
+
+
+def test_bucket_of_warm(benchmark, buckets):
+    benchmark.group = f"bucket_of N={buckets.count}"
+    expected = np.searchsorted(buckets.splits_array, HASHES, side="right")
+    out = benchmark(buckets.bucket_of, HASHES)
+    assert np.array_equal(out, expected)
+
+
+def test_bucket_of_cold(benchmark, buckets):
+    benchmark.group = f"bucket_of N={buckets.count}"
+    splits = buckets.splits
+    # a fresh (already validated) list per round: the lookup-table build is inside the timing
+    out = benchmark.pedantic(
+        lambda b: b.bucket_of(HASHES), setup=lambda: ((bc.Buckets._trusted(splits),), {}), rounds=20
+    )
+    assert out.size == N
+
+
+def test_bucket_of_int64_input(benchmark, buckets):
+    benchmark.group = f"bucket_of N={buckets.count}"
+    wide = HASHES.astype(np.int64)
+    benchmark(buckets.bucket_of, wide)
+
+
+def _tiling(count: int, legacy: bool = False) -> bc.TopicLayout:
+    bounds = [i * 0x10000 // count for i in range(count + 1)]
+    return bc.TopicLayout(1, [
+        bc.Segment(i, a, b - 1, legacy_topic_name=f"persistent://t/ns/t-partition-{i}" if legacy else None)
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:]))
+    ])
+
+
+_raw = _rng.integers(0, 1 << 32, size=N, dtype=np.uint64).astype(np.uint32)
+_has_key = _rng.random(N) >= 0.01
+_raw[~_has_key] = 0
+KEY_HASHES = bc.KeyHashes(_raw, *bc.split_hash(_raw), _has_key)
+LAYOUTS = {"1 active": _tiling(1), "16 active": _tiling(16), "256 active": _tiling(256), "16 legacy": _tiling(16, True)}
+
+
+@pytest.fixture(params=sorted(LAYOUTS))
+def layout(request):
+    return LAYOUTS[request.param]
+
+
+def test_route_python_loop(benchmark, layout):
+    benchmark.group = f"route {len(layout.active_segments)} segments{' legacy' if layout.is_legacy else ''}"
+    ids = [s.segment_id for s in layout.active_segments]
+    starts = [s.hash_start for s in layout.active_segments]
+    seg_list, key_list = KEY_HASHES.segment_hash.tolist(), KEY_HASHES.has_key.tolist()
+    raw_list = KEY_HASHES.raw.tolist()
+
+    def loop():
+        out, rr = [], 0
+        if layout.is_legacy:  # v4 routing: signSafeMod(raw & 0x7FFFFFFF, n) in layout order
+            for r, k in zip(raw_list, key_list):
+                if k:
+                    out.append(ids[(r & 0x7FFFFFFF) % len(ids)])
+                else:
+                    out.append(ids[rr])
+                    rr = (rr + 1) % len(ids)
+            return out
+        for h, k in zip(seg_list, key_list):
+            if k:
+                out.append(ids[bisect.bisect_right(starts, h) - 1])
+            else:
+                out.append(ids[rr])
+                rr = (rr + 1) % len(ids)
+        return out
+
+    benchmark.pedantic(loop, rounds=3)
+
+
+def test_route_index(benchmark, layout):
+    benchmark.group = f"route {len(layout.active_segments)} segments{' legacy' if layout.is_legacy else ''}"
+    index, _ = benchmark(layout.route_index, KEY_HASHES)
+    assert index.size == N
+
+
+def test_route(benchmark, layout):
+    benchmark.group = f"route {len(layout.active_segments)} segments{' legacy' if layout.is_legacy else ''}"
+    ids = benchmark(layout.route, KEY_HASHES)
+    assert ids.dtype == np.int64
+
+
+BALANCED_HASHES = np.random.default_rng(3).integers(0, 0x10000, size=BALANCED_N, dtype=np.int64).astype(np.uint16)
+
+
+@pytest.mark.parametrize("count", [16, 256, 4096, 65535])
+@pytest.mark.parametrize("weighted", ["counts", "float weights"])
+def test_balanced(benchmark, count, weighted):
+    benchmark.group = "balanced 10M"
+    weights = np.random.default_rng(4).random(BALANCED_N) if weighted == "float weights" else None
+    result = benchmark.pedantic(bc.Buckets.balanced, args=(BALANCED_HASHES, count), kwargs={"weights": weights},
+                                rounds=3)
+    assert result.count == count

@@ -1,0 +1,153 @@
+"""Side by side in one run: bucket and segment lookup vs ``bisect`` in a Python loop, and balanced boundaries.
+
+    python benches/compare_layout.py [--n 1000000] [--repeat 5] [--balanced-n 10000000]
+
+Prints ns per hash (per key for routing) and the speed-up over the baseline measured in the same
+process on the same data:
+- bucket_of over n uniform uint16 hashes for N in {1, 4, 16, 256, 4096, 65536}: "warm" (the
+  boundary list already has its lookup table), "cold" (a fresh list each call: the table build is
+  included), int64 input, and the kernel's branchless search forced (what small columns use);
+- route over n pre-hashed keys (1% keyless) with 1, 16 and 256 active segments, and a 16-partition
+  legacy layout (signSafeMod); baseline: bisect over the active starts in a Python loop;
+- Buckets.balanced over --balanced-n hashes: seconds, and the max/mean load of the balanced list
+  next to equal width on a skewed (zipf) workload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from timing import best_of  # noqa: E402
+
+import bucketcore as bc  # noqa: E402
+from _bucketcore import _layout  # noqa: E402
+
+
+def ns(seconds: float, n: int) -> float:
+    return seconds / n * 1e9
+
+
+def compare_bucket_of(n: int, repeat: int) -> None:
+    rng = np.random.default_rng(1)
+    hashes = rng.integers(0, 0x10000, size=n, dtype=np.int64).astype(np.uint16)
+    wide = hashes.astype(np.int64)
+    as_list = hashes.tolist()
+    print(f"\nbucket_of over {n:,} uniform hashes (ns per hash; x = speed-up over bisect in a Python loop)")
+    print(f"{'N':>6} {'bisect loop':>12} {'warm':>7} {'x':>6} {'cold':>7} {'x':>6} {'int64 in':>9} {'search':>7}  method")
+    for count in (1, 4, 16, 256, 4096, 65536):
+        buckets = bc.Buckets.equal_width(count)
+        splits = list(buckets.splits)
+        expected = np.searchsorted(buckets.splits_array, hashes, side="right")
+        assert np.array_equal(buckets.bucket_of(hashes), expected)  # also builds the table (warm)
+        baseline = best_of(lambda: [bisect.bisect_right(splits, h) for h in as_list], max(2, repeat // 2))
+        warm = best_of(lambda: buckets.bucket_of(hashes), repeat)
+        cold = best_of(lambda: bc.Buckets._trusted(buckets.splits).bucket_of(hashes), repeat)
+        wide_t = best_of(lambda: buckets.bucket_of(wide), repeat)
+        out = np.empty(n, dtype=np.int32)
+        search = best_of(lambda: _layout.bucket_of(buckets.splits_array, hashes, out, None, _layout.METHOD_SEARCH), repeat)
+        method = {0: "constant", 1: "one compare", 2: "search", 3: "64Ki table"}[buckets._plan(n)[0]]
+        print(
+            f"{count:>6} {ns(baseline, n):>12.1f} {ns(warm, n):>7.2f} {baseline / warm:>5.0f}x "
+            f"{ns(cold, n):>7.2f} {baseline / cold:>5.0f}x {ns(wide_t, n):>9.2f} {ns(search, n):>7.2f}  {method}"
+        )
+
+
+def tiling(count: int) -> bc.TopicLayout:
+    bounds = [i * 0x10000 // count for i in range(count + 1)]
+    return bc.TopicLayout(1, [bc.Segment(i, a, b - 1) for i, (a, b) in enumerate(zip(bounds, bounds[1:]))])
+
+
+def compare_route(n: int, repeat: int) -> None:
+    rng = np.random.default_rng(2)
+    raw = rng.integers(0, 1 << 32, size=n, dtype=np.uint64).astype(np.uint32)
+    has_key = rng.random(n) >= 0.01
+    raw[~has_key] = 0
+    segment_hash, bucket_hash = bc.split_hash(raw)
+    kh = bc.KeyHashes(raw, segment_hash, bucket_hash, has_key)
+    seg_list, key_list, raw_list = segment_hash.tolist(), has_key.tolist(), raw.tolist()
+    print(f"\nroute over {n:,} pre-hashed keys, 1% keyless (ns per key; x = speed-up over a Python bisect loop)")
+    print(f"{'layout':>14} {'bisect loop':>12} {'route_index':>12} {'x':>6} {'route':>7} {'x':>6}")
+    layouts = [(f"{c} active", tiling(c)) for c in (1, 16, 256)]
+    names = [f"persistent://t/ns/t-partition-{i}" for i in range(16)]
+    legacy = bc.TopicLayout(1, [bc.Segment(i, s.hash_start, s.hash_end, legacy_topic_name=names[i])
+                                for i, s in enumerate(tiling(16).segments)])
+    layouts.append(("16 legacy", legacy))
+    for name, layout in layouts:
+        ids = [s.segment_id for s in layout.active_segments]
+        starts = [s.hash_start for s in layout.active_segments]
+        parts = len(ids)
+
+        def loop() -> list[int]:
+            out, rr = [], 0
+            if layout.is_legacy:
+                for r, k in zip(raw_list, key_list):
+                    if k:
+                        out.append(ids[(r & 0x7FFFFFFF) % parts])
+                    else:
+                        out.append(ids[rr])
+                        rr = (rr + 1) % parts
+                return out
+            for h, k in zip(seg_list, key_list):
+                if k:
+                    out.append(ids[bisect.bisect_right(starts, h) - 1])
+                else:
+                    out.append(ids[rr])
+                    rr = (rr + 1) % parts
+            return out
+
+        assert loop() == layout.route(kh).tolist()
+        baseline = best_of(loop, max(2, repeat // 2))
+        index_t = best_of(lambda: layout.route_index(kh), repeat)
+        route_t = best_of(lambda: layout.route(kh), repeat)
+        print(
+            f"{name:>14} {ns(baseline, n):>12.1f} {ns(index_t, n):>12.2f} {baseline / index_t:>5.0f}x "
+            f"{ns(route_t, n):>7.2f} {baseline / route_t:>5.0f}x"
+        )
+
+
+def compare_balanced(n: int, repeat: int) -> None:
+    rng = np.random.default_rng(3)
+    uniform = rng.integers(0, 0x10000, size=n, dtype=np.int64).astype(np.uint16)
+    weights = rng.random(n)
+    # Skewed traffic: zipf-distributed keys hashed with Murmur3 give a few hot bucket hashes.
+    ranks = rng.zipf(1.3, size=min(n, 1_000_000))
+    hot = bc.split_hash(bc.murmur3_32([f"user-{r}" for r in ranks.tolist()]))[1]
+    print(f"\nBuckets.balanced over {n:,} hashes (seconds, best of {max(2, repeat // 2)})")
+    print(f"{'N':>6} {'counts':>8} {'float w':>8} {'int w':>8}   max/mean: uniform equal/balanced, "
+          "zipf equal/balanced (floor: hottest hash/mean)")
+    for count in (16, 256, 4096, 65536):
+        reps = max(2, repeat // 2)
+        counts = best_of(lambda: bc.Buckets.balanced(uniform, count), reps)
+        float_w = best_of(lambda: bc.Buckets.balanced(uniform, count, weights=weights), reps)
+        int_w = best_of(lambda: bc.Buckets.balanced(uniform, count, weights=(weights * 1000).astype(np.int64)), reps)
+        equal = bc.Buckets.equal_width(count)
+        balanced = bc.Buckets.balanced(uniform, count)
+        zipf_balanced = bc.Buckets.balanced(hot, count)
+        print(
+            f"{count:>6} {counts:>8.3f} {float_w:>8.3f} {int_w:>8.3f}   "
+            f"{equal.load(uniform).ratio:.3f}/{balanced.load(uniform).ratio:.3f}, "
+            f"{equal.load(hot).ratio:.3f}/{zipf_balanced.load(hot).ratio:.3f} "
+            f"({np.bincount(hot).max() / (hot.size / count):.3f})"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--balanced-n", type=int, default=10_000_000)
+    args = parser.parse_args()
+    print(f"bucketcore {bc.__version__}, best of {args.repeat} (baselines best of {max(2, args.repeat // 2)})")
+    compare_bucket_of(args.n, args.repeat)
+    compare_route(args.n, args.repeat)
+    compare_balanced(args.balanced_n, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
