@@ -307,6 +307,17 @@ def test_bucket_of_shape_and_empty():
     assert b.bucket_of(np.arange(0, 65536, 4096)[::2]).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
 
 
+def test_bucket_of_read_only_strided_and_arrow_columns():
+    b = Buckets.equal_width(16)
+    every = np.arange(65536, dtype=np.uint16)
+    every.flags.writeable = False
+    assert b.bucket_of(every)[::4096].tolist() == list(range(16))
+    assert b.bucket_of(every[::4096]).tolist() == list(range(16))  # non-contiguous view
+    assert b.bucket_of(np.arange(0, 65536, dtype=np.int64)[::8192]).tolist() == list(range(0, 16, 2))
+    pa = pytest.importorskip("pyarrow")
+    assert b.bucket_of(pa.array([1, 4096, 65535], type=pa.uint16())).tolist() == [0, 1, 15]
+
+
 def test_bucket_of_invalid():
     b = Buckets.equal_width(4)
     with pytest.raises(ValueError, match=r"bucket hash 65536 at index 2 is outside 0..0xFFFF"):

@@ -14,7 +14,7 @@ import bisect
 import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -42,9 +42,6 @@ _STATES = (ACTIVE, SEALED)
 _KERNEL_DTYPES = tuple(
     np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.int32, np.int64)
 )
-
-ArrayLike = Union[np.ndarray, "list[int]", "tuple[int, ...]"]
-
 
 def _is_int(value: object) -> bool:
     """An int or numpy integer that is not a bool (bools are not ints here)."""
@@ -75,8 +72,8 @@ def _index_label(index: int, shape: tuple[int, ...]) -> object:
 def _hash_column(values: Any, what: str) -> tuple[np.ndarray, tuple[int, ...]]:
     """A column of 16-bit hashes as a flat contiguous integer array the kernels take, and its shape.
 
-    Ranges are checked by the kernels (in the lookup pass); here only the type: integer dtypes
-    only, no bools, no floats, nothing silently converted.
+    Integer dtypes only: no bools, no floats, nothing silently converted. Array ranges are
+    checked by the kernels in the lookup pass; a Python list is checked here while it is walked.
     """
     if isinstance(values, (list, tuple)):
         # Checked here item by item (a Python list is walked anyway to build the array).
@@ -177,7 +174,7 @@ def _table_threshold(count: int) -> int:
     return max(64, 2048 // max(1, (count - 1).bit_length()))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BucketLoad:
     """How a set of observed bucket hashes (optionally weighted) spreads over a boundary list.
 
@@ -292,7 +289,11 @@ class Buckets:
         return table
 
     def _plan(self, size: int) -> tuple[int, np.ndarray | None]:
-        """The fastest exact method for a column of ``size`` hashes (see DESIGN notes in issue-3.md)."""
+        """The fastest exact method for a column of ``size`` hashes.
+
+        N=1: constant; N=2: one compare; otherwise the 64 Ki table once it exists or once the
+        column is large enough to pay for building it, else the branchless search (lookup.h).
+        """
         count = self.count
         if count == 1:
             return _layout.METHOD_CONST, None
