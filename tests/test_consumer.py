@@ -419,3 +419,61 @@ def test_controller_to_clients_as_a_second_consumer_joins_and_leaves() -> None:
     assert clients["b"].apply(alone["b"]) == [Drain(0, "mode_flip"), Close(0), exclusive]
     assert clients["a"].apply(Assignment(3, ())) == [Drain(0, "removed"), Close(0)]
     assert clients["a"].subscriptions == {}
+
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("run"), st.integers(0, 400), st.integers(1, 200)),
+        st.tuples(st.just("ack"), st.integers(0, 460)),
+        st.tuples(st.just("ack_range"), st.integers(0, 460), st.integers(0, 400)),
+        st.tuples(st.just("cum"), st.integers(0, 460)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops=ops, shared=st.booleans())
+def test_unacked_tracking_against_a_plain_set(ops, shared) -> None:  # type: ignore[no-untyped-def]
+    """Bulk, out-of-order and repeated deliveries with scattered acks (tombstones, compaction)."""
+    state = StreamConsumerState()
+    state.apply(Assignment(1, (seg(1, N4 if shared else None),)))
+    model: set[int] = set()
+    for op in ops:
+        if op[0] == "run":
+            for message_id in range(op[1], op[1] + op[2]):
+                assert state.delivered(1, message_id) == (message_id not in model)
+                model.add(message_id)
+        elif op[0] == "ack":
+            if op[1] in model:
+                assert state.acked(1, op[1]) == [IndividualAck(1, (op[1],))]
+                model.remove(op[1])
+            else:
+                with pytest.raises(ConsumerStateError):
+                    state.acked(1, op[1])
+        elif op[0] == "ack_range":
+            for message_id in sorted(m for m in model if op[1] <= m <= op[1] + op[2]):
+                state.acked(1, message_id)
+                model.remove(message_id)
+        else:
+            below = sorted(m for m in model if m <= op[1])
+            expected = [] if not below else [
+                IndividualAck(1, tuple(below)) if shared else CumulativeAck(1, below[-1])
+            ]
+            assert state.ack_cumulative({1: op[1]}) == expected
+            model.difference_update(below)
+        assert state.unacked(1) == tuple(sorted(model))
+
+
+def test_tracking_after_many_scattered_acks_and_redeliveries() -> None:
+    state = StreamConsumerState()
+    state.apply(Assignment(1, (seg(1, N4),)))
+    for message_id in range(1000):
+        state.delivered(1, message_id)
+    for message_id in range(1, 900):  # the oldest stays unacked: acked ids pile up behind it
+        state.acked(1, message_id)
+    assert state.unacked(1) == (0, *range(900, 1000))
+    assert state.delivered(1, 500) is True  # a redelivery after its ack is tracked again
+    assert state.delivered(1, 950) is False
+    assert state.ack_cumulative({1: 949}) == [IndividualAck(1, (0, 500, *range(900, 950)))]
+    assert state.unacked(1) == tuple(range(950, 1000))

@@ -62,10 +62,15 @@ class ConsumerStateError(BucketcoreError, ValueError):
 
 
 def _is_int(value: object) -> TypeGuard[Union[int, np.integer[Any]]]:
+    # bools are ints to Python but never a valid id, hash, epoch or position here.
+    if type(value) is int:  # the common case, without the slower numpy isinstance checks
+        return True
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _check_segment_id(segment_id: object, what: str = "segment_id") -> int:
+    if type(segment_id) is int and segment_id >= 0:  # fast path: delivered/acked run per message
+        return segment_id
     if not _is_int(segment_id):
         raise TypeError(f"{what} must be an int, not {type(segment_id).__name__} {segment_id!r}")
     if segment_id < 0:
@@ -75,6 +80,8 @@ def _check_segment_id(segment_id: object, what: str = "segment_id") -> int:
 
 def _check_message_id(message_id: object, what: str) -> tuple[MessageId, int]:
     """Validate a position; returns it normalised (numpy ints → int) and its shape (0 = int, k = tuple length)."""
+    if type(message_id) is int:
+        return message_id, 0
     if _is_int(message_id):
         return int(message_id), 0
     if isinstance(message_id, tuple) and message_id:
@@ -175,6 +182,72 @@ def _in_order(actions: list[Action]) -> list[Action]:
     return sorted(actions, key=lambda action: _ACTION_RANK[type(action)])
 
 
+class _Unacked:
+    """Delivered-but-unacked ids of one segment, cheap for the common patterns.
+
+    ``live`` is the set of unacked ids; ``order`` keeps them ascending from ``head`` on, possibly
+    with ids acked since (tombstones, skipped lazily). Deliveries mostly arrive in position order
+    (an append) and acks mostly from the oldest (a head move), so both are O(1) amortised; an
+    out-of-order delivery is a bisect insert, and tombstones are compacted once they outnumber the
+    live ids.
+    """
+
+    __slots__ = ("live", "order", "head")
+
+    def __init__(self) -> None:
+        self.live: set[MessageId] = set()
+        self.order: list[MessageId] = []
+        self.head = 0
+
+    def __len__(self) -> int:
+        return len(self.live)
+
+    def add(self, message_id: MessageId) -> bool:
+        if message_id in self.live:
+            return False
+        self.live.add(message_id)
+        order = self.order
+        if len(order) == self.head or order[-1] < message_id:  # type: ignore[operator]
+            order.append(message_id)
+        else:
+            index = bisect.bisect_left(order, message_id, self.head)
+            if index == len(order) or order[index] != message_id:  # else: revive its tombstone
+                order.insert(index, message_id)
+        return True
+
+    def remove(self, message_id: MessageId) -> bool:
+        if message_id not in self.live:
+            return False
+        self.live.remove(message_id)
+        self._tidy()
+        return True
+
+    def take_upto(self, position: MessageId) -> list[MessageId]:
+        """Remove and return (ascending) the unacked ids at or before ``position``."""
+        order, live = self.order, self.live
+        end = bisect.bisect_right(order, position, self.head)
+        taken = [m for m in order[self.head:end] if m in live]
+        live.difference_update(taken)
+        self.head = end
+        self._tidy()
+        return taken
+
+    def ascending(self) -> list[MessageId]:
+        live = self.live
+        return [m for m in self.order[self.head:] if m in live]
+
+    def _tidy(self) -> None:
+        order, live = self.order, self.live
+        while self.head < len(order) and order[self.head] not in live:
+            self.head += 1
+        if self.head == len(order):
+            order.clear()
+            self.head = 0
+        elif len(order) - self.head > 2 * len(live) + 64:
+            self.order = self.ascending()
+            self.head = 0
+
+
 class _Subscription:
     """One open per-segment consumer: its subscribe, drain status and delivered-but-unacked ids."""
 
@@ -184,7 +257,7 @@ class _Subscription:
         self.assigned = assigned
         self.subscribe = Subscribe.for_segment(assigned)
         self.drain_reason: Optional[DrainReason] = None
-        self.unacked: list[MessageId] = []  # sorted ascending, no duplicates
+        self.unacked = _Unacked()
         self.id_shape: Optional[int] = None  # fixed by the first delivery
 
     def check_shape(self, shape: int, message_id: MessageId, what: str) -> None:
@@ -243,7 +316,7 @@ class StreamConsumerState:
 
     def unacked(self, segment_id: int) -> tuple[MessageId, ...]:
         """Delivered-but-unacked message ids of an open segment, ascending."""
-        return tuple(self._subscription(_check_segment_id(segment_id), "unacked").unacked)
+        return tuple(self._subscription(_check_segment_id(segment_id), "unacked").unacked.ascending())
 
     # -- assignment ----------------------------------------------------------------------------
     def apply(self, assignment: Assignment) -> list[Action]:
@@ -339,11 +412,7 @@ class StreamConsumerState:
             )
         sub.check_shape(shape, message_id, "message_id")
         sub.id_shape = shape
-        index = bisect.bisect_left(sub.unacked, message_id)
-        if index < len(sub.unacked) and sub.unacked[index] == message_id:
-            return False
-        sub.unacked.insert(index, message_id)
-        return True
+        return sub.unacked.add(message_id)
 
     def acked(self, segment_id: int, message_id: MessageId) -> list[Command]:
         """The application acked one delivered message: returns the IndividualAck to send, then any
@@ -355,12 +424,10 @@ class StreamConsumerState:
         message_id, shape = _check_message_id(message_id, "message_id")
         sub = self._subscription(segment_id, "acked")
         sub.check_shape(shape, message_id, "message_id")
-        index = bisect.bisect_left(sub.unacked, message_id)
-        if index == len(sub.unacked) or sub.unacked[index] != message_id:
+        if not sub.unacked.remove(message_id):
             raise ConsumerStateError(
                 f"acked: message {message_id!r} on segment {segment_id} was not delivered or is already acked"
             )
-        del sub.unacked[index]
         return [IndividualAck(segment_id, (message_id,)), *self._finish_drain(segment_id)]
 
     def ack_cumulative(self, position_vector: Mapping[int, MessageId]) -> list[Command]:
@@ -392,14 +459,13 @@ class StreamConsumerState:
         touched: list[int] = []
         for segment_id, position in positions:
             sub = self._open[segment_id]
-            count = bisect.bisect_right(sub.unacked, position)
-            if count == 0:
+            taken = sub.unacked.take_upto(position)
+            if not taken:
                 continue
             if sub.subscribe.shared:
-                commands.append(IndividualAck(segment_id, tuple(sub.unacked[:count])))
+                commands.append(IndividualAck(segment_id, tuple(taken)))
             else:
-                commands.append(CumulativeAck(segment_id, sub.unacked[count - 1]))
-            del sub.unacked[:count]
+                commands.append(CumulativeAck(segment_id, taken[-1]))
             touched.append(segment_id)
         follow_ups: list[Action] = []
         for segment_id in touched:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard, Union
+from typing import Any, TypeGuard, TypeVar, Union
 import numpy as np
 
 from .hashing import MAX_HASH
@@ -33,7 +33,9 @@ BucketRanges = tuple[tuple[int, int], ...]
 
 
 def _is_int(value: object) -> TypeGuard[Union[int, np.integer[Any]]]:
-    # bools are ints to Python but never a valid id, hash or epoch here.
+    # bools are ints to Python but never a valid id, hash, epoch or position here.
+    if type(value) is int:  # the common case, without the slower numpy isinstance checks
+        return True
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
@@ -171,6 +173,18 @@ class Assignment:
         raise KeyError(f"segment {segment_id} is not in this assignment (segments {list(self.segment_ids)})")
 
 
+_T = TypeVar("_T")
+
+
+def _trusted(cls: type[_T], **fields: object) -> _T:
+    """Build a frozen value from fields already validated (a TopicLayout validated its segments),
+    skipping ``__post_init__``: it dominated compute_assignment's time on large layouts."""
+    value = object.__new__(cls)
+    for name, field_value in fields.items():
+        object.__setattr__(value, name, field_value)
+    return value
+
+
 def _check_layout(layout: object) -> TopicLayout:
     if not isinstance(layout, TopicLayout):
         raise TypeError(f"layout must be a bucketcore.TopicLayout, not {type(layout).__name__}")
@@ -288,17 +302,19 @@ def compute_assignment(
 
     assigned: dict[str, list[AssignedSegment]] = {name: [] for name in names}
     for segment, segment_owners in zip(segments, owners):
-        ranges: BucketRanges = (
-            tuple((int(start), int(end)) for start, end in segment.buckets.ranges) if len(segment_owners) > 1 else ()
-        )
-        view = AssignedSegment(
-            segment.segment_id,
-            segment.hash_start,
-            segment.hash_end,
-            layout.segment_topic(segment.segment_id),
-            ranges,
+        ranges: BucketRanges = tuple(segment.buckets.ranges) if len(segment_owners) > 1 else ()
+        view = _trusted(
+            AssignedSegment,
+            segment_id=segment.segment_id,
+            hash_start=segment.hash_start,
+            hash_end=segment.hash_end,
+            segment_topic=layout.segment_topic(segment.segment_id),
+            bucket_ranges=ranges,
         )
         for name in segment_owners:
             assigned[name].append(view)
-    return {name: Assignment(layout.epoch, tuple(views)) for name, views in assigned.items()}
+    epoch = layout.epoch
+    return {
+        name: _trusted(Assignment, layout_epoch=epoch, segments=tuple(views)) for name, views in assigned.items()
+    }
 
