@@ -616,6 +616,20 @@ cdef class Grouper:
             self.ready = False
             raise MemoryError()
 
+    def scan_one(self, int32_t seg, int32_t bucket, uint16_t bucket_hash, int64_t size):
+        """Feed one message (the per-send path); returns whether entries are now emitted."""
+        self.check()
+        if seg < 0 or seg >= self.st.nseg:
+            raise ValueError(f"segment index {seg} is out of range")
+        if bucket < 0 or bucket >= self.st.segs[seg + 1].boff - self.st.segs[seg].boff:
+            raise ValueError(f"bucket index {bucket} is out of range for its segment")
+        if size < 0:
+            raise ValueError(f"size {size} is negative")
+        if gs_scan(&self.st, 1, &seg if self.st.nseg > 1 else NULL, &bucket, &bucket_hash, &size) < 0:
+            self.ready = False
+            raise MemoryError()
+        return self.st.nrec > 0
+
     def finish(self):
         """Emit every open batch (end of input or an explicit flush)."""
         self.check()

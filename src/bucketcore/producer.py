@@ -29,13 +29,14 @@ Batching rules (both the one-shot :func:`bucket_entries` and the streaming
 
 from __future__ import annotations
 
+import bisect
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from _bucketcore import _producer
 from .errors import InvalidLayoutError
-from .hashing import MAX_HASH, KeyHashes, hash_keys
+from .hashing import MAX_HASH, KeyHashes, hash_keys, murmur3_32
 from .layout import Buckets, TopicLayout
 
 __all__ = ["bucket_entries", "EntryTable", "Entry", "EntryBucketBatcher"]
@@ -240,7 +241,7 @@ class _Plan:
     """The segments a producer writes to, flattened for the kernels."""
 
     __slots__ = ("layout", "buckets", "segment_ids", "splits", "split_offsets", "bucket_offsets", "single",
-                 "tables")
+                 "tables", "starts", "legacy_order")
 
     def __init__(self, target: Any, argname: str) -> None:
         if isinstance(target, Buckets):
@@ -265,6 +266,16 @@ class _Plan:
         np.cumsum([a.shape[0] + 1 for a in arrays], out=self.bucket_offsets[1:])
         # one active segment: every message goes there, round-robin included (position mod 1)
         self.single = len(arrays) == 1 and (self.layout is None or not self.layout.is_legacy)
+        # for route_one, the per-send path (the same rules as TopicLayout.route_index)
+        self.starts: list[int] = []
+        self.legacy_order: list[int] | None = None
+        if self.layout is not None:
+            active = self.layout.active_segments
+            self.starts = [seg.hash_start for seg in active]
+            if self.layout.is_legacy:
+                position = {seg.segment_id: i for i, seg in enumerate(active)}
+                self.legacy_order = [position[seg.segment_id] for seg in self.layout.segments
+                                     if seg.segment_id in position]
 
     def route(self, kh: KeyHashes, round_robin: int) -> tuple[np.ndarray | None, np.ndarray, int]:
         """(segment index per message or None for one segment, bucket per message, next round-robin)."""
@@ -284,6 +295,29 @@ class _Plan:
         _producer.bucket_index(seg, np.ascontiguousarray(kh.bucket_hash), self.splits, self.split_offsets,
                                bucket, self.tables)
         return seg, bucket, int(next_rr)
+
+    def route_one(self, raw: int | None, round_robin: int) -> tuple[int, int, int]:
+        """(segment index, bucket, next round-robin) of one message; raw None = keyless.
+
+        The scalar twin of :meth:`route` (an array call costs microseconds of numpy set-up per
+        send); the streaming property test checks the two agree.
+        """
+        nseg = len(self.buckets)
+        if raw is None:
+            index = round_robin % nseg
+            round_robin = (round_robin + 1) % nseg
+            if self.legacy_order is not None:
+                index = self.legacy_order[index]
+            return index, 0, round_robin
+        if self.single:
+            index = 0
+        elif self.legacy_order is not None:
+            index = self.legacy_order[(raw & 0x7FFFFFFF) % nseg]
+        else:
+            index = bisect.bisect_right(self.starts, raw >> 16) - 1
+        if self.tables is not None:
+            return index, int(self.tables[index][raw & 0xFFFF]), round_robin
+        return index, self.buckets[index].bucket_of(raw & 0xFFFF), round_robin
 
     def use_tables(self) -> None:
         """Look buckets up in each boundary list's 64 Ki table (Buckets.lookup_table, built once per
@@ -399,11 +433,32 @@ class EntryBucketBatcher:
 
     def add(self, key: str | bytes | None, payload: bytes | bytearray | memoryview) -> list[Entry]:
         """Add one message; returns the entries that became ready (often none)."""
-        if not isinstance(key, (str, bytes)) and key is not None:
+        if key is None:
+            raw = None
+        elif isinstance(key, (str, bytes)):
+            raw = murmur3_32(key, errors=self._errors)
+        else:
             raise TypeError(f"key must be str, bytes or None, not {type(key).__name__}")
-        if not isinstance(payload, (bytes, bytearray, memoryview)):
+        if isinstance(payload, (bytes, bytearray)):
+            size = len(payload)
+        elif isinstance(payload, memoryview):
+            size = payload.nbytes
+        else:
             raise TypeError(f"payload must be bytes, bytearray or memoryview, not {type(payload).__name__}")
-        return self.add_many([key], [payload])
+        seg, bucket, next_rr = self._plan.route_one(raw, self._round_robin)
+        first = self._grouper.position
+        emitted = self._grouper.scan_one(seg, bucket, 0 if raw is None else raw & 0xFFFF, size)
+        self._round_robin = next_rr
+        n = self._n
+        if n == self._bkt.shape[0]:
+            self._grow(n + 1)
+        self._bkt[n] = bucket
+        self._index[n] = first
+        if self._seg is not None:
+            self._seg[n] = seg
+        self._payloads.append(payload)
+        self._n = n + 1
+        return self._drain() if emitted else []
 
     def add_many(self, keys: Any, payloads: Sequence[Any]) -> list[Entry]:
         """Add a batch of sends in one kernel call; returns the entries that became ready."""
@@ -436,17 +491,20 @@ class EntryBucketBatcher:
         n = bucket.shape[0]
         need = self._n + n
         if need > self._bkt.shape[0]:
-            cap = max(need, 2 * self._bkt.shape[0])
-            self._bkt = _grown(self._bkt, cap, self._n)
-            self._index = _grown(self._index, cap, self._n)
-            if self._seg is not None:
-                self._seg = _grown(self._seg, cap, self._n)
+            self._grow(need)
         self._bkt[self._n:need] = bucket
         self._index[self._n:need] = np.arange(first, first + n, dtype=np.int64)
         if self._seg is not None:
             self._seg[self._n:need] = seg
         self._payloads.extend(payloads)
         self._n = need
+
+    def _grow(self, need: int) -> None:
+        cap = max(need, 2 * self._bkt.shape[0])
+        self._bkt = _grown(self._bkt, cap, self._n)
+        self._index = _grown(self._index, cap, self._n)
+        if self._seg is not None:
+            self._seg = _grown(self._seg, cap, self._n)
 
     def _drain(self) -> list[Entry]:
         seg_idx, bkt, hmin, hmax, start, count, nbytes, take, keep = self._grouper.drain(
