@@ -10,7 +10,7 @@ Every loop runs with the GIL released and builds no Python object per element.
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdint cimport INT64_MAX
 from libc.float cimport DBL_MAX
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 cdef extern from "lookup.h" nogil:
     uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
@@ -23,6 +23,8 @@ cdef enum:
     M_TABLE = 3    # one load from a 64 Ki uint16 table: the bucket of every hash value
     N_TABLE = 65536
     BLOCK = 4096   # hashes range-checked at a time (fits L1 for every dtype)
+
+cdef uint64_t ALL_KEYED = 0x0101010101010101ULL
 
 METHOD_CONST = M_CONST
 METHOD_COMPARE = M_COMPARE
@@ -168,6 +170,8 @@ def route_keyed(const uint16_t[::1] starts, const uint16_t[::1] segment_hash,
     cdef const uint16_t *s = &starts[0] if nstarts else NULL
     cdef const uint16_t *t = NULL
     cdef int64_t rr = round_robin
+    cdef Py_ssize_t end
+    cdef uint64_t word
     if out.shape[0] != n or has_key.shape[0] != n:
         raise ValueError("segment_hash, has_key and out must have the same length")
     if n_active != <int64_t>nstarts + 1 or not 0 <= round_robin < n_active:
@@ -187,13 +191,23 @@ def route_keyed(const uint16_t[::1] starts, const uint16_t[::1] segment_hash,
         else:
             for i in range(n):
                 out[i] = <int32_t>bc_bucket_of(s, nstarts, segment_hash[i])
-        # Keyless messages are rare: a second, branch-predictable pass keeps the lookup loop tight.
-        for i in range(n):
-            if not has_key[i]:
-                out[i] = <int32_t>rr
-                rr += 1
-                if rr == n_active:
-                    rr = 0
+        # Keyless messages are rare: a second pass, eight flags at a time (numpy bools are 0/1
+        # bytes, so an all-keyed word is 0x0101010101010101), keeps the lookup loop tight.
+        i = 0
+        while i < n:
+            if i + 8 <= n:
+                memcpy(&word, &has_key[i], 8)
+                if word == ALL_KEYED:
+                    i += 8
+                    continue
+            end = i + 8 if i + 8 <= n else n
+            while i < end:
+                if not has_key[i]:
+                    out[i] = <int32_t>rr
+                    rr += 1
+                    if rr == n_active:
+                        rr = 0
+                i += 1
     return rr
 
 
