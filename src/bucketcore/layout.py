@@ -58,7 +58,7 @@ def _check_int(value: object, name: str, low: int, high: int | None = None) -> i
     """Validate an int argument: TypeError for a non-int (bools and floats included), ValueError for range."""
     if not _is_int(value):
         raise TypeError(f"{name} must be an int, not {_describe(value)}")
-    number = int(value)  # type: ignore[arg-type]
+    number = int(value)  # type: ignore[call-overload]
     if number < low or (high is not None and number > high):
         bound = f"{low}..{high}" if high is not None else f">= {low}"
         raise ValueError(f"{name} must be {bound}, not {number}")
@@ -390,7 +390,7 @@ class Buckets:
 def _check_bucket_count(n: object) -> int:
     if not _is_int(n):
         raise TypeError(f"bucket count n must be an int, not {_describe(n)}")
-    count = int(n)  # type: ignore[arg-type]
+    count = int(n)  # type: ignore[call-overload]
     if not 1 <= count <= MAX_BUCKETS:
         raise InvalidBoundaryError(
             f"bucket count {count} is outside 1..65536 (every bucket owns at least one hash value)"
@@ -441,15 +441,15 @@ def _histogram(bucket_hashes: Any, weights: Any) -> np.ndarray:
             raise ValueError(f"the sum of the weights overflows int64 at index {_index_label(bad, shape)}")
         return bins
     if w.dtype.kind == "f":
-        bins = np.zeros(RING, dtype=np.float64)
-        bad = _layout.weighted_histogram_f64(hashes, np.ascontiguousarray(flat, dtype=np.float64), bins)
+        sums = np.zeros(RING, dtype=np.float64)
+        bad = _layout.weighted_histogram_f64(hashes, np.ascontiguousarray(flat, dtype=np.float64), sums)
         if bad >= 0:
             raise ValueError(
                 f"weight {float(flat[bad])!r} at index {_index_label(bad, shape)} is not a finite non-negative number"
             )
-        if not np.isfinite(bins).all():
+        if not np.isfinite(sums).all():
             raise ValueError("the sum of the weights overflows float64")
-        return bins
+        return sums
     raise TypeError(f"weights must be non-negative numbers, not an array of dtype {w.dtype}")
 
 
@@ -692,6 +692,18 @@ class TopicLayout:
         "_epoch", "_topic", "_names", "_segments", "_active", "_by_id", "_starts", "_active_ids",
         "_legacy", "_table", "_hash",
     )
+
+    _epoch: int
+    _topic: str
+    _names: tuple[str, str, str]
+    _segments: tuple[Segment, ...]
+    _active: tuple[Segment, ...]
+    _by_id: dict[int, Segment]
+    _starts: np.ndarray
+    _active_ids: np.ndarray
+    _legacy: np.ndarray | None
+    _table: np.ndarray | None
+    _hash: int
 
     def __init__(self, epoch: int, segments: Iterable[Segment], topic: str = "persistent://t/ns/topic") -> None:
         if not _is_int(epoch) or int(epoch) < 0:
