@@ -23,7 +23,7 @@ from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
 from cpython.bytes cimport PyBytes_GET_SIZE
 from cpython.bytearray cimport PyByteArray_GET_SIZE
 from cpython.object cimport PyObject
-from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport qsort
 from libc.string cimport memset
 
@@ -80,6 +80,7 @@ ctypedef struct BucketState:
 
 ctypedef struct SegState:
     int64_t boff         # global index of the segment's bucket 0
+    int64_t nb           # its bucket count
     int64_t wcount       # shared window: messages
     int64_t wbytes       # shared window: bytes
     int64_t olen         # open buckets, listed in olist[boff:boff+olen] in opening order
@@ -99,6 +100,8 @@ ctypedef struct GroupState:
     int64_t cap
     int64_t seq          # messages scanned so far (stream position of the next one)
     int64_t nopen        # open batches
+    int64_t bad_index    # scan: the message with a bad column value (rc -2) ...
+    int bad_what         # ... 1 segment, 2 bucket, 3 size
 
 
 cdef int gs_init(GroupState *st, const int64_t *boff, int64_t nseg, int policy,
@@ -121,6 +124,7 @@ cdef int gs_init(GroupState *st, const int64_t *boff, int64_t nseg, int policy,
     memset(st.bk, 0, nb * sizeof(BucketState))
     for s in range(nseg + 1):
         st.segs[s].boff = boff[s]
+        st.segs[s].nb = boff[s + 1] - boff[s] if s < nseg else 0
     for s in range(nseg):
         for g in range(boff[s], boff[s + 1]):
             st.bk[g].seg = <int32_t>s
@@ -199,14 +203,30 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, cons
     cdef int32_t *olist = st.olist
     cdef int64_t seq = st.seq, opened = 0
     cdef int rc = 0
+    cdef int32_t b
+    cdef uint32_t nseg = <uint32_t>st.nseg
     for i in range(n):
+        # range checks cost two predictable compares; a bad value stops the scan (rc -2)
         if has_seg:
+            if <uint32_t>seg[i] >= nseg:
+                st.bad_what = 1
+                rc = -2
+                break
             S = &segs[seg[i]]
-        g = S.boff + bkt[i]
+        b = bkt[i]
+        if <uint64_t>b >= <uint64_t>S.nb:
+            st.bad_what = 2
+            rc = -2
+            break
+        g = S.boff + b
         B = &bk[g]
         h = bh[i]
         if has_sizes:
             sz = sizes[i]
+            if sz < 0:
+                st.bad_what = 3
+                rc = -2
+                break
             if shared:
                 if S.wcount > 0 and sz > maxb - S.wbytes:
                     rc = gs_flush_segment(st, B.seg)
@@ -247,6 +267,8 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, cons
             rc = gs_emit(st, g)
             if rc < 0:
                 break
+    if rc == -2:
+        st.bad_index = i
     st.seq = seq
     st.nopen += opened  # gs_emit decremented it per closed batch; only the sum matters
     return rc
@@ -260,7 +282,9 @@ cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t
     (shared) that it would push over max_bytes is emitted; after it is added, a batch or window
     that reached max_messages or max_bytes is emitted at once. So the overflowing message opens
     the next batch, and a message larger than max_bytes is an entry of its own.
-    Returns 0, or -1 when the record buffer cannot grow (the state is then unusable).
+    Returns 0; -1 when the record buffer cannot grow; -2 at a segment or bucket index out of
+    range or a negative size (st.bad_index / st.bad_what say which). After -1 or -2 the state
+    holds part of the chunk: Grouper.scan validates first, the one-shot path discards it.
     """
     cdef bint shared = st.policy == P_SHARED
     if shared:
@@ -336,8 +360,9 @@ cdef int64_t gs_assign_slots(GroupState *st) noexcept nogil:
 
 cdef inline int64_t drain_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
                                int64_t *take, int64_t *keep, bint has_seg) noexcept nogil:
+    # a bucket with no undrained record has cur == end (zeroed at init, exhausted after a drain)
     cdef Py_ssize_t p
-    cdef int64_t r, k = 0
+    cdef int64_t r, c, k = 0
     cdef Rec *recs = st.recs
     cdef SegState *segs = st.segs
     cdef SegState *S = segs
@@ -347,22 +372,24 @@ cdef inline int64_t drain_loop(GroupState *st, Py_ssize_t n, const int32_t *seg,
         if has_seg:
             S = &segs[seg[p]]
         B = &bk[S.boff + bkt[p]]
-        if B.head < 0:
+        c = B.cur
+        if c < B.end:
+            take[c] = p
+            c += 1
+            B.cur = c
+            if c == B.end:
+                r = recs[B.head].next
+                B.head = r
+                if r >= 0:
+                    B.cur = recs[r].start
+                    B.end = B.cur + recs[r].count
+                else:
+                    B.tail = -1
+        else:
             if keep == NULL:
                 return -1
             keep[k] = p
             k += 1
-            continue
-        take[B.cur] = p
-        B.cur += 1
-        if B.cur == B.end:
-            r = recs[B.head].next
-            B.head = r
-            if r >= 0:
-                B.cur = recs[r].start
-                B.end = B.cur + recs[r].count
-            else:
-                B.tail = -1
     return k
 
 
@@ -693,22 +720,19 @@ def group_entries(object seg, const int32_t[::1] bucket, const uint16_t[::1] buc
     cdef const int32_t *segp = opt_i32(seg, n, "seg")
     cdef const int64_t *szp = opt_i64(sizes, n, "sizes")
     cdef cnp.ndarray order = np.empty(n, dtype=np.int64)
-    cdef int what = 0
-    cdef int64_t bad = -1, kept = 0, nrec = 0
+    cdef int64_t kept = 0, nrec = 0
     cdef int rc = 0
     if n:
         with nogil:
-            bad = check_columns(st, n, segp, &bucket[0], szp, &what)
-            if bad < 0:
-                rc = gs_scan(st, n, segp, &bucket[0], &bucket_hash[0], szp)
-            if bad < 0 and rc == 0:
+            rc = gs_scan(st, n, segp, &bucket[0], &bucket_hash[0], szp)
+            if rc == 0:
                 rc = gs_finish(st)
-            if bad < 0 and rc == 0:
+            if rc == 0:
                 nrec = st.nrec
                 gs_assign_slots(st)
                 kept = gs_drain(st, n, segp, &bucket[0], <int64_t *>cnp.PyArray_DATA(order), NULL)
-        if bad >= 0:
-            raise_bad_column(what, bad, seg, bucket, sizes)
+        if rc == -2:
+            raise_bad_column(st.bad_what, st.bad_index, seg, bucket, sizes)
         if rc < 0:
             raise MemoryError()
         if kept != 0:
