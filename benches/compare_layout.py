@@ -120,21 +120,27 @@ def compare_balanced(n: int, repeat: int) -> None:
     ranks = rng.zipf(1.3, size=min(n, 1_000_000))
     hot = bc.split_hash(bc.murmur3_32([f"user-{r}" for r in ranks.tolist()]))[1]
     print(f"\nBuckets.balanced over {n:,} hashes (seconds, best of {max(2, repeat // 2)})")
-    print(f"{'N':>6} {'counts':>8} {'float w':>8} {'int w':>8}   max/mean: uniform equal/balanced, "
-          "zipf equal/balanced (floor: hottest hash/mean)")
+    int_weights = (weights * 1000).astype(np.int64)
+    # Message sizes: heavy-tailed bytes per message (lognormal), balanced by bytes.
+    sizes = np.random.default_rng(4).lognormal(6.0, 2.0, size=min(n, 1_000_000))
+    sized = uniform[: sizes.size]
+    print(f"{'N':>6} {'counts':>8} {'float w':>8} {'int w':>8}   max/mean load, equal width -> balanced:")
+    print(f"{'':>35}uniform counts | zipf keys (floor = hottest hash) | lognormal bytes")
     for count in (16, 256, 4096, 65536):
         reps = max(2, repeat // 2)
         counts = best_of(lambda: bc.Buckets.balanced(uniform, count), reps)
         float_w = best_of(lambda: bc.Buckets.balanced(uniform, count, weights=weights), reps)
-        int_w = best_of(lambda: bc.Buckets.balanced(uniform, count, weights=(weights * 1000).astype(np.int64)), reps)
+        int_w = best_of(lambda: bc.Buckets.balanced(uniform, count, weights=int_weights), reps)
         equal = bc.Buckets.equal_width(count)
         balanced = bc.Buckets.balanced(uniform, count)
         zipf_balanced = bc.Buckets.balanced(hot, count)
+        bytes_balanced = bc.Buckets.balanced(sized, count, weights=sizes)
         print(
             f"{count:>6} {counts:>8.3f} {float_w:>8.3f} {int_w:>8.3f}   "
-            f"{equal.load(uniform).ratio:.3f}/{balanced.load(uniform).ratio:.3f}, "
-            f"{equal.load(hot).ratio:.3f}/{zipf_balanced.load(hot).ratio:.3f} "
-            f"({np.bincount(hot).max() / (hot.size / count):.3f})"
+            f"{equal.load(uniform).ratio:.3f} -> {balanced.load(uniform).ratio:.3f} | "
+            f"{equal.load(hot).ratio:.1f} -> {zipf_balanced.load(hot).ratio:.1f} "
+            f"(floor {np.bincount(hot).max() / (hot.size / count):.1f}) | "
+            f"{equal.load(sized, weights=sizes).ratio:.2f} -> {bytes_balanced.load(sized, weights=sizes).ratio:.2f}"
         )
 
 
