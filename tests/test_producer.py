@@ -328,6 +328,30 @@ def test_policies_entry_sizes_uniform_keys() -> None:
     assert np.all(shared.count <= max_messages)
 
 
+@pytest.mark.parametrize("policy", ["shared", "per_bucket"])
+def test_long_stream_matches_reference(policy: str) -> None:
+    """Past a few thousand messages the bucket lookup switches to the boundary lists' tables."""
+    rng = random.Random(11)
+    keys = [None if rng.random() < 0.05 else f"order-{rng.randrange(3000)}" for _ in range(12000)]
+    sizes = [rng.randrange(0, 900) for _ in keys]
+    layout = TopicLayout(4, [
+        Segment(9, 0, 0x2FFF, Buckets([5, 0x1000, 0x1001, 0xFFFF])),
+        Segment(3, 0x3000, 0xA000, Buckets.equal_width(7)),
+        Segment(4, 0xA001, 0xFFFF, Buckets()),
+    ])
+    kw: dict[str, Any] = dict(max_messages=40, max_bytes=6000, policy=policy, round_robin=1)
+    table = bucket_entries(keys, layout, sizes=sizes, **kw)
+    expected, next_rr = reference_entries(keys, layout, sizes, **kw)
+    assert as_tuples(table) == expected
+    assert table.next_round_robin == next_rr
+    batcher = EntryBucketBatcher(layout, **kw)
+    payloads = [b"p" * sz for sz in sizes]
+    got = batcher.add_many(keys[:7000], payloads[:7000])
+    got += [e for k, p in zip(keys[7000:7100], payloads[7000:7100]) for e in batcher.add(k, p)]
+    got += batcher.add_many(keys[7100:], payloads[7100:]) + batcher.flush()
+    assert as_tuples(got) == expected
+
+
 def test_shared_window_spans_buckets() -> None:
     """Hand-checked: the window of a segment counts every bucket; a full window emits them all."""
     b = Buckets([0x8000])
@@ -428,7 +452,7 @@ def test_entry_table_api() -> None:
     with pytest.raises(IndexError):
         t[len(t)]
     with pytest.raises(TypeError):
-        t["0"]  # type: ignore[index]
+        t["0"]  # type: ignore[call-overload]
     e = t[0]
     assert np.array_equal(e.message_indices, t.order[t.start[0]:t.start[0] + t.count[0]])
     assert e.nbytes == int(np.arange(40)[e.message_indices].sum())
@@ -508,11 +532,18 @@ def test_bad_batcher_input_keeps_state() -> None:
     assert as_tuples(got) == as_tuples(expected)
 
 
-def test_batcher_bad_arguments() -> None:
-    for kw, words in [(dict(max_messages=0), "max_messages"), (dict(max_bytes=-1), "max_bytes"),
-                      (dict(policy="x"), "policy"), (dict(round_robin=-2), "round_robin")]:
-        with pytest.raises(ValueError, match=words):
-            EntryBucketBatcher(Buckets(), **kw)
+@pytest.mark.parametrize("kw, exc, words", [
+    (dict(max_messages=0), ValueError, "max_messages"),
+    (dict(max_bytes=-1), ValueError, "max_bytes"),
+    (dict(max_bytes=1.5), TypeError, "max_bytes"),
+    (dict(policy="x"), ValueError, "policy"),
+    (dict(round_robin=-2), ValueError, "round_robin"),
+    (dict(encrypted="yes"), TypeError, "encrypted"),
+    (dict(errors="ignore"), ValueError, "errors"),
+])
+def test_batcher_bad_arguments(kw: dict[str, Any], exc: type, words: str) -> None:
+    with pytest.raises(exc, match=words):
+        EntryBucketBatcher(Buckets(), **kw)
 
 
 def test_batcher_payload_forms() -> None:
@@ -520,7 +551,7 @@ def test_batcher_payload_forms() -> None:
     out = b.add_many(["a", "a", "a"], [bytearray(b"12345"), memoryview(b"123456"), b"1"])
     out += b.flush()
     assert [e.nbytes for e in out] == [5, 7]
-    assert isinstance(out[0].payloads[0], bytearray)
+    assert out[0].payloads is not None and isinstance(out[0].payloads[0], bytearray)
 
 
 def test_kernel_rejects_bad_columns() -> None:

@@ -14,6 +14,7 @@ def bucket_index(
     splits: npt.NDArray[np.uint16],
     split_offsets: npt.NDArray[np.int64],
     out: npt.NDArray[np.int32],
+    tables: Sequence[npt.NDArray[np.uint16]] | None = None,
 ) -> None: ...
 
 class Grouper:

@@ -30,7 +30,7 @@ Batching rules (both the one-shot :func:`bucket_entries` and the streaming
 from __future__ import annotations
 
 import bisect
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, overload
 
 import numpy as np
 
@@ -124,6 +124,12 @@ class EntryTable:
         s = int(self.start[i])
         return Entry(int(self.segment_id[i]), int(self.bucket[i]), int(self.hash_min[i]),
                      int(self.hash_max[i]), self.order[s:s + int(self.count[i])], int(self.nbytes[i]))
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
 
     def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
         n = len(self)
