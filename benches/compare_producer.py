@@ -129,6 +129,8 @@ def main() -> None:
         inputs["arrow string"] = pa.array(keys, type=pa.string())
     print(f"bucketcore {bc.__version__}: n={n} UUID keys, {args.segments} segments x N={args.buckets}, "
           f"max_messages={args.max_messages}, best of {args.repeat} (reference best of {args.ref_repeat})")
+    if hasattr(os, "getloadavg"):
+        print("load average at start: {:.2f} {:.2f} {:.2f} on {} CPUs".format(*os.getloadavg(), os.cpu_count()))
 
     # where the time goes, from a list of str
     kh = bc.hash_keys(keys)
@@ -160,6 +162,8 @@ def main() -> None:
                   f"{ref_time / t:6.1f}x {peak / n:11.2f} {len(table):8d} {n / max(1, len(table)):10.1f} "
                   f"{'yes' if same_entries(table, ref) else 'NO'}")
         del ref
+    if hasattr(os, "getloadavg"):
+        print("load average at end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
 
 if __name__ == "__main__":
