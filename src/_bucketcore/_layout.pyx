@@ -2,8 +2,9 @@
 """Bucket and segment lookup kernels, and the balanced-boundary solver's inner loops.
 
 bucketcore.layout validates every argument (dtypes, shapes, ranges of the boundary lists)
-before it calls these; the kernels only check what they cannot avoid reading anyway (the
-range of hash values of a wider-than-16-bit integer column, in the same pass as the lookup).
+before it calls these; the kernels only check what they read anyway (the range of the values
+of a wider-than-16-bit hash column, block by block while the block is in cache; the weights
+of the balanced-boundary histograms).
 Every loop runs with the GIL released and builds no Python object per element.
 """
 
@@ -19,11 +20,12 @@ cdef extern from "lookup.h" nogil:
 cdef enum:
     M_CONST = 0    # N == 1: every hash is bucket 0
     M_COMPARE = 1  # N == 2: one comparison against the single split
-    M_SEARCH = 2   # branchless binary search over the splits (lookup.h)
+    M_SEARCH = 2   # binary search over the splits (lookup.h's bc_bucket_of), for small columns
     M_TABLE = 3    # one load from a 64 Ki uint16 table: the bucket of every hash value
     N_TABLE = 65536
     BLOCK = 4096   # hashes range-checked at a time (fits L1 for every dtype)
 
+# Eight numpy bools (0/1 bytes) that are all True, read as one word.
 cdef uint64_t ALL_KEYED = 0x0101010101010101ULL
 
 METHOD_CONST = M_CONST
