@@ -289,7 +289,10 @@ def test_bucket_of_equal_width_every_hash(n):
     every = np.arange(65536, dtype=np.uint16)
     expected = np.searchsorted(np.array(b.splits, dtype=np.int64), np.arange(65536), side="right")
     assert np.array_equal(b.bucket_of(every), expected)
-    # hash h of equal_width(n) is in bucket floor(h * n / 65536)... checked through the ranges
+    # closed form for equal width: h >= floor(i*65536/n) <=> i < (h+1)*n/65536, so
+    # bucket_of(h) = ceil((h + 1) * n / 65536) - 1
+    h = np.arange(65536, dtype=np.int64)
+    assert np.array_equal(expected, ((h + 1) * n + 65535) // 65536 - 1)
     for i, (start, end) in list(enumerate(b.ranges))[:: max(1, n // 64)]:
         assert expected[start] == expected[end] == i
     assert np.array_equal(b.lookup_table(), expected)
