@@ -515,19 +515,20 @@ class EntryBucketBatcher:
     def _drain(self) -> list[Entry]:
         seg_idx, bkt, hmin, hmax, start, count, nbytes, take, keep = self._grouper.drain(
             self._seg, self._bkt, self._n)
-        payloads = self._payloads
-        seg_ids = self._plan.segment_ids[seg_idx].tolist()
+        payload_of = self._payloads.__getitem__
+        indices = self._index[take]  # every emitted message's stream position, entry after entry
+        taken = take.tolist()
         entries = []
-        for r, (s, b, lo, hi, st, c, nb) in enumerate(zip(seg_ids, bkt.tolist(), hmin.tolist(), hmax.tolist(),
-                                                          start.tolist(), count.tolist(), nbytes.tolist())):
-            pos = take[st:st + c]
-            entries.append(Entry(s, b, lo, hi, self._index[pos], nb, [payloads[j] for j in pos.tolist()]))
+        for s, b, lo, hi, st, c, nb in zip(self._plan.segment_ids[seg_idx].tolist(), bkt.tolist(),
+                                           hmin.tolist(), hmax.tolist(), start.tolist(), count.tolist(),
+                                           nbytes.tolist()):
+            entries.append(Entry(s, b, lo, hi, indices[st:st + c], nb, list(map(payload_of, taken[st:st + c]))))
         k = keep.shape[0]
         self._bkt[:k] = self._bkt[keep]
         self._index[:k] = self._index[keep]
         if self._seg is not None:
             self._seg[:k] = self._seg[keep]
-        self._payloads = [payloads[j] for j in keep.tolist()]
+        self._payloads = list(map(payload_of, keep.tolist()))
         self._n = k
         return entries
 
