@@ -503,8 +503,20 @@ def test_bad_keys_and_targets() -> None:
 def test_layout_that_does_not_tile() -> None:
     segments = [Segment(0, 0, 0x7FFF), Segment(1, 0x9000, 0xFFFF)]
     with pytest.raises(bc.InvalidLayoutError):
-        layout = TopicLayout(1, segments)
-        bucket_entries(["a"], layout)
+        TopicLayout(1, segments)  # TopicLayout itself refuses it ...
+
+    class Gapped(TopicLayout):
+        """... so fake one whose active segments leave a gap, as a layout object could."""
+
+        @property
+        def active_segments(self) -> tuple[Segment, ...]:
+            return tuple(segments)
+
+    gapped = Gapped(1, [Segment(0, 0, 0x7FFF), Segment(1, 0x8000, 0xFFFF)])
+    with pytest.raises(bc.InvalidLayoutError, match="layout_or_buckets.*0x9000"):
+        bucket_entries(["a"], gapped)
+    with pytest.raises(bc.InvalidLayoutError, match="buckets_or_layout"):
+        EntryBucketBatcher(gapped)
 
 
 def test_bad_batcher_input_keeps_state() -> None:
