@@ -30,6 +30,7 @@ Batching rules (both the one-shot :func:`bucket_entries` and the streaming
 from __future__ import annotations
 
 import bisect
+import functools
 from typing import Any, Iterator, Sequence, overload
 
 import numpy as np
@@ -244,7 +245,7 @@ def _check_sizes(sizes: Any, n: int) -> np.ndarray | None:
 
 
 class _Plan:
-    """The segments a producer writes to, flattened for the kernels."""
+    """The segments a producer writes to, flattened for the kernels (built by :func:`_plan_for`)."""
 
     __slots__ = ("layout", "buckets", "segment_ids", "splits", "split_offsets", "bucket_offsets", "single",
                  "tables", "starts", "legacy_order")
@@ -332,6 +333,21 @@ class _Plan:
         self.tables = [b.lookup_table() for b in self.buckets]
 
 
+@functools.lru_cache(maxsize=32, typed=True)
+def _cached_plan(target: Buckets | TopicLayout) -> _Plan:
+    return _Plan(target, "layout")
+
+
+def _plan_for(target: Any, argname: str) -> _Plan:
+    """The plan of a Buckets or TopicLayout. Both are immutable and hash by value, so plans are
+    kept for the last few targets (a producer calls with the same layout again and again)."""
+    if not isinstance(target, (Buckets, TopicLayout)):
+        raise TypeError(f"{argname} must be a Buckets or a TopicLayout, not {type(target).__name__}")
+    if isinstance(target, TopicLayout):
+        _check_tiling(target.active_segments, argname)
+    return _cached_plan(target)
+
+
 def _check_tiling(active: Sequence[Any], argname: str) -> None:
     expected = 0
     for seg in active:
@@ -365,7 +381,7 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
     code = _check_policy(policy)
     encrypted = _check_bool(encrypted, "encrypted")
     round_robin = _check_int(round_robin, "round_robin", 0)
-    plan = _Plan(layout_or_buckets, "layout_or_buckets")
+    plan = _plan_for(layout_or_buckets, "layout_or_buckets")
     kh = _as_key_hashes(keys_or_hashes, errors)
     n = kh.raw.shape[0]
     size_arr = _check_sizes(sizes, n)
@@ -403,7 +419,7 @@ class EntryBucketBatcher:
         if errors not in ("strict", "replace"):
             raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
         self._errors = errors
-        self._plan = _Plan(buckets_or_layout, "buckets_or_layout")
+        self._plan = _plan_for(buckets_or_layout, "buckets_or_layout")
         self._target = buckets_or_layout
         # kept normalised (mod the active segment count), as EntryTable.next_round_robin is
         self._round_robin = round_robin % self._plan.segment_ids.shape[0]
