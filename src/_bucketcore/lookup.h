@@ -4,7 +4,8 @@
 
 #include <stdint.h>
 
-/* Branchless upper bound over n ascending splits; the loop runs ceil(log2 n) times. */
+/* Branchless upper bound over n ascending splits; the loop runs ceil(log2 n) times. The step is a
+ * masked add, not ?: (which GCC compiles to a jump that mispredicts on random hashes). */
 static inline uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
 {
     if (n == 0)
@@ -13,7 +14,7 @@ static inline uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t
     uint32_t len = n;
     while (len > 1) {
         uint32_t half = len >> 1;
-        base += (base[half - 1] <= h) ? half : 0;
+        base += half & (0u - (uint32_t)(base[half - 1] <= h));
         len -= half;
     }
     return (uint32_t)(base - splits) + (*base <= h);
