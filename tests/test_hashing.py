@@ -336,3 +336,15 @@ def test_property_input_types_agree(keys):
         got = bc.hash_keys(pa.array(keys, type=pa.string()))
         assert got.raw.tolist() == expected.raw.tolist()
         assert got.has_key.tolist() == expected.has_key.tolist()
+
+
+@needs_arrow
+def test_key_over_2_gib_rejected_before_reading():
+    import mmap
+
+    size = (1 << 31) + 1
+    region = mmap.mmap(-1, size)  # untouched anonymous pages: no memory is committed
+    offsets = np.array([0, 1, 1 + size - 1, size], dtype=np.int64)
+    arr = pa.Array.from_buffers(pa.large_binary(), 3, [None, pa.py_buffer(offsets), pa.py_buffer(region)])
+    with pytest.raises(ValueError, match="index 1 is longer than 2 GiB"):
+        bc.murmur3_32(arr)

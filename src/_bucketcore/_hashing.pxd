@@ -11,9 +11,10 @@ cdef extern from "keys.h" nogil:
         BC_OK
         BC_ERR_SURROGATE
         BC_ERR_NOMEM
+        BC_KEY_MAX_BYTES
     ctypedef struct bc_key:
         const void *data
-        int64_t len
+        uint32_t len
         int32_t kind
     ctypedef struct bc_scratch:
         uint8_t *buf

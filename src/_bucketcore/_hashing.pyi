@@ -10,6 +10,7 @@ STATUS_BAD_TYPE: int
 STATUS_NONE: int
 STATUS_SURROGATE: int
 STATUS_CHANGED: int
+STATUS_TOO_LONG: int
 
 PATHS: dict[str, int]
 

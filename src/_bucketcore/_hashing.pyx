@@ -28,6 +28,7 @@ STATUS_BAD_TYPE = 1
 STATUS_NONE = 2
 STATUS_SURROGATE = 3
 STATUS_CHANGED = 4
+STATUS_TOO_LONG = 5
 
 cdef enum:
     CHUNK = 1024
@@ -36,6 +37,7 @@ cdef enum:
     ST_NONE = 2
     ST_SURROGATE = 3
     ST_CHANGED = 4
+    ST_TOO_LONG = 5
 
 
 # The multi-lane path every kernel hashes by: BC_PATH_AUTO (the best this CPU has) unless forced.
@@ -133,7 +135,10 @@ def hash_one(object key, bint replace):
     cdef bc_scratch scratch
     cdef uint32_t h = 0
     cdef int rc
-    if bc_describe_key(<PyObject *>key, &k) != 0 or k.kind == BC_KEY_NONE:
+    rc = bc_describe_key(<PyObject *>key, &k)
+    if rc == 2:
+        return STATUS_TOO_LONG, 0
+    if rc != 0 or k.kind == BC_KEY_NONE:
         return STATUS_BAD_TYPE, 0
     scratch.buf = NULL
     scratch.cap = 0
@@ -212,7 +217,7 @@ def hash_objects(object seq, object raw, object segment_hash, object bucket_hash
                 rc = bc_describe_key(o, &keys[j])
                 if rc != 0:
                     err_index = pos + j
-                    st = ST_BAD_TYPE
+                    st = ST_TOO_LONG if rc == 2 else ST_BAD_TYPE
                     break
             if st != ST_OK:
                 break
@@ -248,6 +253,8 @@ def hash_fixed(cnp.ndarray arr, object raw, object segment_hash, object bucket_h
     cdef Py_ssize_t itemsize = arr.dtype.itemsize
     cdef Py_ssize_t width = itemsize // 4 if wide else itemsize
     cdef const char *base = <const char *>cnp.PyArray_DATA(arr)
+    if n and (width * (4 if wide else 1)) > BC_KEY_MAX_BYTES:
+        return STATUS_TOO_LONG, 0
     cdef HashOut out = make_out(raw, segment_hash, bucket_hash, has_key)
     cdef Py_ssize_t pos = 0, m, j, err_index = -1
     cdef int64_t length
@@ -274,7 +281,7 @@ def hash_fixed(cnp.ndarray arr, object raw, object segment_hash, object bucket_h
                         length -= 1
                     keys[j].kind = BC_KEY_BYTES
                 keys[j].data = item
-                keys[j].len = length
+                keys[j].len = <uint32_t>length
             st = hash_run(keys, m, replace, True, &scratch, &out, pos, &err_index)
             pos += m
         free(keys)
@@ -310,7 +317,7 @@ def hash_arrow(object offsets, object data, object validity, Py_ssize_t array_of
     cdef Py_ssize_t pos = 0, m, j, idx, err_index = -1
     cdef int64_t start, end
     cdef int st = ST_OK
-    cdef bint bad_offsets = False
+    cdef bint bad_offsets = False, too_long = False
     cdef bc_scratch scratch
     scratch.buf = NULL
     scratch.cap = 0
@@ -337,10 +344,14 @@ def hash_arrow(object offsets, object data, object validity, Py_ssize_t array_of
                     bad_offsets = True
                     err_index = pos + j
                     break
+                if end - start > BC_KEY_MAX_BYTES:
+                    too_long = True
+                    err_index = out_base + pos + j
+                    break
                 keys[j].kind = BC_KEY_BYTES
                 keys[j].data = values + start
-                keys[j].len = end - start
-            if bad_offsets:
+                keys[j].len = <uint32_t>(end - start)
+            if bad_offsets or too_long:
                 break
             st = hash_run(keys, m, 0, allow_none, &scratch, &out, out_base + pos, &err_index)
             pos += m
@@ -348,6 +359,8 @@ def hash_arrow(object offsets, object data, object validity, Py_ssize_t array_of
         bc_scratch_free(&scratch)
     if bad_offsets:
         raise ValueError(f"Arrow array has corrupt offsets at index {err_index}")
+    if too_long:
+        st = ST_TOO_LONG
     if st == -1:
         raise MemoryError()
     if st != ST_OK:

@@ -18,9 +18,12 @@ enum {
 
 enum { BC_OK = 0, BC_ERR_SURROGATE = 1, BC_ERR_NOMEM = 2 };
 
+/* Longest key in UTF-8 bytes: Java's largest byte[] (Pulsar could not hash a longer one). */
+#define BC_KEY_MAX_BYTES 0x7FFFFFFFu
+
 typedef struct {
     const void *data;
-    int64_t len;   /* in code units of the kind (bytes for BC_KEY_BYTES) */
+    uint32_t len;  /* in code units of the kind (bytes for BC_KEY_BYTES) */
     int32_t kind;
 } bc_key;
 
@@ -69,6 +72,13 @@ static inline uint8_t *bc_put_cp(uint8_t *o, uint32_t c)
         *o++ = (uint8_t)(0x80 | (c & 0x3F));
     }
     return o;
+}
+
+/* Whether units code units of a kind could encode to more than BC_KEY_MAX_BYTES. */
+static inline int bc_key_too_long(int kind, uint64_t units)
+{
+    uint64_t per = kind == BC_KEY_UCS1 ? 2 : kind == BC_KEY_UCS2 ? 3 : kind == BC_KEY_UCS4 ? 4 : 1;
+    return units * per > BC_KEY_MAX_BYTES;
 }
 
 /* Upper bound of the UTF-8 size of a key's code units. */
@@ -183,7 +193,7 @@ static inline int bc_encode_chunk(bc_key *keys, size_t n, int replace, bc_scratc
             return rc;
         }
         keys[i].data = o;
-        keys[i].len = (int64_t)len;
+        keys[i].len = (uint32_t)len;
         keys[i].kind = BC_KEY_BYTES;
         o += len;
     }

@@ -5,7 +5,8 @@
 #include <Python.h>
 #include "keys.h"
 
-/* 0: described; 1: not a key type (caller raises TypeError); -1: Python error set. */
+/* 0: described; 1: not a key type (caller raises TypeError); 2: longer than BC_KEY_MAX_BYTES;
+ * -1: Python error set. */
 static inline int bc_describe_key(PyObject *o, bc_key *k)
 {
     if (PyUnicode_Check(o)) {
@@ -13,8 +14,7 @@ static inline int bc_describe_key(PyObject *o, bc_key *k)
         if (PyUnicode_READY(o) < 0)
             return -1;
 #endif
-        k->data = PyUnicode_DATA(o);
-        k->len = (int64_t)PyUnicode_GET_LENGTH(o);
+        Py_ssize_t units = PyUnicode_GET_LENGTH(o);
         if (PyUnicode_IS_ASCII(o))
             k->kind = BC_KEY_BYTES;
         else {
@@ -22,11 +22,17 @@ static inline int bc_describe_key(PyObject *o, bc_key *k)
             k->kind = kind == PyUnicode_1BYTE_KIND ? BC_KEY_UCS1
                     : kind == PyUnicode_2BYTE_KIND ? BC_KEY_UCS2 : BC_KEY_UCS4;
         }
+        if (bc_key_too_long(k->kind, (uint64_t)units))
+            return 2;
+        k->data = PyUnicode_DATA(o);
+        k->len = (uint32_t)units;
         return 0;
     }
     if (PyBytes_Check(o)) {
+        if ((uint64_t)PyBytes_GET_SIZE(o) > BC_KEY_MAX_BYTES)
+            return 2;
         k->data = PyBytes_AS_STRING(o);
-        k->len = (int64_t)PyBytes_GET_SIZE(o);
+        k->len = (uint32_t)PyBytes_GET_SIZE(o);
         k->kind = BC_KEY_BYTES;
         return 0;
     }

@@ -93,6 +93,10 @@ def _raise_status(status: int, index: int, keys: Any, shape: tuple[int, ...], al
             f"key at index {label} is None (or null): murmur3_32 has no hash for a keyless "
             "message; use hash_keys, which reports it as has_key=False"
         )
+    if status == _hashing.STATUS_TOO_LONG:
+        raise ValueError(
+            f"key at index {label} is longer than 2 GiB of UTF-8, the largest key Pulsar can hash"
+        )
     if status == _hashing.STATUS_CHANGED:
         raise RuntimeError(f"the key list changed size while it was being hashed (at index {label})")
     item = keys[index] if isinstance(keys, (list, tuple)) else np.ravel(keys)[index]
