@@ -558,6 +558,25 @@ def test_batcher_bad_arguments(kw: dict[str, Any], exc: type, words: str) -> Non
         EntryBucketBatcher(Buckets(), **kw)
 
 
+def test_unpaired_surrogate_keys() -> None:
+    layout = TopicLayout(1, [Segment(0, 0, 0x7FFF, Buckets.equal_width(3)), Segment(1, 0x8000, 0xFFFF)])
+    keys = ["a", "\ud800x", "b"]
+    with pytest.raises(bc.KeyEncodingError, match="index 1"):
+        bucket_entries(keys, layout)
+    batcher = EntryBucketBatcher(layout)
+    with pytest.raises(bc.KeyEncodingError):
+        batcher.add("\ud800x", b"")
+    with pytest.raises(bc.KeyEncodingError, match="index 1"):
+        batcher.add_many(keys, [b"", b"", b""])
+    assert batcher.pending == 0 and batcher.position == 0
+    # errors="replace": '?' like Java's getBytes(UTF_8) (0x11508252 in DESIGN.md)
+    replaced = bucket_entries(keys, layout, errors="replace", max_messages=1)
+    assert (int(replaced.hash_min[1]), int(replaced.segment_id[1])) == (0x8252, 0)
+    one = EntryBucketBatcher(layout, errors="replace", max_messages=1)
+    got = [e for k in keys for e in one.add(k, b"")] + one.flush()
+    assert as_tuples(got) == as_tuples(replaced)
+
+
 def test_batcher_payload_forms() -> None:
     b = EntryBucketBatcher(Buckets(), max_bytes=10)
     out = b.add_many(["a", "a", "a"], [bytearray(b"12345"), memoryview(b"123456"), b"1"])

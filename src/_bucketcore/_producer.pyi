@@ -19,7 +19,12 @@ def bucket_index(
 
 class Grouper:
     def __init__(
-        self, bucket_offsets: npt.NDArray[np.int64], policy: int, max_messages: int, max_bytes: int
+        self,
+        bucket_offsets: npt.NDArray[np.int64],
+        policy: int,
+        max_messages: int,
+        max_bytes: int,
+        buffered: bool = True,
     ) -> None: ...
     @property
     def position(self) -> int: ...
@@ -27,22 +32,35 @@ class Grouper:
     def open_batches(self) -> int: ...
     @property
     def emitted(self) -> int: ...
+    @property
+    def pending(self) -> int: ...
     def scan(
         self,
         seg: npt.NDArray[np.int32] | None,
         bucket: npt.NDArray[np.int32],
         bucket_hash: npt.NDArray[np.uint16],
         sizes: npt.NDArray[np.int64] | None,
-    ) -> None: ...
+    ) -> bool: ...
     def scan_one(self, seg: int, bucket: int, bucket_hash: int, size: int) -> bool: ...
+    def set_routing(
+        self,
+        starts: npt.NDArray[np.uint16],
+        legacy_order: npt.NDArray[np.int32] | None,
+        splits: npt.NDArray[np.uint16],
+        split_offsets: npt.NDArray[np.int64],
+    ) -> None: ...
+    def add_key(
+        self, key: str | bytes | None, size: int, replace: bool, round_robin: int
+    ) -> tuple[int, bool, int]: ...
     def finish(self) -> None: ...
     def drain(
-        self, seg: npt.NDArray[np.int32] | None, bucket: npt.NDArray[np.int32], count: int
+        self,
     ) -> tuple[
         npt.NDArray[np.int32],
         npt.NDArray[np.int32],
         npt.NDArray[np.uint16],
         npt.NDArray[np.uint16],
+        npt.NDArray[np.int64],
         npt.NDArray[np.int64],
         npt.NDArray[np.int64],
         npt.NDArray[np.int64],

@@ -35,6 +35,26 @@ cnp.import_array()
 cdef extern from "lookup.h" nogil:
     uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
 
+# The shared key helpers of the hashing kernel, for the per-send path (one key at a time).
+cdef extern from "keys.h" nogil:
+    enum:
+        BC_KEY_NONE
+        BC_OK
+        BC_ERR_SURROGATE
+        BC_ERR_NOMEM
+    ctypedef struct bc_key:
+        const void *data
+        int64_t len
+        int32_t kind
+    ctypedef struct bc_scratch:
+        unsigned char *buf
+        size_t cap
+    void bc_scratch_free(bc_scratch *s)
+    int bc_hash_key(const bc_key *k, int replace, bc_scratch *s, uint32_t *out)
+
+cdef extern from "pykeys.h":
+    int bc_describe_key(PyObject *o, bc_key *k) except -1
+
 cdef extern from "Python.h":
     PyObject *PyList_GET_ITEM(object lst, Py_ssize_t i)
     PyObject *PyTuple_GET_ITEM(object tup, Py_ssize_t i)
@@ -573,16 +593,32 @@ cdef tuple record_columns(GroupState *st, int64_t nrec):
 
 cdef class Grouper:
     """Streaming batch state over a fixed list of segments (bucket_offsets[s+1]-bucket_offsets[s]
-    buckets in segment s): ``scan`` chunks of messages, ``finish`` at a flush, ``drain`` the
-    buffered messages into the entries emitted so far."""
+    buckets in segment s): ``scan`` / ``scan_one`` messages, ``finish`` at a flush, and
+    ``drain`` the entries emitted so far. With ``buffered`` (the default) the Grouper keeps the
+    pending messages' segment, bucket and stream position itself, so a streaming caller only
+    keeps its payloads in a list parallel to that buffer."""
 
     cdef GroupState st
     cdef bint ready
+    cdef bint buffered
+    cdef int32_t *pseg      # pending messages, send order (pseg NULL with one segment)
+    cdef int32_t *pbkt
+    cdef int64_t *pidx
+    cdef int64_t plen
+    cdef int64_t pcap
+    # routing of one key (add_key): starts of active segments 1.., legacy order, boundary lists
+    cdef bint routed
+    cdef uint16_t *rstarts
+    cdef int32_t *rlegacy
+    cdef uint16_t *rsplits
+    cdef int64_t *rsoff
+    cdef bc_scratch scratch
 
     def __cinit__(self, const int64_t[::1] bucket_offsets, int policy, int64_t max_messages,
-                  int64_t max_bytes):
+                  int64_t max_bytes, bint buffered=True):
         cdef Py_ssize_t nseg = bucket_offsets.shape[0] - 1, s
         self.ready = False
+        self.buffered = buffered
         if nseg < 1:
             raise ValueError("bucket_offsets needs at least one segment")
         for s in range(nseg):
@@ -600,10 +636,141 @@ cdef class Grouper:
 
     def __dealloc__(self):
         gs_free(&self.st)
+        PyMem_RawFree(self.pseg)
+        PyMem_RawFree(self.pbkt)
+        PyMem_RawFree(self.pidx)
+        PyMem_RawFree(self.rstarts)
+        PyMem_RawFree(self.rlegacy)
+        PyMem_RawFree(self.rsplits)
+        PyMem_RawFree(self.rsoff)
+        bc_scratch_free(&self.scratch)
+
+    def set_routing(self, const uint16_t[::1] starts, object legacy_order, const uint16_t[::1] splits,
+                    const int64_t[::1] split_offsets):
+        """What add_key routes one key by (the rules of TopicLayout.route_index).
+
+        starts: hash_start of active segments 1..S-1 (ascending); legacy_order: None, or the
+        active index of each legacy segment in layout order (all-legacy layout); splits /
+        split_offsets: each segment's boundary list, as bucket_index takes them.
+        """
+        cdef int64_t nseg = self.st.nseg, i
+        cdef const int32_t[::1] legacy
+        if starts.shape[0] != nseg - 1 or split_offsets.shape[0] != nseg + 1:
+            raise ValueError("routing tables do not match the segment count")
+        for i in range(nseg):
+            if split_offsets[i + 1] - split_offsets[i] != self.st.segs[i].nb - 1 or split_offsets[i] < 0 \
+                    or split_offsets[i + 1] > splits.shape[0]:
+                raise ValueError(f"segment {i}: its splits do not match its bucket count")
+        self.rstarts = <uint16_t *>PyMem_RawMalloc(nseg * sizeof(uint16_t))
+        self.rsplits = <uint16_t *>PyMem_RawMalloc((splits.shape[0] + 1) * sizeof(uint16_t))
+        self.rsoff = <int64_t *>PyMem_RawMalloc((nseg + 1) * sizeof(int64_t))
+        if self.rstarts == NULL or self.rsplits == NULL or self.rsoff == NULL:
+            raise MemoryError()
+        for i in range(nseg - 1):
+            self.rstarts[i] = starts[i]
+        for i in range(splits.shape[0]):
+            self.rsplits[i] = splits[i]
+        for i in range(nseg + 1):
+            self.rsoff[i] = split_offsets[i]
+        if legacy_order is not None:
+            legacy = legacy_order
+            if legacy.shape[0] != nseg:
+                raise ValueError("legacy_order does not match the segment count")
+            self.rlegacy = <int32_t *>PyMem_RawMalloc(nseg * sizeof(int32_t))
+            if self.rlegacy == NULL:
+                raise MemoryError()
+            for i in range(nseg):
+                if legacy[i] < 0 or legacy[i] >= nseg:
+                    raise ValueError(f"legacy_order[{i}] = {legacy[i]} is not a segment index")
+                self.rlegacy[i] = legacy[i]
+        self.routed = True
+
+    def add_key(self, object key, int64_t size, bint replace, int64_t round_robin):
+        """Hash, route, look up and scan one message (the per-send path, one C call).
+
+        key: str, bytes or None (keyless: bucket hash 0, segment by round-robin). Returns
+        (status, emitted, next_round_robin); status 0 ok, 1 key of another type, 2 unpaired
+        surrogate (strict), and then nothing changed.
+        """
+        self.check()
+        if not self.routed:
+            raise RuntimeError("add_key needs set_routing first")
+        if size < 0:
+            raise ValueError(f"size {size} is negative")
+        cdef int64_t nseg = self.st.nseg
+        cdef bc_key k
+        cdef uint32_t raw = 0
+        cdef int rc
+        cdef int32_t idx, bucket = 0
+        cdef uint16_t h = 0
+        if round_robin < 0:
+            raise ValueError("round_robin must be >= 0")
+        if key is None:
+            idx = <int32_t>(round_robin % nseg)
+            round_robin = (round_robin + 1) % nseg
+            if self.rlegacy != NULL:
+                idx = self.rlegacy[idx]
+        else:
+            if bc_describe_key(<PyObject *>key, &k) != 0 or k.kind == BC_KEY_NONE:
+                return 1, False, round_robin
+            rc = bc_hash_key(&k, replace, &self.scratch, &raw)
+            if rc == BC_ERR_NOMEM:
+                raise MemoryError()
+            if rc != BC_OK:
+                return 2, False, round_robin
+            if self.rlegacy != NULL:
+                idx = self.rlegacy[(raw & 0x7FFFFFFF) % <uint32_t>nseg]
+            else:
+                idx = <int32_t>bc_bucket_of(self.rstarts, <uint32_t>(nseg - 1), raw >> 16)
+            h = <uint16_t>(raw & 0xFFFF)
+            bucket = <int32_t>bc_bucket_of(self.rsplits + self.rsoff[idx],
+                                           <uint32_t>(self.rsoff[idx + 1] - self.rsoff[idx]), h)
+        if self.buffered:
+            self.reserve(1)
+        cdef int64_t first = self.st.seq
+        if gs_scan(&self.st, 1, &idx if nseg > 1 else NULL, &bucket, &h, &size) < 0:
+            self.ready = False
+            raise MemoryError()
+        if self.buffered:
+            self.push(1, &idx, &bucket, first)
+        return 0, self.st.nrec > 0, round_robin
 
     cdef check(self):
         if not self.ready:
             raise RuntimeError("this Grouper ran out of memory earlier and its state is lost")
+
+    cdef int reserve(self, int64_t extra) except -1:
+        """Room for ``extra`` more pending messages (before the state changes)."""
+        cdef int64_t need = self.plen + extra, cap
+        cdef void *a
+        if need <= self.pcap:
+            return 0
+        cap = max(need, 2 * self.pcap, 256)
+        if self.st.nseg > 1:
+            a = PyMem_RawRealloc(self.pseg, cap * sizeof(int32_t))
+            if a == NULL:
+                raise MemoryError()
+            self.pseg = <int32_t *>a
+        a = PyMem_RawRealloc(self.pbkt, cap * sizeof(int32_t))
+        if a == NULL:
+            raise MemoryError()
+        self.pbkt = <int32_t *>a
+        a = PyMem_RawRealloc(self.pidx, cap * sizeof(int64_t))
+        if a == NULL:
+            raise MemoryError()
+        self.pidx = <int64_t *>a
+        self.pcap = cap
+        return 0
+
+    cdef void push(self, Py_ssize_t n, const int32_t *seg, const int32_t *bkt, int64_t first) noexcept nogil:
+        cdef Py_ssize_t i
+        cdef int64_t base = self.plen
+        for i in range(n):
+            if self.pseg != NULL:
+                self.pseg[base + i] = seg[i] if seg != NULL else 0
+            self.pbkt[base + i] = bkt[i]
+            self.pidx[base + i] = first + i
+        self.plen = base + n
 
     @property
     def position(self) -> int:
@@ -619,9 +786,15 @@ cdef class Grouper:
         """Entries emitted and not yet drained."""
         return self.st.nrec
 
+    @property
+    def pending(self) -> int:
+        """Buffered messages not yet drained into an entry."""
+        return self.plen
+
     def scan(self, object seg, const int32_t[::1] bucket, const uint16_t[::1] bucket_hash,
              object sizes):
-        """Feed a chunk of messages; all columns are validated before the state changes."""
+        """Feed a chunk of messages; returns whether entries are now emitted. All columns are
+        validated before the state changes."""
         self.check()
         cdef Py_ssize_t n = bucket.shape[0]
         if bucket_hash.shape[0] != n:
@@ -629,19 +802,24 @@ cdef class Grouper:
         cdef const int32_t *segp = opt_i32(seg, n, "seg")
         cdef const int64_t *szp = opt_i64(sizes, n, "sizes")
         if n == 0:
-            return
+            return self.st.nrec > 0
+        if self.buffered:
+            self.reserve(n)
         cdef int what = 0
-        cdef int64_t bad
+        cdef int64_t bad, first = self.st.seq
         cdef int rc = 0
         with nogil:
             bad = check_columns(&self.st, n, segp, &bucket[0], szp, &what)
             if bad < 0:
                 rc = gs_scan(&self.st, n, segp, &bucket[0], &bucket_hash[0], szp)
+                if rc == 0 and self.buffered:
+                    self.push(n, segp, &bucket[0], first)
         if bad >= 0:
             raise_bad_column(what, bad, seg, bucket, sizes)
         if rc < 0:
             self.ready = False
             raise MemoryError()
+        return self.st.nrec > 0
 
     def scan_one(self, int32_t seg, int32_t bucket, uint16_t bucket_hash, int64_t size):
         """Feed one message (the per-send path); returns whether entries are now emitted."""
@@ -652,9 +830,14 @@ cdef class Grouper:
             raise ValueError(f"bucket index {bucket} is out of range for its segment")
         if size < 0:
             raise ValueError(f"size {size} is negative")
+        if self.buffered:
+            self.reserve(1)
+        cdef int64_t first = self.st.seq
         if gs_scan(&self.st, 1, &seg if self.st.nseg > 1 else NULL, &bucket, &bucket_hash, &size) < 0:
             self.ready = False
             raise MemoryError()
+        if self.buffered:
+            self.push(1, &seg, &bucket, first)
         return self.st.nrec > 0
 
     def finish(self):
@@ -667,41 +850,47 @@ cdef class Grouper:
             self.ready = False
             raise MemoryError()
 
-    def drain(self, object seg, const int32_t[::1] bucket, Py_ssize_t count):
-        """Place the first ``count`` buffered messages (their seg/bucket columns, send order).
+    def drain(self):
+        """Place the buffered messages of the emitted entries and drop them from the buffer.
 
-        Returns (seg, bucket, hash_min, hash_max, start, count, nbytes, take, keep): one row per
-        emitted entry in emission order; ``take`` lists buffer positions entry by entry;
-        ``keep`` the positions still in open batches, in send order.
+        Returns (seg, bucket, hash_min, hash_max, start, count, nbytes, take, keep, index): one
+        row per emitted entry in emission order; ``take`` lists buffer positions entry after
+        entry, ``index`` their stream positions; ``keep`` the buffer positions still in open
+        batches (send order), which become positions 0.. of the compacted buffer.
         """
         self.check()
-        if count < 0 or count > bucket.shape[0]:
-            raise ValueError(f"count {count} is outside the buffered columns")
-        cdef const int32_t *segp = NULL
-        cdef const int32_t[::1] seg_view
-        if seg is not None:
-            seg_view = seg
-            if seg_view.shape[0] < count:
-                raise ValueError("seg is shorter than count")
-            segp = &seg_view[0] if count else NULL
-        cdef int64_t nrec = self.st.nrec, total
+        if not self.buffered:
+            raise RuntimeError("drain needs a buffered Grouper")
+        cdef int64_t nrec = self.st.nrec, total, n = self.plen, kept = 0, j
         with nogil:
             total = gs_assign_slots(&self.st)
-        if total > count:
-            raise ValueError(f"{total} messages were emitted but only {count} are buffered")
+        if total > n:
+            self.ready = False
+            raise RuntimeError(f"{total} messages were emitted but only {n} are buffered (state lost)")
         cdef tuple cols = record_columns(&self.st, nrec)
         cdef cnp.ndarray take = np.empty(total, dtype=np.int64)
-        cdef cnp.ndarray keep = np.empty(count - total, dtype=np.int64)
-        cdef int64_t kept = 0
-        if count:
+        cdef cnp.ndarray keep = np.empty(n - total, dtype=np.int64)
+        cdef cnp.ndarray index = np.empty(total, dtype=np.int64)
+        cdef int64_t *tp = <int64_t *>cnp.PyArray_DATA(take)
+        cdef int64_t *kp = <int64_t *>cnp.PyArray_DATA(keep)
+        cdef int64_t *ip = <int64_t *>cnp.PyArray_DATA(index)
+        if n:
             with nogil:
-                kept = gs_drain(&self.st, count, segp, &bucket[0],
-                                <int64_t *>cnp.PyArray_DATA(take),
-                                <int64_t *>cnp.PyArray_DATA(keep) if count > total else NULL)
-        if kept != count - total:
+                kept = gs_drain(&self.st, n, self.pseg, self.pbkt, tp, kp if n > total else NULL)
+                if kept == n - total:
+                    for j in range(total):
+                        ip[j] = self.pidx[tp[j]]
+                    # keep is ascending, so compacting in place never overwrites a later source
+                    for j in range(kept):
+                        if self.pseg != NULL:
+                            self.pseg[j] = self.pseg[kp[j]]
+                        self.pbkt[j] = self.pbkt[kp[j]]
+                        self.pidx[j] = self.pidx[kp[j]]
+                    self.plen = kept
+        if kept != n - total:
             self.ready = False
             raise RuntimeError("buffered messages do not match the emitted entries (state lost)")
-        return cols + (take, keep)
+        return cols + (take, keep, index)
 
 
 def group_entries(object seg, const int32_t[::1] bucket, const uint16_t[::1] bucket_hash,
@@ -712,7 +901,7 @@ def group_entries(object seg, const int32_t[::1] bucket, const uint16_t[::1] buc
     Returns (seg, bucket, hash_min, hash_max, start, count, nbytes, order): one row per entry in
     emission order, and ``order`` the message indices entry after entry (send order inside each).
     """
-    cdef Grouper grouper = Grouper(bucket_offsets, policy, max_messages, max_bytes)
+    cdef Grouper grouper = Grouper(bucket_offsets, policy, max_messages, max_bytes, False)
     cdef GroupState *st = &grouper.st
     cdef Py_ssize_t n = bucket.shape[0]
     if bucket_hash.shape[0] != n:

@@ -29,7 +29,6 @@ Batching rules (both the one-shot :func:`bucket_entries` and the streaming
 
 from __future__ import annotations
 
-import bisect
 import functools
 from typing import Any, Iterator, Sequence, overload
 
@@ -273,16 +272,16 @@ class _Plan:
         np.cumsum([a.shape[0] + 1 for a in arrays], out=self.bucket_offsets[1:])
         # one active segment: every message goes there, round-robin included (position mod 1)
         self.single = len(arrays) == 1 and (self.layout is None or not self.layout.is_legacy)
-        # for route_one, the per-send path (the same rules as TopicLayout.route_index)
-        self.starts: list[int] = []
-        self.legacy_order: list[int] | None = None
+        # for the per-send path (Grouper.add_key): the same rules as TopicLayout.route_index
+        self.starts = np.zeros(0, dtype=np.uint16)
+        self.legacy_order: np.ndarray | None = None
         if self.layout is not None:
             active = self.layout.active_segments
-            self.starts = [seg.hash_start for seg in active]
+            self.starts = np.array([seg.hash_start for seg in active[1:]], dtype=np.uint16)
             if self.layout.is_legacy:
                 position = {seg.segment_id: i for i, seg in enumerate(active)}
-                self.legacy_order = [position[seg.segment_id] for seg in self.layout.segments
-                                     if seg.segment_id in position]
+                self.legacy_order = np.array([position[seg.segment_id] for seg in self.layout.segments
+                                              if seg.segment_id in position], dtype=np.int32)
 
     def route(self, kh: KeyHashes, round_robin: int) -> tuple[np.ndarray | None, np.ndarray, int]:
         """(segment index per message or None for one segment, bucket per message, next round-robin)."""
@@ -302,29 +301,6 @@ class _Plan:
         _producer.bucket_index(seg, np.ascontiguousarray(kh.bucket_hash), self.splits, self.split_offsets,
                                bucket, self.tables)
         return seg, bucket, int(next_rr)
-
-    def route_one(self, raw: int | None, round_robin: int) -> tuple[int, int, int]:
-        """(segment index, bucket, next round-robin) of one message; raw None = keyless.
-
-        The scalar twin of :meth:`route` (an array call costs microseconds of numpy set-up per
-        send); the streaming property test checks the two agree.
-        """
-        nseg = len(self.buckets)
-        if raw is None:
-            index = round_robin % nseg
-            round_robin = (round_robin + 1) % nseg
-            if self.legacy_order is not None:
-                index = self.legacy_order[index]
-            return index, 0, round_robin
-        if self.single:
-            index = 0
-        elif self.legacy_order is not None:
-            index = self.legacy_order[(raw & 0x7FFFFFFF) % nseg]
-        else:
-            index = bisect.bisect_right(self.starts, raw >> 16) - 1
-        if self.tables is not None:
-            return index, int(self.tables[index][raw & 0xFFFF]), round_robin
-        return index, self.buckets[index].bucket_of(raw & 0xFFFF), round_robin
 
     def use_tables(self) -> None:
         """Look buckets up in each boundary list's 64 Ki table (Buckets.lookup_table, built once per
@@ -419,6 +395,7 @@ class EntryBucketBatcher:
         if errors not in ("strict", "replace"):
             raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
         self._errors = errors
+        self._replace = errors == "replace"
         self._plan = _plan_for(buckets_or_layout, "buckets_or_layout")
         self._target = buckets_or_layout
         # kept normalised (mod the active segment count), as EntryTable.next_round_robin is
@@ -426,11 +403,9 @@ class EntryBucketBatcher:
         self._plan.use_tables()  # a batcher lives long: build the lookup tables once
         self._grouper = _producer.Grouper(self._plan.bucket_offsets, code,
                                           1 if self.encrypted else self.max_messages, self.max_bytes)
-        # the pending buffer: messages of open batches, in send order
-        self._n = 0
-        self._seg: np.ndarray | None = None if self._plan.single else np.empty(64, dtype=np.int32)
-        self._bkt = np.empty(64, dtype=np.int32)
-        self._index = np.empty(64, dtype=np.int64)
+        self._grouper.set_routing(self._plan.starts, self._plan.legacy_order, self._plan.splits,
+                                  self._plan.split_offsets)
+        # payloads of the messages the Grouper buffers (open batches), parallel to its buffer
         self._payloads: list[Any] = []
 
     @property
@@ -446,7 +421,7 @@ class EntryBucketBatcher:
     @property
     def pending(self) -> int:
         """Messages added and not yet emitted in an entry."""
-        return self._n
+        return int(self._grouper.pending)
 
     @property
     def position(self) -> int:
@@ -454,32 +429,23 @@ class EntryBucketBatcher:
         return int(self._grouper.position)
 
     def add(self, key: str | bytes | None, payload: bytes | bytearray | memoryview) -> list[Entry]:
-        """Add one message; returns the entries that became ready (often none)."""
-        if key is None:
-            raw = None
-        elif isinstance(key, (str, bytes)):
-            raw = murmur3_32(key, errors=self._errors)
-        else:
-            raise TypeError(f"key must be str, bytes or None, not {type(key).__name__}")
+        """Add one message; returns the entries that became ready (often none).
+
+        One kernel call hashes, routes, looks up and batches the message.
+        """
         if isinstance(payload, (bytes, bytearray)):
             size = len(payload)
         elif isinstance(payload, memoryview):
             size = payload.nbytes
         else:
             raise TypeError(f"payload must be bytes, bytearray or memoryview, not {type(payload).__name__}")
-        seg, bucket, next_rr = self._plan.route_one(raw, self._round_robin)
-        first = self._grouper.position
-        emitted = self._grouper.scan_one(seg, bucket, 0 if raw is None else raw & 0xFFFF, size)
-        self._round_robin = next_rr
-        n = self._n
-        if n == self._bkt.shape[0]:
-            self._grow(n + 1)
-        self._bkt[n] = bucket
-        self._index[n] = first
-        if self._seg is not None:
-            self._seg[n] = seg
+        status, emitted, self._round_robin = self._grouper.add_key(key, size, self._replace, self._round_robin)
+        if status:
+            if not isinstance(key, (str, bytes)):
+                raise TypeError(f"key must be str, bytes or None, not {type(key).__name__}")
+            murmur3_32(key, errors=self._errors)  # raises the KeyEncodingError that names the problem
+            raise AssertionError("unreachable: murmur3_32 hashed a key the kernel refused")
         self._payloads.append(payload)
-        self._n = n + 1
         return self._drain() if emitted else []
 
     def add_many(self, keys: Any, payloads: Sequence[Any]) -> list[Entry]:
@@ -498,58 +464,24 @@ class EntryBucketBatcher:
         if n == 0:
             return []
         seg, bucket, next_rr = self._plan.route(kh, self._round_robin)
-        first = self.position
-        self._grouper.scan(seg, bucket, np.ascontiguousarray(kh.bucket_hash), sizes)
+        emitted = self._grouper.scan(seg, bucket, np.ascontiguousarray(kh.bucket_hash), sizes)
         self._round_robin = next_rr
-        self._append(seg, bucket, first, payloads)
-        return self._drain() if self._grouper.emitted else []
+        self._payloads.extend(payloads)
+        return self._drain() if emitted else []
 
     def flush(self) -> list[Entry]:
         """Emit every pending batch (all segments), ordered by first message."""
         self._grouper.finish()
         return self._drain() if self._grouper.emitted else []
 
-    def _append(self, seg: np.ndarray | None, bucket: np.ndarray, first: int, payloads: Sequence[Any]) -> None:
-        n = bucket.shape[0]
-        need = self._n + n
-        if need > self._bkt.shape[0]:
-            self._grow(need)
-        self._bkt[self._n:need] = bucket
-        self._index[self._n:need] = np.arange(first, first + n, dtype=np.int64)
-        if self._seg is not None:
-            self._seg[self._n:need] = seg
-        self._payloads.extend(payloads)
-        self._n = need
-
-    def _grow(self, need: int) -> None:
-        cap = max(need, 2 * self._bkt.shape[0])
-        self._bkt = _grown(self._bkt, cap, self._n)
-        self._index = _grown(self._index, cap, self._n)
-        if self._seg is not None:
-            self._seg = _grown(self._seg, cap, self._n)
-
     def _drain(self) -> list[Entry]:
-        seg_idx, bkt, hmin, hmax, start, count, nbytes, take, keep = self._grouper.drain(
-            self._seg, self._bkt, self._n)
+        seg_idx, bkt, hmin, hmax, start, count, nbytes, take, keep, index = self._grouper.drain()
         payload_of = self._payloads.__getitem__
-        indices = self._index[take]  # every emitted message's stream position, entry after entry
         taken = take.tolist()
         entries = []
         for s, b, lo, hi, st, c, nb in zip(self._plan.segment_ids[seg_idx].tolist(), bkt.tolist(),
                                            hmin.tolist(), hmax.tolist(), start.tolist(), count.tolist(),
                                            nbytes.tolist()):
-            entries.append(Entry(s, b, lo, hi, indices[st:st + c], nb, list(map(payload_of, taken[st:st + c]))))
-        k = keep.shape[0]
-        self._bkt[:k] = self._bkt[keep]
-        self._index[:k] = self._index[keep]
-        if self._seg is not None:
-            self._seg[:k] = self._seg[keep]
+            entries.append(Entry(s, b, lo, hi, index[st:st + c], nb, list(map(payload_of, taken[st:st + c]))))
         self._payloads = list(map(payload_of, keep.tolist()))
-        self._n = k
         return entries
-
-
-def _grown(arr: np.ndarray, cap: int, used: int) -> np.ndarray:
-    out = np.empty(cap, dtype=arr.dtype)
-    out[:used] = arr[:used]
-    return out
