@@ -44,7 +44,7 @@ cdef extern from "keys.h" nogil:
         BC_ERR_NOMEM
     ctypedef struct bc_key:
         const void *data
-        int64_t len
+        uint32_t len
         int32_t kind
     ctypedef struct bc_scratch:
         unsigned char *buf
