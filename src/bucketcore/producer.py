@@ -22,9 +22,12 @@ Batching rules (both the one-shot :func:`bucket_entries` and the streaming
   :meth:`EntryBucketBatcher.flush`) every pending batch of every segment is emitted, likewise
   ordered by first message. Entries are listed in emission order.
 - ``encrypted=True``: every message is its own entry (still stamped).
-- Keyless messages (``None``) have bucket hash 0 and go round-robin over the active segments,
-  starting at ``round_robin``; the next position is returned as
-  :attr:`EntryTable.next_round_robin` (the batcher keeps it itself).
+- Keyless messages (``None``) have bucket hash 0 and go round-robin over the active segments
+  (the legacy segments in layout order for an all-legacy layout), starting at ``round_robin``;
+  the next position is returned as :attr:`EntryTable.next_round_robin` (the batcher keeps it
+  itself). A bare :class:`Buckets` is one segment with ``segment_id`` 0.
+- Without ``sizes`` only ``max_messages`` applies and every entry's ``nbytes`` is 0; the batcher
+  always counts its payloads' bytes.
 """
 
 from __future__ import annotations
