@@ -9,7 +9,6 @@ STATUS_MIN_ABOVE_MAX: int
 NO_CONSUMER: int
 MALFORMED: int
 
-def bucket_table(splits: npt.NDArray[np.uint16], table: npt.NDArray[np.uint16]) -> None: ...
 def route(
     table: npt.NDArray[np.uint16],
     owner: npt.NDArray[np.int32] | None,

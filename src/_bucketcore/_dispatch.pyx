@@ -3,8 +3,9 @@
 
 Inputs arrive validated and converted by :mod:`bucketcore.dispatch` (contiguous ``uint16`` stamps,
 ``uint32`` key hashes, ``uint8`` views of bool masks). The loops run with the GIL released and
-build no Python object per entry. Buckets come from the shared ``bc_bucket_of``: directly for a
-few entries, or through a 65536-entry table it fills once per boundary list for many.
+build no Python object per entry. Buckets come from a boundary list's 65536-entry lookup table
+(``Buckets.lookup_table()``: one load per entry, where a search costs ~10 ns on random stamps), or
+from the shared ``bc_bucket_of`` search for a few entries (``fits`` without a table).
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
@@ -40,29 +41,11 @@ cdef inline void check_len(object column, Py_ssize_t n, str name) except *:
         raise ValueError(f"{name} has {len(column)} items; expected {n}")
 
 
-def bucket_table(const uint16_t[::1] splits not None, uint16_t[::1] table not None):
-    """Fill ``table[h] = bucket_of(h)`` for every bucket hash h (65536 entries).
-
-    Routing many entries reads this table instead of searching per entry: the search's compare
-    is data-dependent and mispredicts on random stamps, a table load does not. Built once per
-    boundary list (a few hundred microseconds, in hash order, where the search predicts well).
-    """
-    if table.shape[0] != 65536:
-        raise ValueError(f"a bucket table has 65536 items, not {table.shape[0]}")
-    cdef const uint16_t *sp = u16_ptr(splits)
-    cdef uint32_t ns = <uint32_t>splits.shape[0], h
-    if ns > 65535:
-        raise ValueError(f"a boundary list has at most 65535 splits, not {ns}")
-    with nogil:
-        for h in range(65536):
-            table[h] = <uint16_t>bc_bucket_of(sp, ns, h)
-
-
 def route(const uint16_t[::1] table not None, const int32_t[::1] owner,
           const uint16_t[::1] hash_min not None, const uint16_t[::1] hash_max,
           const uint8_t[::1] stamped, const uint32_t[::1] key_hash, const uint8_t[::1] flagged,
           int32_t[::1] slot_out, int32_t[::1] bucket_out, uint16_t[::1] hash_out, bint mark):
-    """Route n entries; returns ``(status, index, straddling, malformed)``.
+    """Route n entries by ``table`` (bucket of every hash); returns ``(status, index, straddling, malformed)``.
 
     An entry is stamped when ``stamped`` is None or ``stamped[i]``; it routes by the bucket of
     ``hash_min[i]`` (straddling counted when ``hash_max`` is given and its bucket differs),
@@ -152,7 +135,7 @@ def fits(const uint16_t[::1] splits not None, const uint16_t[::1] table,
          const uint8_t[::1] flagged, uint8_t[::1] out not None):
     """``out[i] = bucket_of(hash_min[i]) == bucket_of(hash_max[i])``; returns ``(status, index)``.
 
-    Uses ``table`` (from :func:`bucket_table`) when given, else searches ``splits`` per entry.
+    Uses ``table`` (``Buckets.lookup_table()``) when given, else searches ``splits`` per entry.
     """
     cdef Py_ssize_t n = hash_min.shape[0]
     check_len(hash_max, n, "hash_max")

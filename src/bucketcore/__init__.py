@@ -12,6 +12,20 @@ from .errors import (
 from .hashing import MAX_HASH, KeyHashes, hash_keys, murmur3_32, split_hash
 from .layout import ACTIVE, SEALED, BucketLoad, Buckets, Segment, TopicLayout, buckets_for_budget
 from .producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
+from .dispatch import (
+    MALFORMED,
+    NO_CONSUMER,
+    BucketMove,
+    BucketStats,
+    ConsumerStats,
+    Deliveries,
+    Dispatcher,
+    EntryBucketSelector,
+    MalformedStampError,
+    fits_one_bucket,
+    route_entries,
+    sticky_hashes,
+)
 from .controller import AssignedSegment, Assignment, compute_assignment
 from .consumer import (
     Close,
@@ -48,6 +62,18 @@ __all__ = [
     "EntryBucketBatcher",
     "EntryTable",
     "bucket_entries",
+    "EntryBucketSelector",
+    "route_entries",
+    "fits_one_bucket",
+    "sticky_hashes",
+    "Dispatcher",
+    "BucketMove",
+    "Deliveries",
+    "ConsumerStats",
+    "BucketStats",
+    "MalformedStampError",
+    "NO_CONSUMER",
+    "MALFORMED",
     "AssignedSegment",
     "Assignment",
     "compute_assignment",

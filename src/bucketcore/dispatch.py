@@ -230,22 +230,9 @@ def _raise_malformed(status: int, index: int, inp: _RouteInput) -> None:
     )
 
 
-# One table per boundary list; built on first use (a few hundred microseconds) and shared.
-_TABLES: dict[tuple[int, ...], np.ndarray] = {}
-_TABLES_MAX = 64
-
-
 def _bucket_table(buckets: Buckets) -> np.ndarray:
-    key = tuple(buckets.splits)
-    table = _TABLES.get(key)
-    if table is None:
-        table = np.empty(65536, dtype=np.uint16)
-        _dispatch.bucket_table(np.ascontiguousarray(buckets.splits_array, dtype=np.uint16), table)
-        table.flags.writeable = False
-        if len(_TABLES) >= _TABLES_MAX:
-            _TABLES.pop(next(iter(_TABLES)))
-        _TABLES[key] = table
-    return table
+    # Built once per boundary list and cached on the (immutable) Buckets.
+    return buckets.lookup_table()
 
 
 def _declared_splits(declared: Any) -> tuple[int, ...]:
