@@ -577,6 +577,54 @@ def test_unpaired_surrogate_keys() -> None:
     assert as_tuples(got) == as_tuples(replaced)
 
 
+def test_batcher_shared_between_threads() -> None:
+    """Concurrent senders: every message lands in exactly one well-formed entry, per-key order holds."""
+    import threading
+
+    layout = TopicLayout(1, [Segment(0, 0, 0x7FFF, Buckets.equal_width(4)),
+                             Segment(1, 0x8000, 0xFFFF, Buckets.equal_width(3))])
+    batcher = EntryBucketBatcher(layout, max_messages=7)
+    out: list[Entry] = []
+    out_lock = threading.Lock()
+    key_of: dict[bytes, str] = {}
+
+    def send(t: int) -> None:
+        rng = random.Random(t)
+        sent = 0
+        while sent < 3000:
+            n = rng.randrange(1, 40)
+            keys = [f"k{rng.randrange(60)}" for _ in range(n)]
+            payloads = [f"{t}:{sent + i}".encode() for i in range(n)]
+            with out_lock:
+                key_of.update(zip(payloads, keys))
+            got = batcher.add_many(keys, payloads) if n > 1 else batcher.add(keys[0], payloads[0])
+            with out_lock:
+                out.extend(got)
+            sent += n
+
+    threads = [threading.Thread(target=send, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    out.extend(batcher.flush())
+    seen = [p for e in out for p in (e.payloads or [])]
+    assert sorted(seen) == sorted(key_of) and len(seen) == len(set(seen))
+    assert sorted(int(i) for e in out for i in e.message_indices) == list(range(len(key_of)))
+    last: dict[tuple[str, str], int] = {}
+    # threads collect their entries in any order; a bucket's entries follow its stream positions
+    for e in sorted(out, key=lambda e: int(e.message_indices[0])):
+        for p in e.payloads or []:
+            raw = ref_hash(key_of[p])
+            assert raw is not None
+            seg = 0 if raw >> 16 < 0x8000 else 1
+            assert (e.segment_id, e.bucket) == (seg, bisect.bisect_right(layout.segment(seg).buckets.splits,
+                                                                         raw & 0xFFFF))
+            thread, counter = p.decode().split(":")
+            assert last.get((thread, key_of[p]), -1) < int(counter)
+            last[(thread, key_of[p])] = int(counter)
+
+
 def test_batcher_payload_forms() -> None:
     b = EntryBucketBatcher(Buckets(), max_bytes=10)
     out = b.add_many(["a", "a", "a"], [bytearray(b"12345"), memoryview(b"123456"), b"1"])

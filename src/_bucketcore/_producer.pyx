@@ -601,6 +601,7 @@ cdef class Grouper:
     cdef GroupState st
     cdef bint ready
     cdef bint buffered
+    cdef bint busy          # a call is running with the GIL released: refuse re-entry
     cdef int32_t *pseg      # pending messages, send order (pseg NULL with one segment)
     cdef int32_t *pbkt
     cdef int64_t *pidx
@@ -738,6 +739,8 @@ cdef class Grouper:
     cdef check(self):
         if not self.ready:
             raise RuntimeError("this Grouper ran out of memory earlier and its state is lost")
+        if self.busy:
+            raise RuntimeError("this Grouper is in use by another thread; serialise the calls")
 
     cdef int reserve(self, int64_t extra) except -1:
         """Room for ``extra`` more pending messages (before the state changes)."""
@@ -808,12 +811,14 @@ cdef class Grouper:
         cdef int what = 0
         cdef int64_t bad, first = self.st.seq
         cdef int rc = 0
+        self.busy = True
         with nogil:
             bad = check_columns(&self.st, n, segp, &bucket[0], szp, &what)
             if bad < 0:
                 rc = gs_scan(&self.st, n, segp, &bucket[0], &bucket_hash[0], szp)
                 if rc == 0 and self.buffered:
                     self.push(n, segp, &bucket[0], first)
+        self.busy = False
         if bad >= 0:
             raise_bad_column(what, bad, seg, bucket, sizes)
         if rc < 0:
@@ -844,8 +849,10 @@ cdef class Grouper:
         """Emit every open batch (end of input or an explicit flush)."""
         self.check()
         cdef int rc
+        self.busy = True
         with nogil:
             rc = gs_finish(&self.st)
+        self.busy = False
         if rc < 0:
             self.ready = False
             raise MemoryError()
@@ -861,9 +868,15 @@ cdef class Grouper:
         self.check()
         if not self.buffered:
             raise RuntimeError("drain needs a buffered Grouper")
+        self.busy = True
+        try:
+            return self._drain()
+        finally:
+            self.busy = False
+
+    cdef tuple _drain(self):
         cdef int64_t nrec = self.st.nrec, total, n = self.plen, kept = 0, j
-        with nogil:
-            total = gs_assign_slots(&self.st)
+        total = gs_assign_slots(&self.st)
         if total > n:
             self.ready = False
             raise RuntimeError(f"{total} messages were emitted but only {n} are buffered (state lost)")

@@ -33,6 +33,7 @@ Batching rules (both the one-shot :func:`bucket_entries` and the streaming
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Iterator, Sequence, overload
 
 import numpy as np
@@ -410,6 +411,9 @@ class EntryBucketBatcher:
                                   self._plan.split_offsets)
         # payloads of the messages the Grouper buffers (open batches), parallel to its buffer
         self._payloads: list[Any] = []
+        # an SDK may share a producer between threads: calls are serialised (the kernel releases
+        # the GIL while it scans, and its state must not be entered twice)
+        self._lock = threading.Lock()
 
     @property
     def layout(self) -> Buckets | TopicLayout:
@@ -442,14 +446,16 @@ class EntryBucketBatcher:
             size = payload.nbytes
         else:
             raise TypeError(f"payload must be bytes, bytearray or memoryview, not {type(payload).__name__}")
-        status, emitted, self._round_robin = self._grouper.add_key(key, size, self._replace, self._round_robin)
-        if status:
-            if not isinstance(key, (str, bytes)):
-                raise TypeError(f"key must be str, bytes or None, not {type(key).__name__}")
-            murmur3_32(key, errors=self._errors)  # raises the KeyEncodingError that names the problem
-            raise AssertionError("unreachable: murmur3_32 hashed a key the kernel refused")
-        self._payloads.append(payload)
-        return self._drain() if emitted else []
+        with self._lock:
+            status, emitted, self._round_robin = self._grouper.add_key(key, size, self._replace,
+                                                                       self._round_robin)
+            if not status:
+                self._payloads.append(payload)
+                return self._drain() if emitted else []
+        if not isinstance(key, (str, bytes)):
+            raise TypeError(f"key must be str, bytes or None, not {type(key).__name__}")
+        murmur3_32(key, errors=self._errors)  # raises the KeyEncodingError that names the problem
+        raise AssertionError("unreachable: murmur3_32 hashed a key the kernel refused")
 
     def add_many(self, keys: Any, payloads: Sequence[Any]) -> list[Entry]:
         """Add a batch of sends in one kernel call; returns the entries that became ready."""
@@ -466,16 +472,18 @@ class EntryBucketBatcher:
                             f"not {type(payloads[bad]).__name__}")
         if n == 0:
             return []
-        seg, bucket, next_rr = self._plan.route(kh, self._round_robin)
-        emitted = self._grouper.scan(seg, bucket, np.ascontiguousarray(kh.bucket_hash), sizes)
-        self._round_robin = next_rr
-        self._payloads.extend(payloads)
-        return self._drain() if emitted else []
+        with self._lock:
+            seg, bucket, next_rr = self._plan.route(kh, self._round_robin)
+            emitted = self._grouper.scan(seg, bucket, np.ascontiguousarray(kh.bucket_hash), sizes)
+            self._round_robin = next_rr
+            self._payloads.extend(payloads)
+            return self._drain() if emitted else []
 
     def flush(self) -> list[Entry]:
         """Emit every pending batch (all segments), ordered by first message."""
-        self._grouper.finish()
-        return self._drain() if self._grouper.emitted else []
+        with self._lock:
+            self._grouper.finish()
+            return self._drain() if self._grouper.emitted else []
 
     def _drain(self) -> list[Entry]:
         seg_idx, bkt, hmin, hmax, start, count, nbytes, take, keep, index = self._grouper.drain()
