@@ -5,7 +5,8 @@ The steps are separate C-level functions over plain arrays so a later kernel can
 hashing and routing:
 
 - ``lookup_buckets``: bucket index of every message in its segment's boundary list
-  (``bc_bucket_of`` from lookup.h, the one shared bucket search);
+  (``bc_bucket_of`` from lookup.h, the one shared bucket search), or ``lookup_buckets_table``
+  through the boundary lists' own 64 Ki tables (``Buckets.lookup_table``) for long columns;
 - ``gs_scan``: the batch state machine, message by message in send order; it keeps one open
   batch per (segment, bucket) and, when a limit is reached, emits entry *records* (segment,
   bucket, stamp, count, bytes) in emission order, never touching a message list;
@@ -15,7 +16,9 @@ hashing and routing:
   kept inside every entry and no per-message entry id is ever stored).
 
 The same state (``GroupState``) serves the one-shot ``group_entries`` and the streaming
-``Grouper`` used by ``EntryBucketBatcher``, so both have identical semantics by construction.
+``Grouper`` used by ``EntryBucketBatcher`` (which also hashes and routes one key per call in
+``add_key``, with the shared key helpers of keys.h / pykeys.h), so both have identical
+semantics by construction.
 All memory comes from ``PyMem_Raw*`` (traced by tracemalloc, callable without the GIL).
 """
 
