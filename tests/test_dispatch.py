@@ -374,12 +374,23 @@ def test_route_entries_matches_a_per_entry_loop(splits, consumers, data):
     use_mask = data.draw(st.booleans())
     stamped = data.draw(st.lists(st.booleans(), min_size=n, max_size=n)) if use_mask else None
     dtype = data.draw(st.sampled_from([np.uint16, np.int32, np.int64, np.uint32]))
+    widths = data.draw(st.lists(st.integers(0, 0x3000), min_size=n, max_size=n))
+    hash_max = [min(lo + w, 0xFFFF) for lo, w in zip(hash_min, widths)]
+    with_max = data.draw(st.booleans())
     sel = selector_with(splits, consumers)
     kwargs = {}
     if use_mask:
         kwargs = dict(stamped=np.array(stamped, dtype=bool), key_hash=np.array(key_hash, dtype=np.uint32))
+    if with_max:
+        kwargs["hash_max"] = np.array(hash_max, dtype=dtype)
     got = route_entries(sel, np.array(hash_min, dtype=dtype), **kwargs)
     assert got.tolist() == ref_route(splits, consumers, hash_min, stamped, key_hash)
+    straddling = sum(
+        1 for i in range(n)
+        if (stamped is None or stamped[i]) and ref_bucket_of(splits, hash_min[i]) != ref_bucket_of(splits, hash_max[i])
+    )
+    assert sel.straddling_entries == (straddling if with_max else 0)
+    assert sel.routed_entries == n
 
 
 def test_route_entries_large_column_matches_numpy():

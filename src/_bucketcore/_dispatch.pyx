@@ -92,6 +92,18 @@ def route(const uint16_t[::1] table not None, const int32_t[::1] owner,
             # The hot path of a conforming producer: every entry stamped, only owners wanted.
             for i in range(n):
                 slot_p[i] = own[tab[lo_p[i]]]
+        elif hi_p != NULL and st_p == NULL and fl_p == NULL and bk_p == NULL and h_p == NULL \
+                and slot_p != NULL and not mark:
+            # Stamps checked (min <= max) and straddles counted: two table loads per entry.
+            for i in range(n):
+                h = lo_p[i]
+                if hi_p[i] < h:
+                    status = ST_MIN_ABOVE_MAX
+                    err_index = i
+                    break
+                b = tab[h]
+                straddling += tab[hi_p[i]] != b
+                slot_p[i] = own[b]
         else:
             for i in range(n):
                 bad = ST_OK

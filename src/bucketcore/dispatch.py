@@ -588,6 +588,18 @@ def _one(value: Any) -> Any:
     return None if value is None else (value if np.ndim(value) else [value])
 
 
+def _counts(index: np.ndarray, size: int) -> np.ndarray | None:
+    """Occurrences of each value 0..size-1 in ``index`` when that is cheap (dense), else None."""
+    return np.bincount(index, minlength=size) if index.size * 4 >= size else None
+
+
+def _distinct(index: np.ndarray, size: int) -> np.ndarray:
+    """The distinct values of ``index`` (all in 0..size-1), ascending."""
+    if index.size * 4 >= size:
+        return np.flatnonzero(np.bincount(index, minlength=size))
+    return np.unique(index)
+
+
 def _add_counts(target: np.ndarray, index: np.ndarray, sign: int = 1) -> None:
     """``target[index] += sign`` with repeated indexes (bincount when dense, add.at when sparse)."""
     if index.size * 4 >= target.size:
@@ -652,6 +664,8 @@ class Dispatcher:
         self._redelivered = np.empty(cap, np.bool_)
         self._base = 0
         self._end = 0
+        # Log positions of the queued entries, ascending (= offset order): what releases scan.
+        self._qpos = np.empty(0, np.int64)
         self._last_id: int | None = None
         self.offered_entries = 0
         self.straddling_entries = 0
@@ -814,6 +828,7 @@ class Dispatcher:
             new = old if cap == old.size else np.empty(cap, old.dtype)
             new[:live] = old[self._base:self._end]
             setattr(self, name, new)
+        self._qpos -= self._base  # queued entries are never before base (only acked ones are)
         self._base, self._end = 0, live
 
     def _window(self) -> slice:
@@ -896,7 +911,11 @@ class Dispatcher:
         self._end = e
         _add_counts(self._b_queued, bucket)
         # A ready bucket has an empty queue (every call ends by releasing), so ready = deliverable.
-        now = np.flatnonzero(self._ready()[bucket])
+        ready = self._ready()[bucket]
+        waiting = np.flatnonzero(~ready)
+        if waiting.size:
+            self._qpos = np.concatenate((self._qpos, waiting + s))
+        now = np.flatnonzero(ready)
         self._dispatch(now + s)
         return int(now.size)
 
@@ -909,9 +928,15 @@ class Dispatcher:
         self._state[pos] = _PENDING
         self._holder_log[pos] = k
         self._holder[b] = k
-        _add_counts(self._b_queued, b, -1)
-        _add_counts(self._b_pending, b)
-        _add_counts(self._b_delivered, b)
+        counts = _counts(b, self._n)
+        if counts is None:
+            np.add.at(self._b_queued, b, -1)
+            np.add.at(self._b_pending, b, 1)
+            np.add.at(self._b_delivered, b, 1)
+        else:
+            self._b_queued -= counts
+            self._b_pending += counts
+            self._b_delivered += counts
         order = np.argsort(k, kind="stable")
         ks = k[order]
         cuts = np.flatnonzero(ks[1:] != ks[:-1]) + 1
@@ -933,11 +958,10 @@ class Dispatcher:
         waiting = self._ready() & (self._b_queued > 0)
         if not waiting.any():
             return
-        w = self._window()
-        state = self._state[w]
-        mask = state == _QUEUED
-        mask[mask] = waiting[self._bucket[w][mask]]
-        self._dispatch(np.flatnonzero(mask) + w.start)
+        qpos = self._qpos
+        go = waiting[self._bucket[qpos]]
+        self._qpos = qpos[~go]
+        self._dispatch(qpos[go])
 
     def _requeue(self, m: _Member) -> None:
         """Put a crashed consumer's unacked entries back at the front of their buckets' queues."""
@@ -951,9 +975,10 @@ class Dispatcher:
         self._state[pos] = _QUEUED
         self._holder_log[pos] = -1
         self._redelivered[pos] = True
+        self._qpos = np.sort(np.concatenate((self._qpos, pos)))
         _add_counts(self._b_pending, b, -1)
         _add_counts(self._b_queued, b)
-        self._holder[np.unique(b)] = -1  # one holder per bucket: it was m
+        self._holder[_distinct(b, self._n)] = -1  # one holder per bucket: it was m
         self._ready_cache = None
         m.pending = m.pending_messages = 0
 
@@ -976,17 +1001,20 @@ class Dispatcher:
             i = int(np.argmax(ids > _INT64_MAX))
             raise KeyError(f"entry {int(ids[i])} is not pending on consumer {m.consumer!r}")
         ids = ids.astype(np.int64, copy=False)
-        uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
-        if uniq.size != ids.size:
-            i = int(np.sort(first[counts > 1])[0])
-            raise ValueError(f"entry {int(ids[i])} is acked twice in one call")
+        if ids.size > 1 and not (ids[1:] > ids[:-1]).all():  # ascending ids (the usual case) are unique
+            uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
+            if uniq.size != ids.size:
+                i = int(np.sort(first[counts > 1])[0])
+                raise ValueError(f"entry {int(ids[i])} is acked twice in one call")
         base, end = self._base, self._end
-        pos = np.searchsorted(self._ids[base:end], ids) + base
-        inside = pos < end
-        found = inside.copy()
-        found[inside] = self._ids[pos[inside]] == ids[inside]
-        ok = found.copy()
-        ok[found] = (self._state[pos[found]] == _PENDING) & (self._holder_log[pos[found]] == m.key)
+        if end == base:
+            raise KeyError(f"entry {int(ids[0])} is not pending on consumer {m.consumer!r}: "
+                           "not a dispatched entry of this segment, or already acked")
+        pos = np.searchsorted(self._ids[base:end], ids)
+        np.minimum(pos, end - base - 1, out=pos)
+        pos += base
+        found = self._ids[pos] == ids
+        ok = found & (self._state[pos] == _PENDING) & (self._holder_log[pos] == m.key)
         if not ok.all():
             i = int(np.argmax(~ok))
             why = "not a dispatched entry of this segment, or already acked"
@@ -1003,12 +1031,17 @@ class Dispatcher:
         b = self._bucket[pos]
         self._state[pos] = _ACKED
         self._holder_log[pos] = -1
-        _add_counts(self._b_pending, b, -1)
+        counts = _counts(b, self._n)
+        if counts is None:
+            np.add.at(self._b_pending, b, -1)
+            touched = np.unique(b)
+        else:
+            self._b_pending -= counts
+            touched = np.flatnonzero(counts)
         n = int(ids.size)
         m.pending -= n
         m.pending_messages -= int(self._msgs[pos].sum())
         m.acked += n
-        touched = np.unique(b)
         drained = touched[self._b_pending[touched] == 0]
         if drained.size:
             self._holder[drained] = -1
