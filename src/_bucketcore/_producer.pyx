@@ -164,7 +164,7 @@ cdef void gs_free(GroupState *st) noexcept nogil:
     memset(st, 0, sizeof(GroupState))
 
 
-cdef inline int gs_emit(GroupState *st, int64_t g) noexcept nogil:
+cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
     """Close bucket g's open batch into a record, appended to g's undrained FIFO."""
     cdef int64_t cap
     cdef Rec *grown
@@ -197,7 +197,7 @@ cdef inline int gs_emit(GroupState *st, int64_t g) noexcept nogil:
     return 0
 
 
-cdef inline int gs_flush_segment(GroupState *st, int32_t s) noexcept nogil:
+cdef int gs_flush_segment(GroupState *st, int32_t s) noexcept nogil:
     """Emit every open batch of segment s (the shared window), in opening order = first message."""
     cdef SegState *seg = &st.segs[s]
     cdef int64_t j
@@ -208,6 +208,14 @@ cdef inline int gs_flush_segment(GroupState *st, int32_t s) noexcept nogil:
     seg.wcount = 0
     seg.wbytes = 0
     return 0
+
+
+# The scan loop calls its rare, bulky paths (emitting batches) through these pointers: they are
+# then never inlined into the hot loop, which keeps its working values in registers.
+ctypedef int (*flush_fn_t)(GroupState *, int32_t) noexcept nogil
+ctypedef int (*emit_fn_t)(GroupState *, int64_t) noexcept nogil
+cdef flush_fn_t cold_flush = gs_flush_segment
+cdef emit_fn_t cold_emit = gs_emit
 
 
 cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
@@ -252,11 +260,11 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, cons
                 break
             if shared:
                 if S.wcount > 0 and sz > maxb - S.wbytes:
-                    rc = gs_flush_segment(st, B.seg)
+                    rc = cold_flush(st, B.seg)
                     if rc < 0:
                         break
             elif B.count > 0 and sz > maxb - B.nbytes:
-                rc = gs_emit(st, g)
+                rc = cold_emit(st, g)
                 if rc < 0:
                     break
         if B.count == 0:
@@ -279,15 +287,15 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, cons
             if has_sizes:
                 S.wbytes += sz
                 if S.wcount >= maxm or S.wbytes >= maxb:
-                    rc = gs_flush_segment(st, B.seg)
+                    rc = cold_flush(st, B.seg)
                     if rc < 0:
                         break
             elif S.wcount >= maxm:
-                rc = gs_flush_segment(st, B.seg)
+                rc = cold_flush(st, B.seg)
                 if rc < 0:
                     break
         elif B.count >= maxm or (has_sizes and B.nbytes >= maxb):
-            rc = gs_emit(st, g)
+            rc = cold_emit(st, g)
             if rc < 0:
                 break
     if rc == -2:
