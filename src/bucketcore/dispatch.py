@@ -182,20 +182,22 @@ def _route_input(hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any) -> _
             raise TypeError("pass hash_min (stamped entries) or key_hash (unstamped entries)")
         if stamped is not None or hash_max is not None:
             raise TypeError("stamped and hash_max need hash_min")
-        kh = _key_hash_column(key_hash)
-        n = kh.size
+        keys_only = _key_hash_column(key_hash)
+        n = keys_only.size
         zeros = np.zeros(n, dtype=np.uint16)
-        return _RouteInput(n, zeros, None, zeros, None, np.zeros(n, dtype=np.uint8), kh, None)
+        return _RouteInput(n, zeros, None, zeros, None, np.zeros(n, dtype=np.uint8), keys_only, None)
     original, lo, flagged = _stamp_column(hash_min, "hash_min")
     n = lo.size
-    hi = original_max = None
+    hi: np.ndarray | None = None
+    original_max: np.ndarray | None = None
     if hash_max is not None:
         original_max, hi, flagged_max = _stamp_column(hash_max, "hash_max")
         if hi.size != n:
             raise ValueError(f"hash_max has {hi.size} items; hash_min has {n}")
         if flagged_max is not None:
             flagged = flagged_max if flagged is None else flagged | flagged_max
-    st = kh = None
+    st: np.ndarray | None = None
+    kh: np.ndarray | None = None
     if stamped is not None:
         st = _bool_column(stamped, "stamped", n)
         if key_hash is None:
@@ -1031,13 +1033,14 @@ class Dispatcher:
         b = self._bucket[pos]
         self._state[pos] = _ACKED
         self._holder_log[pos] = -1
-        counts = _counts(b, self._n)
-        if counts is None:
+        per_bucket = _counts(b, self._n)
+        touched: np.ndarray
+        if per_bucket is None:
             np.add.at(self._b_pending, b, -1)
             touched = np.unique(b)
         else:
-            self._b_pending -= counts
-            touched = np.flatnonzero(counts)
+            self._b_pending -= per_bucket
+            touched = np.flatnonzero(per_bucket)
         n = int(ids.size)
         m.pending -= n
         m.pending_messages -= int(self._msgs[pos].sum())
