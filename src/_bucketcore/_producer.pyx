@@ -701,8 +701,9 @@ cdef class Grouper:
         """Hash, route, look up and scan one message (the per-send path, one C call).
 
         key: str, bytes or None (keyless: bucket hash 0, segment by round-robin). Returns
-        (status, emitted, next_round_robin); status 0 ok, 1 key of another type, 2 unpaired
-        surrogate (strict), and then nothing changed.
+        (status, emitted, next_round_robin, global_bucket); status 0 ok, 1 key of another type,
+        2 unpaired surrogate (strict), and then nothing changed. global_bucket is
+        bucket_offsets[segment] + bucket, the message's (segment, bucket) as one index.
         """
         self.check()
         if not self.routed:
@@ -724,12 +725,12 @@ cdef class Grouper:
                 idx = self.rlegacy[idx]
         else:
             if bc_describe_key(<PyObject *>key, &k) != 0 or k.kind == BC_KEY_NONE:
-                return 1, False, round_robin
+                return 1, False, round_robin, -1
             rc = bc_hash_key(&k, replace, &self.scratch, &raw)
             if rc == BC_ERR_NOMEM:
                 raise MemoryError()
             if rc != BC_OK:
-                return 2, False, round_robin
+                return 2, False, round_robin, -1
             if self.rlegacy != NULL:
                 idx = self.rlegacy[(raw & 0x7FFFFFFF) % <uint32_t>nseg]
             else:
@@ -745,7 +746,7 @@ cdef class Grouper:
             raise MemoryError()
         if self.buffered:
             self.push(1, &idx, &bucket, first)
-        return 0, self.st.nrec > 0, round_robin
+        return 0, self.st.nrec > 0, round_robin, self.st.segs[idx].boff + bucket
 
     cdef check(self):
         if not self.ready:

@@ -409,8 +409,9 @@ class EntryBucketBatcher:
                                           1 if self.encrypted else self.max_messages, self.max_bytes)
         self._grouper.set_routing(self._plan.starts, self._plan.legacy_order, self._plan.splits,
                                   self._plan.split_offsets)
-        # payloads of the messages the Grouper buffers (open batches), parallel to its buffer
-        self._payloads: list[Any] = []
+        # payloads of the open batches, per (segment, bucket) as bucket_offsets[segment] + bucket,
+        # in send order: an emitted entry takes its count from the front of its bucket's list
+        self._open: dict[int, list[Any]] = {}
         # an SDK may share a producer between threads: calls are serialised (the kernel releases
         # the GIL while it scans, and its state must not be entered twice)
         self._lock = threading.Lock()
@@ -447,10 +448,14 @@ class EntryBucketBatcher:
         else:
             raise TypeError(f"payload must be bytes, bytearray or memoryview, not {type(payload).__name__}")
         with self._lock:
-            status, emitted, self._round_robin = self._grouper.add_key(key, size, self._replace,
-                                                                       self._round_robin)
+            status, emitted, self._round_robin, g = self._grouper.add_key(key, size, self._replace,
+                                                                          self._round_robin)
             if not status:
-                self._payloads.append(payload)
+                batch = self._open.get(g)
+                if batch is None:
+                    self._open[g] = [payload]
+                else:
+                    batch.append(payload)
                 return self._drain() if emitted else []
         if not isinstance(key, (str, bytes)):
             raise TypeError(f"key must be str, bytes or None, not {type(key).__name__}")
@@ -476,7 +481,14 @@ class EntryBucketBatcher:
             seg, bucket, next_rr = self._plan.route(kh, self._round_robin)
             emitted = self._grouper.scan(seg, bucket, np.ascontiguousarray(kh.bucket_hash), sizes)
             self._round_robin = next_rr
-            self._payloads.extend(payloads)
+            global_bucket = bucket if seg is None else self._plan.bucket_offsets[seg] + bucket
+            open_batches = self._open
+            for g, payload in zip(global_bucket.tolist(), payloads):
+                batch = open_batches.get(g)
+                if batch is None:
+                    open_batches[g] = [payload]
+                else:
+                    batch.append(payload)
             return self._drain() if emitted else []
 
     def flush(self) -> list[Entry]:
@@ -486,13 +498,20 @@ class EntryBucketBatcher:
             return self._drain() if self._grouper.emitted else []
 
     def _drain(self) -> list[Entry]:
-        seg_idx, bkt, hmin, hmax, start, count, nbytes, take, keep, index = self._grouper.drain()
-        payload_of = self._payloads.__getitem__
-        taken = take.tolist()
+        seg_idx, bkt, hmin, hmax, start, count, nbytes, _take, _keep, index = self._grouper.drain()
+        offsets = self._plan.bucket_offsets
+        open_batches = self._open
         entries = []
-        for s, b, lo, hi, st, c, nb in zip(self._plan.segment_ids[seg_idx].tolist(), bkt.tolist(),
-                                           hmin.tolist(), hmax.tolist(), start.tolist(), count.tolist(),
-                                           nbytes.tolist()):
-            entries.append(Entry(s, b, lo, hi, index[st:st + c], nb, list(map(payload_of, taken[st:st + c]))))
-        self._payloads = list(map(payload_of, keep.tolist()))
+        for si, s, b, lo, hi, st, c, nb in zip(seg_idx.tolist(), self._plan.segment_ids[seg_idx].tolist(),
+                                               bkt.tolist(), hmin.tolist(), hmax.tolist(), start.tolist(),
+                                               count.tolist(), nbytes.tolist()):
+            # a bucket's entries are emitted oldest first: this one is the front of its list
+            g = int(offsets[si]) + b
+            batch = open_batches[g]
+            payloads = batch[:c]
+            if len(batch) == c:
+                del open_batches[g]
+            else:
+                del batch[:c]
+            entries.append(Entry(s, b, lo, hi, index[st:st + c], nb, payloads))
         return entries
