@@ -42,3 +42,48 @@ cdef struct HashOut:
     uint16_t *segment_hash
     uint16_t *bucket_hash
     uint8_t *has_key
+
+cdef enum:
+    CHUNK = 1024        # keys described and hashed per step (their descriptors stay in L1)
+    ST_OK = 0
+    ST_BAD_TYPE = 1
+    ST_NONE = 2
+    ST_SURROGATE = 3
+    ST_CHANGED = 4
+    ST_TOO_LONG = 5
+    ST_NOMEM = -1
+
+
+cdef class KeyColumn:
+    """A key column read CHUNK keys at a time as C key descriptors (zero copy).
+
+    Object columns (list, tuple, object array) are described with the GIL held and their items
+    held (INCREF) until release(); buffer columns (numpy S/U, Arrow) are described without it.
+    """
+    cdef readonly Py_ssize_t length
+    cdef readonly bint needs_gil
+    cdef int mode
+    cdef object source
+    cdef Py_ssize_t list_size
+    cdef const char *base
+    cdef Py_ssize_t stride
+    cdef Py_ssize_t width
+    cdef const int32_t *off32
+    cdef const int64_t *off64
+    cdef const uint8_t *values
+    cdef int64_t nvalues
+    cdef const uint8_t *bits
+    cdef Py_ssize_t array_offset
+    cdef void **held
+    cdef Py_ssize_t nheld
+
+    cdef int describe_objects(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
+                              Py_ssize_t *err_index) except -2
+    cdef int describe_buffers(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
+                              Py_ssize_t *err_index) noexcept nogil
+    cdef void release(self)
+
+
+cdef int hash_run(bc_key *keys, Py_ssize_t n, int replace, bint allow_none,
+                  bc_scratch *scratch, HashOut *out, Py_ssize_t base,
+                  Py_ssize_t *err_index) noexcept nogil

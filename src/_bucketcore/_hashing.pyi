@@ -11,6 +11,7 @@ STATUS_NONE: int
 STATUS_SURROGATE: int
 STATUS_CHANGED: int
 STATUS_TOO_LONG: int
+STATUS_BAD_OFFSETS: int
 
 PATHS: dict[str, int]
 
@@ -19,8 +20,25 @@ def get_path() -> str: ...
 def resolved_path() -> str: ...
 def set_path(name: str) -> None: ...
 def hash_one(key: str | bytes, replace: bool) -> tuple[int, int]: ...
-def hash_objects(
-    seq: list[Any] | tuple[Any, ...] | npt.NDArray[np.object_],
+class KeyColumn:
+    """A key column read a chunk at a time as C key descriptors (zero copy)."""
+
+    @property
+    def length(self) -> int: ...
+    @property
+    def needs_gil(self) -> bool: ...
+
+def objects_column(seq: list[Any] | tuple[Any, ...] | npt.NDArray[np.object_]) -> KeyColumn: ...
+def fixed_column(arr: npt.NDArray[np.str_] | npt.NDArray[np.bytes_]) -> tuple[int, KeyColumn | None]: ...
+def arrow_column(
+    offsets: npt.NDArray[np.int32] | npt.NDArray[np.int64],
+    data: npt.NDArray[np.uint8] | None,
+    validity: npt.NDArray[np.uint8] | None,
+    array_offset: int,
+    length: int,
+) -> KeyColumn: ...
+def hash_column(
+    col: KeyColumn,
     raw: npt.NDArray[np.uint32],
     segment_hash: npt.NDArray[np.uint16] | None,
     bucket_hash: npt.NDArray[np.uint16] | None,
@@ -29,27 +47,6 @@ def hash_objects(
     allow_none: bool,
     start: int = 0,
     stop: int = -1,
-) -> tuple[int, int]: ...
-def hash_fixed(
-    arr: npt.NDArray[np.str_] | npt.NDArray[np.bytes_],
-    raw: npt.NDArray[np.uint32],
-    segment_hash: npt.NDArray[np.uint16] | None,
-    bucket_hash: npt.NDArray[np.uint16] | None,
-    has_key: npt.NDArray[np.bool_] | None,
-    replace: bool,
-) -> tuple[int, int]: ...
-def hash_arrow(
-    offsets: npt.NDArray[np.int32] | npt.NDArray[np.int64],
-    data: npt.NDArray[np.uint8] | None,
-    validity: npt.NDArray[np.uint8] | None,
-    array_offset: int,
-    length: int,
-    raw: npt.NDArray[np.uint32],
-    segment_hash: npt.NDArray[np.uint16] | None,
-    bucket_hash: npt.NDArray[np.uint16] | None,
-    has_key: npt.NDArray[np.bool_] | None,
-    out_base: int,
-    allow_none: bool,
 ) -> tuple[int, int]: ...
 def split_raw(
     raw: npt.NDArray[np.uint32], segment_hash: npt.NDArray[np.uint16], bucket_hash: npt.NDArray[np.uint16]

@@ -30,14 +30,16 @@ STATUS_SURROGATE = 3
 STATUS_CHANGED = 4
 STATUS_TOO_LONG = 5
 
+STATUS_BAD_OFFSETS = 6
+
 cdef enum:
-    CHUNK = 1024
-    ST_OK = 0
-    ST_BAD_TYPE = 1
-    ST_NONE = 2
-    ST_SURROGATE = 3
-    ST_CHANGED = 4
-    ST_TOO_LONG = 5
+    ST_BAD_OFFSETS = 6
+    COL_LIST = 0
+    COL_TUPLE = 1
+    COL_OBJECTS = 2
+    COL_BYTES = 3
+    COL_UCS4 = 4
+    COL_ARROW = 5
 
 
 # The multi-lane path every kernel hashes by: BC_PATH_AUTO (the best this CPU has) unless forced.
@@ -90,7 +92,7 @@ cdef int hash_run(bc_key *keys, Py_ssize_t n, int replace, bint allow_none,
                 break
     rc = bc_encode_chunk(keys, <size_t>(first_none if first_none >= 0 else n), replace, scratch, &at)
     if rc == BC_ERR_NOMEM:
-        return -1
+        return ST_NOMEM
     if rc == BC_ERR_SURROGATE:
         err_index[0] = base + <Py_ssize_t>at
         return ST_SURROGATE
@@ -152,219 +154,211 @@ def hash_one(object key, bint replace):
     return STATUS_OK, h
 
 
-def hash_objects(object seq, object raw, object segment_hash, object bucket_hash, object has_key,
-                 bint replace, bint allow_none, Py_ssize_t start=0, Py_ssize_t stop=-1):
-    """Hash items [start, stop) of a list, tuple or 1-D object ndarray of str/bytes/None.
+cdef class KeyColumn:
 
-    Outputs are indexed like the items (several threads may each hash their own range).
-    Each chunk's items are held (INCREF) while the GIL is released, so a concurrent mutation of
-    the container cannot free a key under the kernel. Returns (status, index of the failing item).
-    """
-    cdef int mode
-    cdef Py_ssize_t n, pos = 0, m, j, held = 0, stride = 0
-    cdef Py_ssize_t err_index = -1
-    cdef char *base = NULL
-    cdef PyObject *o
-    cdef int st = ST_OK, rc
-    cdef HashOut out = make_out(raw, segment_hash, bucket_hash, has_key)
-    if type(seq) is list:
-        mode = 0
-        n = PyList_GET_SIZE(seq)
-    elif type(seq) is tuple:
-        mode = 1
-        n = len(seq)
-    else:
-        arr = <cnp.ndarray?>seq
-        if arr.ndim != 1 or arr.dtype.kind != "O":
-            raise ValueError("expected a 1-D object array")
-        mode = 2
-        n = arr.shape[0]
-        base = <char *>cnp.PyArray_DATA(arr)
-        stride = arr.strides[0]
-    cdef Py_ssize_t size = n
-    if stop < 0 or stop > n:
-        stop = n
-    pos = start
-    n = stop
-    if pos >= n:
-        return STATUS_OK, -1
-    cdef bc_key *keys = <bc_key *>malloc(CHUNK * sizeof(bc_key))
-    cdef PyObject **items = <PyObject **>malloc(CHUNK * sizeof(PyObject *))
-    cdef bc_scratch scratch
-    scratch.buf = NULL
-    scratch.cap = 0
-    if keys == NULL or items == NULL:
-        free(keys)
-        free(items)
-        raise MemoryError()
-    try:
-        while pos < n:
-            if mode == 0 and PyList_GET_SIZE(seq) != size:
-                err_index = pos
-                st = ST_CHANGED
-                break
-            m = n - pos if n - pos < CHUNK else CHUNK
+    def __cinit__(self):
+        self.held = NULL
+        self.nheld = 0
+
+    def __dealloc__(self):
+        # only reached with items still held if a caller raised between describe and release
+        cdef Py_ssize_t j
+        for j in range(self.nheld):
+            Py_DECREF(<object>self.held[j])
+        free(self.held)
+
+    cdef int describe_objects(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
+                              Py_ssize_t *err_index) except -2:
+        """Describe items [pos, pos+m) of an object column, holding each (GIL required)."""
+        cdef Py_ssize_t j
+        cdef PyObject *o
+        cdef int rc
+        self.release()
+        if self.mode == COL_LIST and PyList_GET_SIZE(self.source) != self.list_size:
+            err_index[0] = pos
+            return ST_CHANGED
+        for j in range(m):
+            if self.mode == COL_LIST:
+                o = PyList_GET_ITEM(self.source, pos + j)
+            elif self.mode == COL_TUPLE:
+                o = PyTuple_GET_ITEM(self.source, pos + j)
+            else:
+                o = (<PyObject **>(self.base + (pos + j) * self.stride))[0]
+            Py_INCREF(<object>o)
+            self.held[j] = <void *>o
+            self.nheld = j + 1
+            rc = bc_describe_key(o, &keys[j])
+            if rc != 0:
+                err_index[0] = pos + j
+                return ST_TOO_LONG if rc == 2 else ST_BAD_TYPE
+        return ST_OK
+
+    cdef int describe_buffers(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
+                              Py_ssize_t *err_index) noexcept nogil:
+        """Describe keys [pos, pos+m) of a numpy S/U or Arrow column (no GIL needed)."""
+        cdef Py_ssize_t j, idx
+        cdef int64_t start, end, length
+        cdef const char *item
+        if self.mode == COL_ARROW:
             for j in range(m):
-                if mode == 0:
-                    o = PyList_GET_ITEM(seq, pos + j)
-                elif mode == 1:
-                    o = PyTuple_GET_ITEM(seq, pos + j)
-                else:
-                    o = (<PyObject **>(base + (pos + j) * stride))[0]
-                Py_INCREF(<object>o)
-                items[j] = o
-                held = j + 1
-                rc = bc_describe_key(o, &keys[j])
-                if rc != 0:
-                    err_index = pos + j
-                    st = ST_TOO_LONG if rc == 2 else ST_BAD_TYPE
-                    break
-            if st != ST_OK:
-                break
-            with nogil:
-                st = hash_run(keys, m, replace, allow_none, &scratch, &out, pos, &err_index)
-            for j in range(held):
-                Py_DECREF(<object>items[j])
-            held = 0
-            if st != ST_OK:
-                break
-            pos += m
-    finally:
-        for j in range(held):
-            Py_DECREF(<object>items[j])
-        free(keys)
-        free(items)
-        bc_scratch_free(&scratch)
-    if st == -1:
-        raise MemoryError()
-    return st, err_index
-
-
-def hash_fixed(cnp.ndarray arr, object raw, object segment_hash, object bucket_hash,
-               object has_key, bint replace):
-    """Hash a 1-D numpy array of dtype S (bytes) or U (UCS4), any stride.
-
-    Trailing NULs are not part of a value, exactly as numpy reads its items back.
-    """
-    if arr.ndim != 1 or arr.dtype.kind not in "SU":
-        raise ValueError("expected a 1-D array of dtype S or U")
-    cdef bint wide = arr.dtype.kind == "U"
-    cdef Py_ssize_t n = arr.shape[0], stride = arr.strides[0]
-    cdef Py_ssize_t itemsize = arr.dtype.itemsize
-    cdef Py_ssize_t width = itemsize // 4 if wide else itemsize
-    cdef const char *base = <const char *>cnp.PyArray_DATA(arr)
-    if n and (width * (4 if wide else 1)) > BC_KEY_MAX_BYTES:
-        return STATUS_TOO_LONG, 0
-    cdef HashOut out = make_out(raw, segment_hash, bucket_hash, has_key)
-    cdef Py_ssize_t pos = 0, m, j, err_index = -1
-    cdef int64_t length
-    cdef const char *item
-    cdef int st = ST_OK
-    cdef bc_scratch scratch
-    scratch.buf = NULL
-    scratch.cap = 0
-    cdef bc_key *keys = <bc_key *>malloc(CHUNK * sizeof(bc_key))
-    if keys == NULL:
-        raise MemoryError()
-    with nogil:
-        while pos < n and st == ST_OK:
-            m = n - pos if n - pos < CHUNK else CHUNK
-            for j in range(m):
-                item = base + (pos + j) * stride
-                length = width
-                if wide:
-                    while length > 0 and (<const uint32_t *>item)[length - 1] == 0:
-                        length -= 1
-                    keys[j].kind = BC_KEY_UCS4
-                else:
-                    while length > 0 and item[length - 1] == 0:
-                        length -= 1
-                    keys[j].kind = BC_KEY_BYTES
-                keys[j].data = item
-                keys[j].len = <uint32_t>length
-            st = hash_run(keys, m, replace, True, &scratch, &out, pos, &err_index)
-            pos += m
-        free(keys)
-        bc_scratch_free(&scratch)
-    if st == -1:
-        raise MemoryError()
-    return st, err_index
-
-
-def hash_arrow(object offsets, object data, object validity, Py_ssize_t array_offset,
-               Py_ssize_t length, object raw, object segment_hash, object bucket_hash,
-               object has_key, Py_ssize_t out_base, bint allow_none):
-    """Hash one Arrow binary/string array from its buffers (zero copy).
-
-    offsets: int32 or int64 numpy view of the offsets buffer; data: uint8 view of the values
-    buffer; validity: uint8 view of the validity bitmap or None. Nulls are keyless.
-    """
-    cdef cnp.ndarray off = offsets
-    cdef bint wide_offsets = off.dtype.itemsize == 8
-    if off.shape[0] < array_offset + length + 1 and length > 0:
-        raise ValueError("Arrow offsets buffer is shorter than the array")
-    cdef const int32_t *off32 = <const int32_t *>cnp.PyArray_DATA(off)
-    cdef const int64_t *off64 = <const int64_t *>cnp.PyArray_DATA(off)
-    cdef const uint8_t *values = NULL
-    cdef Py_ssize_t nvalues = 0
-    cdef const uint8_t *bits = NULL
-    if data is not None:
-        values = <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>data)
-        nvalues = (<cnp.ndarray>data).shape[0]
-    if validity is not None:
-        bits = <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>validity)
-    cdef HashOut out = make_out(raw, segment_hash, bucket_hash, has_key)
-    cdef Py_ssize_t pos = 0, m, j, idx, err_index = -1
-    cdef int64_t start, end
-    cdef int st = ST_OK
-    cdef bint bad_offsets = False, too_long = False
-    cdef bc_scratch scratch
-    scratch.buf = NULL
-    scratch.cap = 0
-    cdef bc_key *keys = <bc_key *>malloc(CHUNK * sizeof(bc_key))
-    if keys == NULL:
-        raise MemoryError()
-    with nogil:
-        while pos < length and st == ST_OK:
-            m = length - pos if length - pos < CHUNK else CHUNK
-            for j in range(m):
-                idx = array_offset + pos + j
-                if bits != NULL and not (bits[idx >> 3] >> (idx & 7)) & 1:
+                idx = self.array_offset + pos + j
+                if self.bits != NULL and not (self.bits[idx >> 3] >> (idx & 7)) & 1:
                     keys[j].kind = BC_KEY_NONE
                     keys[j].data = NULL
                     keys[j].len = 0
                     continue
-                if wide_offsets:
-                    start = off64[idx]
-                    end = off64[idx + 1]
+                if self.off64 != NULL:
+                    start = self.off64[idx]
+                    end = self.off64[idx + 1]
                 else:
-                    start = off32[idx]
-                    end = off32[idx + 1]
-                if start < 0 or end < start or end > nvalues:
-                    bad_offsets = True
-                    err_index = pos + j
-                    break
+                    start = self.off32[idx]
+                    end = self.off32[idx + 1]
+                if start < 0 or end < start or end > self.nvalues:
+                    err_index[0] = pos + j
+                    return ST_BAD_OFFSETS
                 if end - start > BC_KEY_MAX_BYTES:
-                    too_long = True
-                    err_index = out_base + pos + j
-                    break
+                    err_index[0] = pos + j
+                    return ST_TOO_LONG
                 keys[j].kind = BC_KEY_BYTES
-                keys[j].data = values + start
+                keys[j].data = self.values + start
                 keys[j].len = <uint32_t>(end - start)
-            if bad_offsets or too_long:
-                break
-            st = hash_run(keys, m, 0, allow_none, &scratch, &out, out_base + pos, &err_index)
+            return ST_OK
+        # numpy S/U: trailing NULs are not part of a value, exactly as numpy reads items back
+        for j in range(m):
+            item = self.base + (pos + j) * self.stride
+            length = self.width
+            if self.mode == COL_UCS4:
+                while length > 0 and (<const uint32_t *>item)[length - 1] == 0:
+                    length -= 1
+                keys[j].kind = BC_KEY_UCS4
+            else:
+                while length > 0 and item[length - 1] == 0:
+                    length -= 1
+                keys[j].kind = BC_KEY_BYTES
+            keys[j].data = item
+            keys[j].len = <uint32_t>length
+        return ST_OK
+
+    cdef void release(self):
+        """Drop the items held since the last describe_objects (GIL required)."""
+        cdef Py_ssize_t j
+        for j in range(self.nheld):
+            Py_DECREF(<object>self.held[j])
+        self.nheld = 0
+
+
+def objects_column(object seq):
+    """A KeyColumn over a list, tuple or 1-D object ndarray of str/bytes/None."""
+    cdef KeyColumn col = KeyColumn.__new__(KeyColumn)
+    col.source = seq
+    col.needs_gil = True
+    if type(seq) is list:
+        col.mode = COL_LIST
+        col.length = col.list_size = PyList_GET_SIZE(seq)
+    elif type(seq) is tuple:
+        col.mode = COL_TUPLE
+        col.length = len(seq)
+    else:
+        arr = <cnp.ndarray?>seq
+        if arr.ndim != 1 or arr.dtype.kind != "O":
+            raise ValueError("expected a 1-D object array")
+        col.mode = COL_OBJECTS
+        col.length = arr.shape[0]
+        col.base = <const char *>cnp.PyArray_DATA(arr)
+        col.stride = arr.strides[0]
+    col.held = <void **>malloc(CHUNK * sizeof(void *))
+    if col.held == NULL:
+        raise MemoryError()
+    return col
+
+
+def fixed_column(cnp.ndarray arr):
+    """A KeyColumn over a 1-D numpy array of dtype S (bytes) or U (UCS4), any stride.
+
+    Returns (status, column): STATUS_TOO_LONG if an item could be longer than the longest key."""
+    if arr.ndim != 1 or arr.dtype.kind not in "SU":
+        raise ValueError("expected a 1-D array of dtype S or U")
+    cdef KeyColumn col = KeyColumn.__new__(KeyColumn)
+    col.source = arr
+    col.mode = COL_UCS4 if arr.dtype.kind == "U" else COL_BYTES
+    col.length = arr.shape[0]
+    col.base = <const char *>cnp.PyArray_DATA(arr)
+    col.stride = arr.strides[0]
+    col.width = arr.dtype.itemsize // 4 if col.mode == COL_UCS4 else arr.dtype.itemsize
+    if col.length and arr.dtype.itemsize > BC_KEY_MAX_BYTES:
+        return STATUS_TOO_LONG, None
+    return STATUS_OK, col
+
+
+def arrow_column(cnp.ndarray offsets, object data, object validity, Py_ssize_t array_offset,
+                 Py_ssize_t length):
+    """A KeyColumn over one Arrow binary/string array's buffers (zero copy).
+
+    offsets: int32 or int64 view of the offsets buffer; data: uint8 view of the values buffer or
+    None; validity: uint8 view of the validity bitmap or None. Nulls are keyless."""
+    if length > 0 and offsets.shape[0] < array_offset + length + 1:
+        raise ValueError("Arrow offsets buffer is shorter than the array")
+    cdef KeyColumn col = KeyColumn.__new__(KeyColumn)
+    col.source = (offsets, data, validity)
+    col.mode = COL_ARROW
+    col.length = length
+    col.array_offset = array_offset
+    if offsets.dtype.itemsize == 8:
+        col.off64 = <const int64_t *>cnp.PyArray_DATA(offsets)
+    else:
+        col.off32 = <const int32_t *>cnp.PyArray_DATA(offsets)
+    if data is not None:
+        col.values = <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>data)
+        col.nvalues = (<cnp.ndarray>data).shape[0]
+    if validity is not None:
+        col.bits = <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>validity)
+    return col
+
+
+def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_hash,
+                object has_key, bint replace, bint allow_none, Py_ssize_t start=0,
+                Py_ssize_t stop=-1):
+    """Hash keys [start, stop) of a column into output columns of stop - start values.
+
+    Returns (status, index of the failing key in the column). Several threads may hash
+    disjoint ranges of one source, each through its own KeyColumn.
+    """
+    if stop < 0 or stop > col.length:
+        stop = col.length
+    cdef HashOut out = make_out(raw, segment_hash, bucket_hash, has_key)
+    cdef Py_ssize_t pos = start, m, err_index = -1, out_index = -1
+    cdef int st = ST_OK
+    cdef bc_scratch scratch
+    scratch.buf = NULL
+    scratch.cap = 0
+    cdef bc_key *keys = <bc_key *>malloc(CHUNK * sizeof(bc_key))
+    if keys == NULL:
+        raise MemoryError()
+    try:
+        while pos < stop and st == ST_OK:
+            m = stop - pos if stop - pos < CHUNK else CHUNK
+            if col.needs_gil:
+                st = col.describe_objects(pos, m, keys, &err_index)
+                if st == ST_OK:
+                    with nogil:
+                        st = hash_run(keys, m, replace, allow_none, &scratch, &out, pos - start,
+                                      &out_index)
+                col.release()
+            else:
+                with nogil:
+                    st = col.describe_buffers(pos, m, keys, &err_index)
+                    if st == ST_OK:
+                        st = hash_run(keys, m, replace, allow_none, &scratch, &out, pos - start,
+                                      &out_index)
+            if out_index >= 0:
+                err_index = out_index + start  # hash_run names a position in the outputs
             pos += m
+    finally:
+        col.release()
         free(keys)
         bc_scratch_free(&scratch)
-    if bad_offsets:
-        raise ValueError(f"Arrow array has corrupt offsets at index {err_index}")
-    if too_long:
-        st = ST_TOO_LONG
-    if st == -1:
+    if st == ST_NOMEM:
         raise MemoryError()
-    if st != ST_OK:
-        err_index -= out_base
     return st, err_index
 
 

@@ -6,6 +6,7 @@ in :mod:`_bucketcore._hashing`, which hashes with the GIL released and builds no
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -97,6 +98,8 @@ def _raise_status(status: int, index: int, keys: Any, shape: tuple[int, ...], al
         raise ValueError(
             f"key at index {label} is longer than 2 GiB of UTF-8, the largest key Pulsar can hash"
         )
+    if status == _hashing.STATUS_BAD_OFFSETS:
+        raise ValueError(f"Arrow key array has corrupt offsets at index {label}")
     if status == _hashing.STATUS_CHANGED:
         raise RuntimeError(f"the key list changed size while it was being hashed (at index {label})")
     item = keys[index] if isinstance(keys, (list, tuple)) else np.ravel(keys)[index]
@@ -121,38 +124,63 @@ def _arrow_chunks(keys: Any) -> tuple[list[Any], int]:
     return chunks, len(keys)
 
 
-def _hash_arrow(keys: Any, columns: tuple, allow_none: bool) -> tuple[int, int]:
-    """Hash an Arrow array or chunked array into columns; returns (status, index)."""
+def _arrow_columns(keys: Any) -> list[Any]:
+    """One KeyColumn per non-empty Arrow chunk, over its buffers (zero copy)."""
     chunks, _ = _arrow_chunks(keys)
-    base = 0
     wide = str(keys.type).startswith("large_")
+    columns = []
     for chunk in chunks:
-        n = len(chunk)
-        if n == 0:
+        if len(chunk) == 0:
             continue
         validity, offsets, data = chunk.buffers()
-        offsets_view = np.frombuffer(offsets, dtype=np.int64 if wide else np.int32)
-        data_view = None if data is None else np.frombuffer(data, dtype=np.uint8)
-        bits = None
-        if validity is not None and chunk.null_count:
-            bits = np.frombuffer(validity, dtype=np.uint8)
-        status, index = _hashing.hash_arrow(
-            offsets_view, data_view, bits, chunk.offset, n, *columns, base, allow_none
-        )
-        if status != _hashing.STATUS_OK:
-            return status, base + index
-        base += n
-    return _hashing.STATUS_OK, -1
+        bits = np.frombuffer(validity, dtype=np.uint8) if validity is not None and chunk.null_count else None
+        columns.append(_hashing.arrow_column(
+            np.frombuffer(offsets, dtype=np.int64 if wide else np.int32),
+            None if data is None else np.frombuffer(data, dtype=np.uint8),
+            bits, chunk.offset, len(chunk)))
+    return columns
+
+
+def _classify(keys: Any) -> tuple[tuple[int, ...], Any]:
+    """Validate a key column: (its shape, the source the kernels read: list/tuple, Arrow, or a
+    flat ndarray of dtype U, S or O)."""
+    if isinstance(keys, (list, tuple)):
+        return (len(keys),), keys
+    if _is_arrow(keys):
+        return (_arrow_chunks(keys)[1],), keys
+    if not isinstance(keys, np.ndarray):
+        if isinstance(keys, (str, bytes)) or not hasattr(keys, "__array__"):
+            raise TypeError(
+                f"keys must be str, bytes, a list or tuple of keys, a numpy array of dtype "
+                f"U, S or object, or a pyarrow string/binary array, not {type(keys).__name__}"
+            )
+        keys = np.asarray(keys)
+    if keys.dtype.kind not in "USO":
+        raise TypeError(f"numpy array of dtype {keys.dtype} is not a key column; expected dtype U, S or object")
+    return keys.shape, keys.reshape(-1)
+
+
+def key_columns(source: Any) -> list[Any]:
+    """The kernels' KeyColumns over a classified source, in order (Arrow: one per chunk)."""
+    if _is_arrow(source):
+        return _arrow_columns(source)
+    if isinstance(source, (list, tuple)) or source.dtype.kind == "O":
+        return [_hashing.objects_column(source)]
+    status, column = _hashing.fixed_column(source)
+    if status != _hashing.STATUS_OK:
+        _raise_status(status, 0, source, source.shape, True)
+    return [column]
 
 
 # Below this many keys a second thread costs more than it saves.
 AUTO_THREADS_MIN_KEYS = 1 << 18
+_CPUS = os.cpu_count() or 1
 _executor: ThreadPoolExecutor | None = None
 
 
 def _threads_for(threads: int | None, n: int) -> int:
     if threads is None:
-        return max(1, min(os.cpu_count() or 1, n // AUTO_THREADS_MIN_KEYS))
+        return max(1, min(_CPUS, n // AUTO_THREADS_MIN_KEYS))
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
     if threads < 1:
@@ -166,7 +194,7 @@ def _run_parts(run: Callable[[int, int], tuple[int, int]], n: int, threads: int)
         return run(0, n)
     global _executor
     if _executor is None:
-        _executor = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="bucketcore")
+        _executor = ThreadPoolExecutor(max_workers=max(2, _CPUS), thread_name_prefix="bucketcore")
     bounds = [n * t // threads for t in range(threads + 1)]
     results = list(_executor.map(run, bounds[:-1], bounds[1:]))
     for status, index in results:
@@ -178,49 +206,30 @@ def _run_parts(run: Callable[[int, int], tuple[int, int]], n: int, threads: int)
 def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads: int | None):
     """Hash a key column; returns (shape, raw, segment_hash, bucket_hash, has_key)."""
     replace = _replace_flag(errors)
-    if isinstance(keys, (list, tuple)):
-        shape: tuple[int, ...] = (len(keys),)
-        source: Any = keys
-    elif _is_arrow(keys):
-        _, n = _arrow_chunks(keys)
-        shape = (n,)
-        source = keys
-    else:
-        if not isinstance(keys, np.ndarray):
-            if isinstance(keys, (str, bytes)) or not hasattr(keys, "__array__"):
-                raise TypeError(
-                    f"keys must be str, bytes, a list or tuple of keys, a numpy array of dtype "
-                    f"U, S or object, or a pyarrow string/binary array, not {type(keys).__name__}"
-                )
-            keys = np.asarray(keys)
-        if keys.dtype.kind not in "USO":
-            raise TypeError(
-                f"numpy array of dtype {keys.dtype} is not a key column; expected dtype U, S or object"
-            )
-        shape = keys.shape
-        source = keys.reshape(-1)
-    n = int(np.prod(shape)) if shape else 1
+    shape, source = _classify(keys)
+    n = math.prod(shape)
     parts = _threads_for(threads, n)
     raw = np.empty(n, dtype=np.uint32)
     segment_hash = np.empty(n, dtype=np.uint16) if split else None
     bucket_hash = np.empty(n, dtype=np.uint16) if split else None
     has_key = np.empty(n, dtype=np.bool_) if split else None
     columns = (raw, segment_hash, bucket_hash, has_key)
-
-    def part_columns(start: int, stop: int) -> tuple:
-        return tuple(None if c is None else c[start:stop] for c in columns)
-
     arrow = _is_arrow(source)
-    objects = not arrow and (isinstance(source, (list, tuple)) or source.dtype.kind == "O")
 
     def run(start: int, stop: int) -> tuple[int, int]:
-        if objects:
-            return _hashing.hash_objects(source, *columns, replace, allow_none, start, stop)
+        # every part reads through KeyColumns of its own (they keep per-chunk state)
         if arrow:
-            status, index = _hash_arrow(source.slice(start, stop - start), part_columns(start, stop), allow_none)
-        else:
-            status, index = _hashing.hash_fixed(source[start:stop], *part_columns(start, stop), replace)
-        return status, index + start
+            offset = start
+            for column in _arrow_columns(source.slice(start, stop - start)):
+                out = tuple(None if c is None else c[offset:offset + column.length] for c in columns)
+                status, index = _hashing.hash_column(column, *out, replace, allow_none)
+                if status != _hashing.STATUS_OK:
+                    return status, offset + index
+                offset += column.length
+            return _hashing.STATUS_OK, -1
+        [column] = key_columns(source)
+        out = tuple(None if c is None else c[start:stop] for c in columns)
+        return _hashing.hash_column(column, *out, replace, allow_none, start, stop)
 
     if n:
         status, index = _run_parts(run, n, parts)
