@@ -646,3 +646,32 @@ def test_kernel_rejects_bad_columns() -> None:
     with pytest.raises(ValueError, match="bucket index 7"):
         g.scan(None, np.array([0, 7], np.int32), bh, None)
     assert g.position == 0 and g.open_batches == 0
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_fused_kernel_matches_hashes_path(legacy: bool) -> None:
+    """Keys go through the fused hash+route+group kernel, KeyHashes through the staged one: both
+    must give the same table, across chunk boundaries, Arrow chunks, keyless keys and both routings."""
+    pa = pytest.importorskip("pyarrow")
+    rng = random.Random(5)
+    keys = [None if rng.random() < 0.03 else f"k{rng.randrange(10**6)}-ключ"[: rng.randrange(1, 12)]
+            for _ in range(5000)]
+    names = [f"persistent://t/ns/topic-partition-{i}" if legacy else None for i in range(3)]
+    layout = TopicLayout(2, [Segment(7, 0x9000, 0xFFFF, Buckets.equal_width(5), legacy_topic_name=names[0]),
+                             Segment(2, 0, 0x3FFF, Buckets([1, 0x8000]), legacy_topic_name=names[1]),
+                             Segment(5, 0x4000, 0x8FFF, Buckets(), legacy_topic_name=names[2])])
+    kw: dict[str, Any] = dict(max_messages=30, policy="shared", round_robin=2)
+    staged = bucket_entries(bc.hash_keys(keys), layout, **kw)
+    arrow = pa.chunked_array([keys[:1500], keys[1500:1501], keys[1501:]], type=pa.string())
+    for column in (keys, arrow, np.array(keys, dtype=object)):
+        fused = bucket_entries(column, layout, **kw)
+        assert as_tuples(fused) == as_tuples(staged)
+        assert fused.next_round_robin == staged.next_round_robin
+
+
+def test_fused_kernel_names_bad_key_in_later_chunk() -> None:
+    keys = ["a"] * 3000 + ["\udcff"] + ["b"] * 10
+    with pytest.raises(bc.KeyEncodingError, match="index 3000"):
+        bucket_entries(keys, Buckets.equal_width(4))
+    with pytest.raises(TypeError, match="index 2500 has type int"):
+        bucket_entries(keys[:2500] + [7], Buckets.equal_width(4))

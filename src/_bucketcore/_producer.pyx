@@ -26,7 +26,7 @@ from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
 from cpython.bytes cimport PyBytes_GET_SIZE
 from cpython.bytearray cimport PyByteArray_GET_SIZE
 from cpython.object cimport PyObject
-from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport qsort
 from libc.string cimport memset
 
@@ -38,22 +38,11 @@ cnp.import_array()
 cdef extern from "lookup.h" nogil:
     uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
 
-# The shared key helpers of the hashing kernel, for the per-send path (one key at a time).
-cdef extern from "keys.h" nogil:
-    enum:
-        BC_KEY_NONE
-        BC_OK
-        BC_ERR_SURROGATE
-        BC_ERR_NOMEM
-    ctypedef struct bc_key:
-        const void *data
-        uint32_t len
-        int32_t kind
-    ctypedef struct bc_scratch:
-        unsigned char *buf
-        size_t cap
-    void bc_scratch_free(bc_scratch *s)
-    int bc_hash_key(const bc_key *k, int replace, bc_scratch *s, uint32_t *out)
+# The shared key helpers and chunked hash run of the hashing kernel.
+from _bucketcore._hashing cimport (
+    BC_ERR_NOMEM, BC_ERR_SURROGATE, BC_KEY_NONE, BC_OK, CHUNK, ST_NOMEM, ST_OK, HashOut, KeyColumn,
+    bc_hash_key, bc_key, bc_scratch, bc_scratch_free, hash_run,
+)
 
 cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1
@@ -918,6 +907,17 @@ cdef class Grouper:
         return cols + (take, keep, index)
 
 
+cdef int close_and_place(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
+                         int64_t *order, int64_t *nrec, int64_t *kept) noexcept nogil:
+    """End of a one-shot stream: flush every open batch, then place all n messages in ``order``."""
+    if gs_finish(st) < 0:
+        return -1
+    nrec[0] = st.nrec
+    gs_assign_slots(st)
+    kept[0] = gs_drain(st, n, seg, bkt, order, NULL)
+    return 0
+
+
 def group_entries(object seg, const int32_t[::1] bucket, const uint16_t[::1] bucket_hash,
                   object sizes, const int64_t[::1] bucket_offsets, int policy,
                   int64_t max_messages, int64_t max_bytes):
@@ -940,11 +940,8 @@ def group_entries(object seg, const int32_t[::1] bucket, const uint16_t[::1] buc
         with nogil:
             rc = gs_scan(st, n, segp, &bucket[0], &bucket_hash[0], szp)
             if rc == 0:
-                rc = gs_finish(st)
-            if rc == 0:
-                nrec = st.nrec
-                gs_assign_slots(st)
-                kept = gs_drain(st, n, segp, &bucket[0], <int64_t *>cnp.PyArray_DATA(order), NULL)
+                rc = close_and_place(st, n, segp, &bucket[0], <int64_t *>cnp.PyArray_DATA(order),
+                                     &nrec, &kept)
         if rc == -2:
             raise_bad_column(st.bad_what, st.bad_index, seg, bucket, sizes)
         if rc < 0:
@@ -978,3 +975,163 @@ def payload_sizes(object payloads, int64_t[::1] out):
         else:
             return i
     return -1
+
+
+# ----------------------------------------------------------------------------------------------
+# The fused kernel: keys to entries in one pass over the keys
+
+
+ROUTE_ONE = 0       # a bare Buckets or one active segment
+ROUTE_TABLE = 1     # keyed: segment_table[segment_hash]; keyless: round-robin over the segments
+ROUTE_LEGACY = 2    # all-legacy layout: signSafeMod(raw & 0x7FFFFFFF, n) over the legacy order
+
+cdef enum:
+    R_ONE = 0
+    R_TABLE = 1
+    R_LEGACY = 2
+
+
+cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *has_key, int mode,
+                             const uint16_t *segment_table, const int32_t *rotation,
+                             int64_t nrotation, int64_t *rr, const uint16_t **tables,
+                             int32_t *seg, int32_t *bkt, uint16_t *bh) noexcept nogil:
+    """Segment, bucket and bucket hash of m hashed messages (seg NULL for one segment).
+
+    rotation: the segments keyless messages take in turn (legacy: the legacy order, which is
+    also what keyed legacy routing indexes); *rr is the next keyless position."""
+    cdef Py_ssize_t i
+    cdef uint32_t h
+    cdef int32_t s = 0
+    cdef int64_t r = rr[0]
+    for i in range(m):
+        h = raw[i]
+        if mode != R_ONE:
+            if not has_key[i]:
+                s = rotation[r]
+                r += 1
+                if r == nrotation:
+                    r = 0
+            elif mode == R_TABLE:
+                s = segment_table[h >> 16]
+            else:
+                s = rotation[(h & 0x7FFFFFFFu) % <uint32_t>nrotation]
+            seg[i] = s
+        bh[i] = <uint16_t>(h & 0xFFFF)
+        bkt[i] = tables[s][h & 0xFFFF]
+    rr[0] = r
+
+
+def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets, int policy,
+                  int64_t max_messages, int64_t max_bytes, bint replace, int route_mode,
+                  object segment_table, const int32_t[::1] rotation, list bucket_tables,
+                  int64_t round_robin):
+    """Hash, route, look up and group a key stream a chunk at a time, then place the messages.
+
+    Each chunk of keys is described, hashed (multi-lane), routed, looked up in its segment's
+    64 Ki bucket table (Buckets.lookup_table) and fed to the batch state machine while it is in
+    L1; only each message's segment and bucket are kept (8 bytes) for the final placement pass.
+    The GIL is released except while an object column's chunk is described.
+
+    Returns (status, err_index, columns or None, next_round_robin): status is a hashing
+    STATUS_* code for the first bad key (err_index its stream position); the columns are those
+    of group_entries: (seg, bucket, hash_min, hash_max, start, count, nbytes, order).
+    """
+    cdef Py_ssize_t n = 0, pos, cpos, m, nseg = bucket_offsets.shape[0] - 1, s
+    cdef KeyColumn col
+    for col in columns:
+        n += col.length
+    if len(bucket_tables) != nseg:
+        raise ValueError(f"{len(bucket_tables)} bucket tables for {nseg} segments")
+    if route_mode != R_ONE and rotation.shape[0] < 1:
+        raise ValueError("routing needs at least one segment in the rotation")
+    cdef const int64_t *szp = opt_i64(sizes, n, "sizes")
+    cdef cnp.ndarray a_tables = np.empty(nseg, dtype=np.uintp)
+    cdef const uint16_t **tables = <const uint16_t **>cnp.PyArray_DATA(a_tables)
+    cdef const uint16_t[::1] table_view
+    for s in range(nseg):
+        table_view = bucket_tables[s]
+        if table_view.shape[0] != 0x10000:
+            raise ValueError("a bucket table must have 65536 entries")
+        tables[s] = &table_view[0]
+    cdef const uint16_t[::1] seg_view
+    cdef const uint16_t *segment_tablep = NULL
+    if route_mode == R_TABLE:
+        seg_view = segment_table
+        if seg_view.shape[0] != 0x10000:
+            raise ValueError("the segment table must have 65536 entries")
+        segment_tablep = &seg_view[0]
+    cdef const int32_t *rotationp = &rotation[0] if rotation.shape[0] else NULL
+    cdef int64_t nrotation = rotation.shape[0], rr = round_robin % nrotation if nrotation else 0
+
+    cdef Grouper grouper = Grouper(bucket_offsets, policy, max_messages, max_bytes, False)
+    cdef GroupState *st = &grouper.st
+    cdef cnp.ndarray a_seg = np.empty(n if route_mode != R_ONE else 0, dtype=np.int32)
+    cdef cnp.ndarray a_bkt = np.empty(n, dtype=np.int32)
+    cdef cnp.ndarray order = np.empty(n, dtype=np.int64)
+    cdef int32_t *segp = <int32_t *>cnp.PyArray_DATA(a_seg) if route_mode != R_ONE else NULL
+    cdef int32_t *bktp = <int32_t *>cnp.PyArray_DATA(a_bkt)
+    # one chunk's hashes and bucket hashes (stay in L1) and the key descriptors
+    cdef cnp.ndarray a_raw = np.empty(CHUNK, dtype=np.uint32)
+    cdef cnp.ndarray a_has = np.empty(CHUNK, dtype=np.uint8)
+    cdef cnp.ndarray a_bh = np.empty(CHUNK, dtype=np.uint16)
+    cdef cnp.ndarray a_keys = np.empty(CHUNK * sizeof(bc_key), dtype=np.uint8)
+    cdef bc_key *keys = <bc_key *>cnp.PyArray_DATA(a_keys)
+    cdef HashOut out
+    out.raw = <uint32_t *>cnp.PyArray_DATA(a_raw)
+    out.has_key = <uint8_t *>cnp.PyArray_DATA(a_has)
+    out.segment_hash = NULL
+    out.bucket_hash = NULL
+    cdef uint16_t *bh = <uint16_t *>cnp.PyArray_DATA(a_bh)
+    cdef bc_scratch scratch
+    scratch.buf = NULL
+    scratch.cap = 0
+    cdef int status = ST_OK, rc = 0
+    cdef Py_ssize_t err_index = -1, out_index = -1
+    cdef int64_t nrec = 0, kept = 0
+    pos = 0
+    try:
+        for col in columns:
+            cpos = 0
+            while cpos < col.length:
+                m = col.length - cpos if col.length - cpos < CHUNK else CHUNK
+                if col.needs_gil:
+                    status = col.describe_objects(cpos, m, keys, &err_index)
+                    if status == ST_OK:
+                        with nogil:
+                            status = hash_run(keys, m, replace, True, &scratch, &out, 0, &out_index)
+                    col.release()
+                else:
+                    with nogil:
+                        status = col.describe_buffers(cpos, m, keys, &err_index)
+                        if status == ST_OK:
+                            status = hash_run(keys, m, replace, True, &scratch, &out, 0, &out_index)
+                if status != ST_OK:
+                    # describe names the key's place in its column, hash_run its place in the chunk
+                    err_index = pos - cpos + (cpos + out_index if out_index >= 0 else err_index)
+                    break
+                with nogil:
+                    route_chunk(m, out.raw, out.has_key, route_mode, segment_tablep, rotationp,
+                                nrotation, &rr, tables, segp + pos if segp != NULL else NULL,
+                                bktp + pos, bh)
+                    rc = gs_scan(st, m, segp + pos if segp != NULL else NULL, bktp + pos, bh,
+                                 szp + pos if szp != NULL else NULL)
+                if rc != 0:
+                    break
+                cpos += m
+                pos += m
+            if status != ST_OK or rc != 0:
+                break
+        if status == ST_OK and rc == 0 and n:
+            with nogil:
+                rc = close_and_place(st, n, segp, bktp, <int64_t *>cnp.PyArray_DATA(order), &nrec, &kept)
+    finally:
+        bc_scratch_free(&scratch)
+    if status == ST_NOMEM or rc == -1:
+        raise MemoryError()
+    if status != ST_OK:
+        return status, err_index, None, rr
+    if rc == -2:
+        raise_bad_column(st.bad_what, st.bad_index, a_seg, a_bkt, sizes)
+    if kept != 0:
+        raise RuntimeError("internal error: messages left over after the final flush")
+    return ST_OK, -1, record_columns(st, nrec) + (order,), rr

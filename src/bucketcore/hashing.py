@@ -62,7 +62,8 @@ def kernel_path() -> str:
     return _hashing.resolved_path()
 
 
-def _replace_flag(errors: str) -> bool:
+def errors_flag(errors: str) -> bool:
+    """The kernels' replace flag for an ``errors=`` argument ("strict" or "replace")."""
     if errors == "strict":
         return False
     if errors == "replace":
@@ -79,7 +80,8 @@ def _index_label(index: int, shape: tuple[int, ...]) -> object:
     return index if len(shape) <= 1 else tuple(int(i) for i in np.unravel_index(index, shape))
 
 
-def _raise_status(status: int, index: int, keys: Any, shape: tuple[int, ...], allow_none: bool) -> None:
+def raise_for_status(status: int, index: int, keys: Any, shape: tuple[int, ...], allow_none: bool) -> None:
+    """Raise the error a kernel's status code stands for, naming the key at index."""
     if status == _hashing.STATUS_OK:
         return
     label = _index_label(index, shape)
@@ -141,9 +143,9 @@ def _arrow_columns(keys: Any) -> list[Any]:
     return columns
 
 
-def _classify(keys: Any) -> tuple[tuple[int, ...], Any]:
+def classify_keys(keys: Any) -> tuple[tuple[int, ...], Any]:
     """Validate a key column: (its shape, the source the kernels read: list/tuple, Arrow, or a
-    flat ndarray of dtype U, S or O)."""
+    flat ndarray of dtype U, S or O). For the kernels of other steps too (with key_columns)."""
     if isinstance(keys, (list, tuple)):
         return (len(keys),), keys
     if _is_arrow(keys):
@@ -168,7 +170,7 @@ def key_columns(source: Any) -> list[Any]:
         return [_hashing.objects_column(source)]
     status, column = _hashing.fixed_column(source)
     if status != _hashing.STATUS_OK:
-        _raise_status(status, 0, source, source.shape, True)
+        raise_for_status(status, 0, source, source.shape, True)
     return [column]
 
 
@@ -205,8 +207,8 @@ def _run_parts(run: Callable[[int, int], tuple[int, int]], n: int, threads: int)
 
 def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads: int | None):
     """Hash a key column; returns (shape, raw, segment_hash, bucket_hash, has_key)."""
-    replace = _replace_flag(errors)
-    shape, source = _classify(keys)
+    replace = errors_flag(errors)
+    shape, source = classify_keys(keys)
     n = math.prod(shape)
     parts = _threads_for(threads, n)
     raw = np.empty(n, dtype=np.uint32)
@@ -233,13 +235,13 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
 
     if n:
         status, index = _run_parts(run, n, parts)
-        _raise_status(status, index, keys, shape, allow_none)
+        raise_for_status(status, index, keys, shape, allow_none)
     return shape, raw, segment_hash, bucket_hash, has_key
 
 
 def _hash_scalar(key: str | bytes, errors: str) -> int:
-    status, value = _hashing.hash_one(key, _replace_flag(errors))
-    _raise_status(status, 0, [key], (), False)
+    status, value = _hashing.hash_one(key, errors_flag(errors))
+    raise_for_status(status, 0, [key], (), False)
     return int(value)
 
 

@@ -40,7 +40,8 @@ import numpy as np
 
 from _bucketcore import _producer
 from .errors import InvalidLayoutError
-from .hashing import MAX_HASH, KeyHashes, hash_keys, murmur3_32
+from .hashing import (MAX_HASH, KeyHashes, classify_keys, errors_flag, hash_keys, key_columns, murmur3_32,
+                      raise_for_status)
 from .layout import Buckets, TopicLayout
 
 __all__ = ["bucket_entries", "EntryTable", "Entry", "EntryBucketBatcher"]
@@ -251,7 +252,7 @@ class _Plan:
     """The segments a producer writes to, flattened for the kernels (built by :func:`_plan_for`)."""
 
     __slots__ = ("layout", "buckets", "segment_ids", "splits", "split_offsets", "bucket_offsets", "single",
-                 "tables", "starts", "legacy_order")
+                 "tables", "starts", "legacy_order", "fused")
 
     def __init__(self, target: Any, argname: str) -> None:
         if isinstance(target, Buckets):
@@ -279,6 +280,7 @@ class _Plan:
         # for the per-send path (Grouper.add_key): the same rules as TopicLayout.route_index
         self.starts = np.zeros(0, dtype=np.uint16)
         self.legacy_order: np.ndarray | None = None
+        self.fused: tuple[int, np.ndarray | None, np.ndarray] | None = None
         if self.layout is not None:
             active = self.layout.active_segments
             self.starts = np.array([seg.hash_start for seg in active[1:]], dtype=np.uint16)
@@ -305,6 +307,21 @@ class _Plan:
         _producer.bucket_index(seg, np.ascontiguousarray(kh.bucket_hash), self.splits, self.split_offsets,
                                bucket, self.tables)
         return seg, bucket, int(next_rr)
+
+    def fused_routing(self) -> tuple[int, np.ndarray | None, np.ndarray]:
+        """(route mode, 64 Ki segment table, keyless rotation) for the fused kernel, built once:
+        the same rules as TopicLayout.route_index (keyed by segment hash over the active starts,
+        v4 signSafeMod for an all-legacy layout, keyless messages in turn)."""
+        if self.fused is None:
+            if self.single or self.layout is None:
+                self.fused = (_producer.ROUTE_ONE, None, np.zeros(1, dtype=np.int32))
+            elif self.legacy_order is not None:
+                self.fused = (_producer.ROUTE_LEGACY, None, self.legacy_order)
+            else:
+                table = Buckets(self.starts.tolist()).lookup_table()
+                rotation = np.arange(self.segment_ids.shape[0], dtype=np.int32)
+                self.fused = (_producer.ROUTE_TABLE, table, rotation)
+        return self.fused
 
     def use_tables(self) -> None:
         """Look buckets up in each boundary list's 64 Ki table (Buckets.lookup_table, built once per
@@ -362,6 +379,9 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
     encrypted = _check_bool(encrypted, "encrypted")
     round_robin = _check_int(round_robin, "round_robin", 0)
     plan = _plan_for(layout_or_buckets, "layout_or_buckets")
+    limit = 1 if encrypted else max_messages
+    if not isinstance(keys_or_hashes, KeyHashes):
+        return _fused_entries(keys_or_hashes, plan, sizes, code, limit, max_bytes, round_robin, errors)
     kh = _as_key_hashes(keys_or_hashes, errors)
     n = kh.raw.shape[0]
     size_arr = _check_sizes(sizes, n)
@@ -369,9 +389,31 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
     bucket_hash = np.ascontiguousarray(kh.bucket_hash)
     del kh  # only the bucket hashes are needed from here on (drops our own hashes early)
     seg_idx, bkt, hmin, hmax, start, count, nbytes, order = _producer.group_entries(
-        seg, bucket, bucket_hash, size_arr, plan.bucket_offsets, code,
-        1 if encrypted else max_messages, max_bytes)
+        seg, bucket, bucket_hash, size_arr, plan.bucket_offsets, code, limit, max_bytes)
     return EntryTable(plan.segment_ids[seg_idx], bkt, hmin, hmax, start, count, nbytes, order, next_rr)
+
+
+def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: int, max_bytes: int,
+                   round_robin: int, errors: str) -> EntryTable:
+    """Keys to entries through the fused kernel: hashing, routing, lookup and grouping a chunk at a
+    time, with no column of hashes in between."""
+    replace = errors_flag(errors)
+    if isinstance(keys, (str, bytes)):
+        keys = [keys]
+    shape, source = classify_keys(keys)
+    if len(shape) != 1:
+        raise ValueError(f"keys must be one-dimensional (a message stream), got shape {shape}")
+    size_arr = _check_sizes(sizes, shape[0])
+    mode, segment_table, rotation = plan.fused_routing()
+    if plan.tables is None:
+        plan.use_tables()
+    status, index, columns, next_rr = _producer.fused_entries(
+        key_columns(source), size_arr, plan.bucket_offsets, code, max_messages, max_bytes, replace, mode,
+        segment_table, rotation, plan.tables, round_robin)
+    if columns is None:
+        raise_for_status(status, index, keys, shape, True)
+    seg_idx, bkt, hmin, hmax, start, count, nbytes, order = columns
+    return EntryTable(plan.segment_ids[seg_idx], bkt, hmin, hmax, start, count, nbytes, order, int(next_rr))
 
 
 # ----------------------------------------------------------------------------------------------
