@@ -8,7 +8,12 @@ build no Python object per entry. Buckets come from a boundary list's 65536-entr
 from the shared ``bc_bucket_of`` search for a few entries (``fits`` without a table).
 """
 
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
+
+cimport numpy as cnp
+import numpy as np
+
+cnp.import_array()
 
 cdef extern from "lookup.h" nogil:
     uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
@@ -203,3 +208,416 @@ def spread(int32_t[::1] owner not None, Py_ssize_t consumers):
                 hi = ((j + 1) * n) // consumers
                 for b in range(lo, hi):
                     owner[b] = <int32_t>j
+
+
+# ---------------------------------------------------------------------------------------------
+# The Dispatcher's state machine (bucketcore.dispatch.Dispatcher validates, routes and keeps the
+# consumer names; this keeps every per-entry and per-bucket structure in C arrays).
+
+# Entry states in the log.
+E_QUEUED = 0
+E_PENDING = 1
+E_ACKED = 2
+
+# Ack statuses.
+ACK_OK = 0
+ACK_UNKNOWN = 1
+ACK_ALREADY = 2
+ACK_QUEUED = 3
+ACK_OTHER = 4
+ACK_DUPLICATE = 5
+
+# Columns of the per-consumer counters.
+K_DELIVERED = 0
+K_DELIVERED_MESSAGES = 1
+K_REDELIVERED = 2
+K_ACKED = 3
+K_PENDING = 4
+K_PENDING_MESSAGES = 5
+
+cdef enum:
+    QUEUED = 0
+    PENDING = 1
+    ACKED = 2
+    ACKING = 3  # transient mark while an ack call is validated
+    NKSTATS = 6
+
+
+cdef class DispatchCore:
+    """Per-bucket FIFOs, pending bookkeeping and outboxes of one shared segment.
+
+    Invariants: a bucket's entries are delivered in log (offset) order; at most one consumer key
+    holds a bucket's delivered-but-unacked entries (``holder``); a bucket is *ready* when it has an
+    owner and no other holder; a ready bucket's queue is empty after every public call.
+    """
+
+    cdef readonly Py_ssize_t n_buckets
+    cdef const uint16_t[::1] table
+    cdef int32_t[::1] owner, holder
+    cdef uint8_t[::1] ready
+    cdef int64_t[::1] b_pending, b_queued, b_delivered, q_head, q_tail
+    # the entry log over [base, end)
+    cdef int64_t[::1] ids, msgs, qnext
+    cdef int32_t[::1] bucket, holder_log
+    cdef uint16_t[::1] hashes
+    cdef int8_t[::1] state
+    cdef uint8_t[::1] redelivered
+    cdef readonly Py_ssize_t base, end
+    # per consumer key
+    cdef int64_t[:, ::1] kstats
+    # outbox rows, in delivery order
+    cdef int32_t[::1] ob_key
+    cdef int64_t[::1] ob_id
+    cdef uint16_t[::1] ob_hash
+    cdef uint8_t[::1] ob_redelivered
+    cdef readonly Py_ssize_t ob_len
+
+    def __init__(self, const uint16_t[::1] table not None, Py_ssize_t n_buckets):
+        if table.shape[0] != 65536 or <Py_ssize_t>table[65535] + 1 != n_buckets:
+            raise ValueError("the bucket table does not match the bucket count")
+        self.n_buckets = n_buckets
+        self.table = table
+        self.owner = np.full(n_buckets, -1, dtype=np.int32)
+        self.holder = np.full(n_buckets, -1, dtype=np.int32)
+        self.ready = np.zeros(n_buckets, dtype=np.uint8)
+        self.b_pending = np.zeros(n_buckets, dtype=np.int64)
+        self.b_queued = np.zeros(n_buckets, dtype=np.int64)
+        self.b_delivered = np.zeros(n_buckets, dtype=np.int64)
+        self.q_head = np.full(n_buckets, -1, dtype=np.int64)
+        self.q_tail = np.full(n_buckets, -1, dtype=np.int64)
+        self._alloc_log(1024)
+        self.base = self.end = 0
+        self.kstats = np.zeros((16, NKSTATS), dtype=np.int64)
+        self._alloc_outbox(1024)
+        self.ob_len = 0
+
+    cdef void _alloc_log(self, Py_ssize_t cap) except *:
+        self.ids = np.empty(cap, np.int64)
+        self.msgs = np.empty(cap, np.int64)
+        self.qnext = np.empty(cap, np.int64)
+        self.bucket = np.empty(cap, np.int32)
+        self.holder_log = np.empty(cap, np.int32)
+        self.hashes = np.empty(cap, np.uint16)
+        self.state = np.empty(cap, np.int8)
+        self.redelivered = np.empty(cap, np.uint8)
+
+    cdef list _log_arrays(self):
+        return [np.asarray(self.ids), np.asarray(self.msgs), np.asarray(self.qnext),
+                np.asarray(self.bucket), np.asarray(self.holder_log), np.asarray(self.hashes),
+                np.asarray(self.state), np.asarray(self.redelivered)]
+
+    cdef void _alloc_outbox(self, Py_ssize_t cap) except *:
+        self.ob_key = np.empty(cap, np.int32)
+        self.ob_id = np.empty(cap, np.int64)
+        self.ob_hash = np.empty(cap, np.uint16)
+        self.ob_redelivered = np.empty(cap, np.uint8)
+
+    # -- small helpers ---------------------------------------------------------------------------
+
+    cdef inline void _update_ready(self, Py_ssize_t b) noexcept:
+        cdef int32_t o = self.owner[b], h = self.holder[b]
+        self.ready[b] = o >= 0 and (h < 0 or h == o)
+
+    cdef void _grow_outbox(self) except *:
+        cdef Py_ssize_t n = self.ob_len
+        old = (np.asarray(self.ob_key), np.asarray(self.ob_id), np.asarray(self.ob_hash),
+               np.asarray(self.ob_redelivered))
+        self._alloc_outbox(2 * self.ob_key.shape[0])
+        np.asarray(self.ob_key)[:n] = old[0][:n]
+        np.asarray(self.ob_id)[:n] = old[1][:n]
+        np.asarray(self.ob_hash)[:n] = old[2][:n]
+        np.asarray(self.ob_redelivered)[:n] = old[3][:n]
+
+    cdef int _deliver(self, Py_ssize_t pos) except -1:
+        """Hand a queued log position to its bucket's owner (the bucket must be ready)."""
+        cdef Py_ssize_t b = self.bucket[pos]
+        cdef int32_t k = self.owner[b]
+        self.state[pos] = PENDING
+        self.holder_log[pos] = k
+        self.holder[b] = k
+        self.b_pending[b] += 1
+        self.b_delivered[b] += 1
+        self.kstats[k, 0] += 1
+        self.kstats[k, 1] += self.msgs[pos]
+        self.kstats[k, 2] += self.redelivered[pos]
+        self.kstats[k, 4] += 1
+        self.kstats[k, 5] += self.msgs[pos]
+        if self.ob_len == self.ob_key.shape[0]:
+            self._grow_outbox()
+        self.ob_key[self.ob_len] = k
+        self.ob_id[self.ob_len] = self.ids[pos]
+        self.ob_hash[self.ob_len] = self.hashes[pos]
+        self.ob_redelivered[self.ob_len] = self.redelivered[pos]
+        self.ob_len += 1
+        return 0
+
+    cdef int _release(self, Py_ssize_t b) except -1:
+        """Deliver bucket b's queue, in order, while it is ready."""
+        cdef int64_t pos
+        while self.q_head[b] >= 0 and self.ready[b]:
+            pos = self.q_head[b]
+            self.q_head[b] = self.qnext[pos]
+            self.b_queued[b] -= 1
+            self._deliver(pos)
+        if self.q_head[b] < 0:
+            self.q_tail[b] = -1
+        return 0
+
+    def release_all(self):
+        """Deliver the queues of every ready bucket, merged in log (offset) order."""
+        cdef Py_ssize_t b, count = 0, i = 0
+        cdef int64_t pos
+        for b in range(self.n_buckets):
+            if self.ready[b] and self.q_head[b] >= 0:
+                count += self.b_queued[b]
+        if count == 0:
+            return
+        positions = np.empty(count, dtype=np.int64)
+        cdef int64_t[::1] p = positions
+        for b in range(self.n_buckets):
+            if self.ready[b] and self.q_head[b] >= 0:
+                pos = self.q_head[b]
+                while pos >= 0:
+                    p[i] = pos
+                    i += 1
+                    pos = self.qnext[pos]
+                self.q_head[b] = self.q_tail[b] = -1
+                self.b_queued[b] = 0
+        positions.sort()
+        for i in range(count):
+            self._deliver(p[i])
+
+    # -- membership ------------------------------------------------------------------------------
+
+    def add_key(self, Py_ssize_t key):
+        """Make room for the counters of consumer key ``key`` (keys are dense, increasing)."""
+        cdef Py_ssize_t cap = self.kstats.shape[0]
+        if key >= cap:
+            while key >= cap:
+                cap *= 2
+            grown = np.zeros((cap, NKSTATS), dtype=np.int64)
+            grown[:self.kstats.shape[0]] = np.asarray(self.kstats)
+            self.kstats = grown
+        self.kstats[key, :] = 0
+
+    def set_owners(self, const int32_t[::1] owner_key not None):
+        """New spread (per bucket: owner key or -1); queues of buckets that became ready flow."""
+        if owner_key.shape[0] != self.n_buckets:
+            raise ValueError("owner_key must have one item per bucket")
+        cdef Py_ssize_t b
+        for b in range(self.n_buckets):
+            self.owner[b] = owner_key[b]
+            self._update_ready(b)
+        self.release_all()
+
+    def requeue(self, int32_t key):
+        """A consumer crashed: its unacked entries go back to the front of their queues, in order,
+        flagged redelivered; its undelivered outbox rows are dropped. Returns how many."""
+        cdef Py_ssize_t pos, b, count = 0, i, j = 0
+        for pos in range(self.end - 1, self.base - 1, -1):  # descending + prepend = ascending
+            if self.state[pos] != PENDING or self.holder_log[pos] != key:
+                continue
+            b = self.bucket[pos]
+            self.state[pos] = QUEUED
+            self.holder_log[pos] = -1
+            self.redelivered[pos] = 1
+            self.qnext[pos] = self.q_head[b]
+            self.q_head[b] = pos
+            if self.q_tail[b] < 0:
+                self.q_tail[b] = pos
+            self.b_pending[b] -= 1
+            self.b_queued[b] += 1
+            self.holder[b] = -1  # it held every unacked entry of b
+            self._update_ready(b)
+            count += 1
+        self.kstats[key, 4] = 0
+        self.kstats[key, 5] = 0
+        for i in range(self.ob_len):
+            if self.ob_key[i] != key:
+                self.ob_key[j] = self.ob_key[i]
+                self.ob_id[j] = self.ob_id[i]
+                self.ob_hash[j] = self.ob_hash[i]
+                self.ob_redelivered[j] = self.ob_redelivered[i]
+                j += 1
+        self.ob_len = j
+        self.release_all()
+        return count
+
+    # -- the log ---------------------------------------------------------------------------------
+
+    cdef void _reserve(self, Py_ssize_t n) except *:
+        cdef Py_ssize_t cap = self.ids.shape[0], live, b, i
+        if self.end + n <= cap:
+            return
+        while self.base < self.end and self.state[self.base] == ACKED:
+            self.base += 1
+        live = self.end - self.base
+        while live + n > cap // 2:
+            cap *= 2
+        cols = [arr[self.base:self.end].copy() for arr in self._log_arrays()]
+        if cap != self.ids.shape[0]:
+            self._alloc_log(cap)
+        for arr, col in zip(self._log_arrays(), cols):
+            arr[:live] = col
+        for i in range(live):
+            if self.qnext[i] >= 0:
+                self.qnext[i] -= self.base
+        for b in range(self.n_buckets):
+            if self.q_head[b] >= 0:
+                self.q_head[b] -= self.base
+                self.q_tail[b] -= self.base
+        self.base = 0
+        self.end = live
+
+    def offer(self, const int64_t[::1] ids not None, const int32_t[::1] bucket not None,
+              const uint16_t[::1] hashes not None, const int64_t[::1] msgs not None):
+        """Append routed entries (ids ascending, after the log's last) and deliver or queue each;
+        returns how many were delivered right away."""
+        cdef Py_ssize_t n = ids.shape[0], i, pos, b, now = 0
+        if bucket.shape[0] != n or hashes.shape[0] != n or msgs.shape[0] != n:
+            raise ValueError("offer columns differ in length")
+        self._reserve(n)
+        for i in range(n):
+            b = bucket[i]
+            if b < 0 or b >= self.n_buckets:
+                raise ValueError(f"bucket {b} out of range")
+        for i in range(n):
+            pos = self.end
+            self.end += 1
+            b = bucket[i]
+            self.ids[pos] = ids[i]
+            self.msgs[pos] = msgs[i]
+            self.bucket[pos] = <int32_t>b
+            self.hashes[pos] = hashes[i]
+            self.state[pos] = QUEUED
+            self.holder_log[pos] = -1
+            self.redelivered[pos] = 0
+            if self.ready[b] and self.q_head[b] < 0:
+                self._deliver(pos)
+                now += 1
+            else:
+                self.qnext[pos] = -1
+                if self.q_tail[b] >= 0:
+                    self.qnext[self.q_tail[b]] = pos
+                else:
+                    self.q_head[b] = pos
+                self.q_tail[b] = pos
+                self.b_queued[b] += 1
+        return now
+
+    cdef Py_ssize_t _find(self, int64_t entry_id) noexcept:
+        """Log position of entry_id in [base, end), or -1 (ids ascend: binary search)."""
+        cdef Py_ssize_t lo = self.base, hi = self.end, mid
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self.ids[mid] < entry_id:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < self.end and self.ids[lo] == entry_id:
+            return lo
+        return -1
+
+    def ack(self, int32_t key, const int64_t[::1] ids not None):
+        """Individual acks from consumer ``key``; all or nothing.
+
+        Returns ``(status, index, detail)``: ACK_OK, or the first failing id's index and why
+        (detail: the holder key for ACK_OTHER)."""
+        cdef Py_ssize_t n = ids.shape[0], i, pos, b
+        cdef int status = ACK_OK
+        cdef Py_ssize_t bad = -1
+        cdef int32_t detail = -1
+        cdef int8_t st
+        positions = np.empty(n, dtype=np.int64)
+        cdef int64_t[::1] p = positions
+        for i in range(n):
+            pos = self._find(ids[i])
+            if pos < 0:
+                status = ACK_UNKNOWN
+            else:
+                st = self.state[pos]
+                if st == ACKING:
+                    status = ACK_DUPLICATE
+                elif st == ACKED:
+                    status = ACK_ALREADY
+                elif st == QUEUED:
+                    status = ACK_QUEUED
+                elif self.holder_log[pos] != key:
+                    status = ACK_OTHER
+                    detail = self.holder_log[pos]
+            if status != ACK_OK:
+                bad = i
+                for pos in range(i):  # undo the marks
+                    self.state[p[pos]] = PENDING
+                return status, bad, detail
+            self.state[pos] = ACKING
+            p[i] = pos
+        for i in range(n):
+            pos = p[i]
+            b = self.bucket[pos]
+            self.state[pos] = ACKED
+            self.holder_log[pos] = -1
+            self.b_pending[b] -= 1
+            self.kstats[key, 3] += 1
+            self.kstats[key, 4] -= 1
+            self.kstats[key, 5] -= self.msgs[pos]
+            if self.b_pending[b] == 0:
+                self.holder[b] = -1
+                self._update_ready(b)
+                if self.ready[b] and self.q_head[b] >= 0:
+                    self._release(b)
+        return ACK_OK, -1, -1
+
+    # -- outboxes and views ----------------------------------------------------------------------
+
+    def take_outbox(self):
+        """Every outbox row (keys, entry ids, hashes, redelivered flags), emptied."""
+        cdef Py_ssize_t n = self.ob_len
+        self.ob_len = 0
+        return (np.asarray(self.ob_key)[:n].copy(), np.asarray(self.ob_id)[:n].copy(),
+                np.asarray(self.ob_hash)[:n].copy(), np.asarray(self.ob_redelivered)[:n].astype(np.bool_))
+
+    def take_outbox_of(self, int32_t key):
+        """One consumer's outbox rows (entry ids, hashes, redelivered), removed; the rest stay."""
+        cdef Py_ssize_t i, j = 0, m = 0, n = self.ob_len
+        for i in range(n):
+            m += self.ob_key[i] == key
+        out_id = np.empty(m, np.int64)
+        out_hash = np.empty(m, np.uint16)
+        out_red = np.empty(m, np.bool_)
+        cdef int64_t[::1] oi = out_id
+        cdef uint16_t[::1] oh = out_hash
+        cdef uint8_t[::1] orr = out_red.view(np.uint8)
+        m = 0
+        for i in range(n):
+            if self.ob_key[i] == key:
+                oi[m] = self.ob_id[i]
+                oh[m] = self.ob_hash[i]
+                orr[m] = self.ob_redelivered[i]
+                m += 1
+            else:
+                self.ob_key[j] = self.ob_key[i]
+                self.ob_id[j] = self.ob_id[i]
+                self.ob_hash[j] = self.ob_hash[i]
+                self.ob_redelivered[j] = self.ob_redelivered[i]
+                j += 1
+        self.ob_len = j
+        return out_id, out_hash, out_red
+
+    def key_stats(self, Py_ssize_t key):
+        return tuple(np.asarray(self.kstats[key]).tolist())
+
+    def bucket_columns(self):
+        """Copies of (owner keys, holder keys, delivered, pending, queued) per bucket."""
+        return (np.asarray(self.owner).copy(), np.asarray(self.holder).copy(),
+                np.asarray(self.b_delivered).copy(), np.asarray(self.b_pending).copy(),
+                np.asarray(self.b_queued).copy())
+
+    def totals(self):
+        """(pending entries, queued entries)."""
+        return int(np.asarray(self.b_pending).sum()), int(np.asarray(self.b_queued).sum())
+
+    def entry_holder(self, int64_t entry_id):
+        """Holder key of a delivered, unacked entry (or -1)."""
+        cdef Py_ssize_t pos = self._find(entry_id)
+        return -1 if pos < 0 else self.holder_log[pos]

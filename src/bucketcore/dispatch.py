@@ -565,23 +565,12 @@ class BucketStats:
 
 
 class _Member:
-    __slots__ = ("key", "consumer", "leaving", "delivered", "delivered_messages", "redelivered",
-                 "acked", "pending", "pending_messages", "outbox")
+    __slots__ = ("key", "consumer", "leaving")
 
     def __init__(self, key: int, consumer: Consumer) -> None:
         self.key = key
         self.consumer = consumer
         self.leaving = False
-        self.delivered = 0
-        self.delivered_messages = 0
-        self.redelivered = 0
-        self.acked = 0
-        self.pending = 0
-        self.pending_messages = 0
-        self.outbox: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-
-
-_QUEUED, _PENDING, _ACKED = 0, 1, 2
 
 
 def _one(value: Any) -> Any:
@@ -590,24 +579,14 @@ def _one(value: Any) -> Any:
     return None if value is None else (value if np.ndim(value) else [value])
 
 
-def _counts(index: np.ndarray, size: int) -> np.ndarray | None:
-    """Occurrences of each value 0..size-1 in ``index`` when that is cheap (dense), else None."""
-    return np.bincount(index, minlength=size) if index.size * 4 >= size else None
-
-
-def _distinct(index: np.ndarray, size: int) -> np.ndarray:
-    """The distinct values of ``index`` (all in 0..size-1), ascending."""
-    if index.size * 4 >= size:
-        return np.flatnonzero(np.bincount(index, minlength=size))
-    return np.unique(index)
-
-
-def _add_counts(target: np.ndarray, index: np.ndarray, sign: int = 1) -> None:
-    """``target[index] += sign`` with repeated indexes (bincount when dense, add.at when sparse)."""
-    if index.size * 4 >= target.size:
-        target += sign * np.bincount(index, minlength=target.size)
-    else:
-        np.add.at(target, index, sign)
+def _entry_id_column(values: Any, name: str = "entry_ids") -> np.ndarray:
+    if isinstance(values, (int, np.integer)) and not isinstance(values, (bool, np.bool_)):
+        values = [values]
+    ids = _int_column(values, name)
+    if ids.dtype == np.uint64 and ids.size and int(ids.max()) > _INT64_MAX:
+        i = int(np.argmax(ids > _INT64_MAX))
+        raise ValueError(f"entry id at index {i} is {int(ids[i])}, above the int64 range")
+    return np.ascontiguousarray(ids, dtype=np.int64)
 
 
 class Dispatcher:
@@ -644,30 +623,12 @@ class Dispatcher:
 
     def __init__(self, buckets: BucketsLike) -> None:
         self._selector = EntryBucketSelector(buckets)
-        n = self._selector._n
-        self._n = n
+        self._n = self._selector._n
+        # Per-entry and per-bucket state lives in the compiled core; names and membership here.
+        self._core = _dispatch.DispatchCore(self._selector._table, self._n)
         self._members: dict[Consumer, _Member] = {}
         self._by_key: dict[int, _Member] = {}
         self._next_key = 0
-        self._owner_key = np.full(n, -1, dtype=np.int32)
-        self._holder = np.full(n, -1, dtype=np.int32)
-        self._b_pending = np.zeros(n, dtype=np.int64)
-        self._b_queued = np.zeros(n, dtype=np.int64)
-        self._b_delivered = np.zeros(n, dtype=np.int64)
-        self._ready_cache: np.ndarray | None = None
-        # The entry log (offset order): columns over [base, end), grown by doubling.
-        cap = 1024
-        self._ids = np.empty(cap, np.int64)
-        self._bucket = np.empty(cap, np.int32)
-        self._hash = np.empty(cap, np.uint16)
-        self._msgs = np.empty(cap, np.int64)
-        self._state = np.empty(cap, np.int8)
-        self._holder_log = np.empty(cap, np.int32)
-        self._redelivered = np.empty(cap, np.bool_)
-        self._base = 0
-        self._end = 0
-        # Log positions of the queued entries, ascending (= offset order): what releases scan.
-        self._qpos = np.empty(0, np.int64)
         self._last_id: int | None = None
         self.offered_entries = 0
         self.straddling_entries = 0
@@ -696,23 +657,26 @@ class Dispatcher:
 
     @property
     def pending_entries(self) -> int:
-        return int(self._b_pending.sum())
+        """Entries delivered and not yet acked, over every consumer."""
+        return int(self._core.totals()[0])
 
     @property
     def queued_entries(self) -> int:
-        return int(self._b_queued.sum())
+        """Entries waiting: paused or unowned buckets, crash redeliveries."""
+        return int(self._core.totals()[1])
 
     def _paused_mask(self) -> np.ndarray:
-        return (self._owner_key >= 0) & (self._holder >= 0) & (self._holder != self._owner_key)
+        owner, holder = self._core.bucket_columns()[:2]
+        return (owner >= 0) & (holder >= 0) & (holder != owner)
 
     def paused_buckets(self) -> np.ndarray:
         """Buckets withheld from their owner right now (``np.int32`` bucket indexes)."""
         return np.flatnonzero(self._paused_mask()).astype(np.int32)
 
     def bucket_stats(self) -> BucketStats:
-        slots = self._selector.owner_slots
-        return BucketStats(slots.copy(), self._b_delivered.copy(), self._b_pending.copy(),
-                           self._b_queued.copy(), self._paused_mask())
+        owner, holder, delivered, pending, queued = self._core.bucket_columns()
+        paused = (owner >= 0) & (holder >= 0) & (holder != owner)
+        return BucketStats(self._selector.owner_slots.copy(), delivered, pending, queued, paused)
 
     def consumer_stats(self, name: str | None = None, consumer_id: int | None = None) -> Any:
         """Counters of one consumer (:class:`ConsumerStats`), or of all of them (a dict) when
@@ -722,15 +686,15 @@ class Dispatcher:
         return self._stats_of(self._member(name, consumer_id))
 
     def _stats_of(self, m: _Member) -> ConsumerStats:
+        delivered, messages, redelivered, acked, pending, pending_messages = self._core.key_stats(m.key)
         if m.leaving:
             owned = range(0)
             paused = 0
         else:
             owned = self._selector.buckets_of(*m.consumer)
             paused = int(np.count_nonzero(self._paused_mask()[owned.start:owned.stop]))
-        return ConsumerStats(m.consumer, "leaving" if m.leaving else "active", owned, m.delivered,
-                             m.delivered_messages, m.redelivered, m.acked, m.pending,
-                             m.pending_messages, paused)
+        return ConsumerStats(m.consumer, "leaving" if m.leaving else "active", owned, delivered,
+                             messages, redelivered, acked, pending, pending_messages, paused)
 
     def _member(self, name: Any, consumer_id: Any) -> _Member:
         consumer = _check_consumer(name, consumer_id)
@@ -738,6 +702,9 @@ class Dispatcher:
         if m is None:
             raise KeyError(f"consumer {consumer!r} is not connected to this dispatcher")
         return m
+
+    def _pending_of(self, m: _Member) -> int:
+        return int(self._core.key_stats(m.key)[4])
 
     # -- membership ---------------------------------------------------------------------------
 
@@ -751,17 +718,17 @@ class Dispatcher:
         if existing is not None:
             if existing.leaving:
                 raise ValueError(
-                    f"consumer {consumer!r} left and still holds {existing.pending} unacked entries: "
-                    "let it ack them, or remove it with crash=True, before it rejoins"
+                    f"consumer {consumer!r} left and still holds {self._pending_of(existing)} unacked "
+                    "entries: let it ack them, or remove it with crash=True, before it rejoins"
                 )
             raise ValueError(f"consumer {consumer!r} is already a member")
         moves = self._selector.add_consumer(name, consumer_id, declared=declared)
         m = _Member(self._next_key, consumer)
         self._next_key += 1
+        self._core.add_key(m.key)
         self._members[consumer] = m
         self._by_key[m.key] = m
         self._refresh_owners()
-        self._release()
         return moves
 
     def remove_consumer(self, name: str, consumer_id: int, *, crash: bool = False) -> tuple[BucketMove, ...]:
@@ -779,63 +746,31 @@ class Dispatcher:
             if not crash:
                 raise ValueError(
                     f"consumer {m.consumer!r} already left; pass crash=True to redeliver its "
-                    f"{m.pending} unacked entries"
+                    f"{self._pending_of(m)} unacked entries"
                 )
             moves: tuple[BucketMove, ...] = ()
         else:
             moves = self._selector.remove_consumer(name, consumer_id)
             self._refresh_owners()
         if crash:
-            self._requeue(m)
+            self._core.requeue(m.key)
             self._forget(m)
         else:
             m.leaving = True
-            if m.pending == 0:
+            if self._pending_of(m) == 0:
                 self._forget(m)
-        self._release()
         return moves
 
     def _forget(self, m: _Member) -> None:
+        self._core.take_outbox_of(m.key)  # nothing left to send to a consumer that is gone
         del self._members[m.consumer]
         del self._by_key[m.key]
 
     def _refresh_owners(self) -> None:
         keys = np.array([self._members[c].key for c in self._selector.consumers] + [-1], dtype=np.int32)
-        self._owner_key = keys[self._selector.owner_slots]
-        self._ready_cache = None
+        self._core.set_owners(np.ascontiguousarray(keys[self._selector.owner_slots]))
 
-    def _ready(self) -> np.ndarray:
-        """Buckets whose owner may receive now: owned, and held by nobody else."""
-        if self._ready_cache is None:
-            own = self._owner_key
-            self._ready_cache = (own >= 0) & ((self._holder < 0) | (self._holder == own))
-        return self._ready_cache
-
-    # -- the entry log ------------------------------------------------------------------------
-
-    def _advance_base(self) -> None:
-        live = self._state[self._base:self._end] != _ACKED
-        self._base = self._base + int(np.argmax(live)) if live.any() else self._end
-
-    def _reserve(self, n: int) -> None:
-        if self._end + n <= self._ids.size:
-            return
-        self._advance_base()
-        live = self._end - self._base
-        cap = self._ids.size
-        while live + n > cap // 2:
-            cap *= 2
-        for name in ("_ids", "_bucket", "_hash", "_msgs", "_state", "_holder_log", "_redelivered"):
-            old = getattr(self, name)
-            new = old if cap == old.size else np.empty(cap, old.dtype)
-            new[:live] = old[self._base:self._end]
-            setattr(self, name, new)
-        self._qpos -= self._base  # queued entries are never before base (only acked ones are)
-        self._base, self._end = 0, live
-
-    def _window(self) -> slice:
-        self._advance_base()
-        return slice(self._base, self._end)
+    # -- entries, acks, delivery --------------------------------------------------------------
 
     def offer(self, entry_ids: Any, hash_min: Any = None, *, hash_max: Any = None, key_hash: Any = None,
               stamped: Any = None, message_count: Any = None) -> int:
@@ -852,12 +787,8 @@ class Dispatcher:
             entry_ids, hash_min, hash_max, key_hash, stamped, message_count = (
                 [entry_ids], _one(hash_min), _one(hash_max), _one(key_hash), _one(stamped),
                 _one(message_count))
-        ids = _int_column(entry_ids, "entry_ids")
+        ids = _entry_id_column(entry_ids)
         n = ids.size
-        if ids.dtype == np.uint64 and n and int(ids.max()) > _INT64_MAX:
-            i = int(np.argmax(ids > _INT64_MAX))
-            raise ValueError(f"entry id at index {i} is {int(ids[i])}, above the int64 range")
-        ids = ids.astype(np.int64, copy=False)
         if n:
             if int(ids.min()) < 0:
                 i = int(np.argmax(ids < 0))
@@ -901,179 +832,59 @@ class Dispatcher:
         self._last_id = int(ids[-1])
         self.offered_entries += n
         self.straddling_entries += straddling
-        self._reserve(n)
-        s, e = self._end, self._end + n
-        self._ids[s:e] = ids
-        self._bucket[s:e] = bucket
-        self._hash[s:e] = hashes
-        self._msgs[s:e] = msgs
-        self._state[s:e] = _QUEUED
-        self._holder_log[s:e] = -1
-        self._redelivered[s:e] = False
-        self._end = e
-        _add_counts(self._b_queued, bucket)
-        # A ready bucket has an empty queue (every call ends by releasing), so ready = deliverable.
-        ready = self._ready()[bucket]
-        waiting = np.flatnonzero(~ready)
-        if waiting.size:
-            self._qpos = np.concatenate((self._qpos, waiting + s))
-        now = np.flatnonzero(ready)
-        self._dispatch(now + s)
-        return int(now.size)
-
-    def _dispatch(self, pos: np.ndarray) -> None:
-        """Hand queued log positions (ascending; their buckets ready) to their buckets' owners."""
-        if pos.size == 0:
-            return
-        b = self._bucket[pos]
-        k = self._owner_key[b]
-        self._state[pos] = _PENDING
-        self._holder_log[pos] = k
-        self._holder[b] = k
-        counts = _counts(b, self._n)
-        if counts is None:
-            np.add.at(self._b_queued, b, -1)
-            np.add.at(self._b_pending, b, 1)
-            np.add.at(self._b_delivered, b, 1)
-        else:
-            self._b_queued -= counts
-            self._b_pending += counts
-            self._b_delivered += counts
-        order = np.argsort(k, kind="stable")
-        ks = k[order]
-        cuts = np.flatnonzero(ks[1:] != ks[:-1]) + 1
-        for group in np.split(order, cuts):
-            m = self._by_key[int(k[group[0]])]
-            p = pos[group]
-            redelivered = self._redelivered[p]
-            m.outbox.append((self._ids[p], self._hash[p], redelivered))
-            count = int(p.size)
-            messages = int(self._msgs[p].sum())
-            m.delivered += count
-            m.delivered_messages += messages
-            m.redelivered += int(np.count_nonzero(redelivered))
-            m.pending += count
-            m.pending_messages += messages
-
-    def _release(self) -> None:
-        """Deliver the queues of every bucket that became ready, in offset order."""
-        waiting = self._ready() & (self._b_queued > 0)
-        if not waiting.any():
-            return
-        qpos = self._qpos
-        go = waiting[self._bucket[qpos]]
-        self._qpos = qpos[~go]
-        self._dispatch(qpos[go])
-
-    def _requeue(self, m: _Member) -> None:
-        """Put a crashed consumer's unacked entries back at the front of their buckets' queues."""
-        m.outbox.clear()
-        if m.pending == 0:
-            return
-        w = self._window()
-        pos = np.flatnonzero((self._state[w] == _PENDING) & (self._holder_log[w] == m.key)) + w.start
-        b = self._bucket[pos]
-        # Offsets order the queue: these precede every queued entry of their buckets.
-        self._state[pos] = _QUEUED
-        self._holder_log[pos] = -1
-        self._redelivered[pos] = True
-        self._qpos = np.sort(np.concatenate((self._qpos, pos)))
-        _add_counts(self._b_pending, b, -1)
-        _add_counts(self._b_queued, b)
-        self._holder[_distinct(b, self._n)] = -1  # one holder per bucket: it was m
-        self._ready_cache = None
-        m.pending = m.pending_messages = 0
-
-    # -- acks and delivery --------------------------------------------------------------------
+        return int(self._core.offer(ids, bucket, hashes, np.ascontiguousarray(msgs, dtype=np.int64)))
 
     def ack(self, name: str, consumer_id: int, entry_ids: Any) -> int:
         """Individual acks from a consumer (one id or a column); returns how many were acked.
 
         Every id must be pending on that consumer (delivered to it, not yet acked), else a
-        ``KeyError`` (unknown to it) or ``ValueError`` (duplicate in the call) naming the id and
-        nothing is acked. Acking the last entry a consumer held of a moved bucket unpauses it.
+        ``KeyError`` (not pending on it: unknown, already acked, queued, or held by another
+        consumer) or ``ValueError`` (the same id twice in the call) naming the id, and nothing is
+        acked. Acking the last entry a consumer held of a moved bucket unpauses that bucket.
         """
         m = self._member(name, consumer_id)
-        if isinstance(entry_ids, (int, np.integer)) and not isinstance(entry_ids, (bool, np.bool_)):
-            entry_ids = [entry_ids]
-        ids = _int_column(entry_ids, "entry_ids")
+        try:
+            ids = _entry_id_column(entry_ids)
+        except ValueError:
+            raise KeyError(f"an entry id is not pending on consumer {m.consumer!r}: outside int64") from None
         if ids.size == 0:
             return 0
-        if ids.dtype == np.uint64 and int(ids.max()) > _INT64_MAX:
-            i = int(np.argmax(ids > _INT64_MAX))
-            raise KeyError(f"entry {int(ids[i])} is not pending on consumer {m.consumer!r}")
-        ids = ids.astype(np.int64, copy=False)
-        if ids.size > 1 and not (ids[1:] > ids[:-1]).all():  # ascending ids (the usual case) are unique
-            uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
-            if uniq.size != ids.size:
-                i = int(np.sort(first[counts > 1])[0])
-                raise ValueError(f"entry {int(ids[i])} is acked twice in one call")
-        base, end = self._base, self._end
-        if end == base:
-            raise KeyError(f"entry {int(ids[0])} is not pending on consumer {m.consumer!r}: "
-                           "not a dispatched entry of this segment, or already acked")
-        pos = np.searchsorted(self._ids[base:end], ids)
-        np.minimum(pos, end - base - 1, out=pos)
-        pos += base
-        found = self._ids[pos] == ids
-        ok = found & (self._state[pos] == _PENDING) & (self._holder_log[pos] == m.key)
-        if not ok.all():
-            i = int(np.argmax(~ok))
-            why = "not a dispatched entry of this segment, or already acked"
-            if found[i]:
-                st = int(self._state[pos[i]])
-                if st == _ACKED:
-                    why = "already acked"
-                elif st == _QUEUED:
-                    why = "queued for (re)delivery, not delivered"
-                else:
-                    holder = self._by_key[int(self._holder_log[pos[i]])].consumer
-                    why = f"pending on consumer {holder!r}"
-            raise KeyError(f"entry {int(ids[i])} is not pending on consumer {m.consumer!r}: {why}")
-        b = self._bucket[pos]
-        self._state[pos] = _ACKED
-        self._holder_log[pos] = -1
-        per_bucket = _counts(b, self._n)
-        touched: np.ndarray
-        if per_bucket is None:
-            np.add.at(self._b_pending, b, -1)
-            touched = np.unique(b)
-        else:
-            self._b_pending -= per_bucket
-            touched = np.flatnonzero(per_bucket)
-        n = int(ids.size)
-        m.pending -= n
-        m.pending_messages -= int(self._msgs[pos].sum())
-        m.acked += n
-        drained = touched[self._b_pending[touched] == 0]
-        if drained.size:
-            self._holder[drained] = -1
-            self._ready_cache = None
-        if m.leaving and m.pending == 0:
+        status, index, detail = self._core.ack(m.key, ids)
+        if status != _dispatch.ACK_OK:
+            entry = int(ids[index])
+            if status == _dispatch.ACK_DUPLICATE:
+                raise ValueError(f"entry {entry} is acked twice in one call")
+            why = {
+                _dispatch.ACK_UNKNOWN: "not a dispatched entry of this segment, or already acked",
+                _dispatch.ACK_ALREADY: "already acked",
+                _dispatch.ACK_QUEUED: "queued for (re)delivery, not delivered",
+            }.get(status)
+            if why is None:
+                why = f"pending on consumer {self._by_key[detail].consumer!r}"
+            raise KeyError(f"entry {entry} is not pending on consumer {m.consumer!r}: {why}")
+        if m.leaving and self._pending_of(m) == 0:
             self._forget(m)
-        self._release()
-        return n
+        return int(ids.size)
 
     def poll(self, name: str | None = None, consumer_id: int | None = None) -> Any:
         """Empty the outboxes: with no arguments a dict ``{consumer: Deliveries}`` of every
         consumer with something to send; for one consumer its :class:`Deliveries` (maybe empty)."""
-        if name is None and consumer_id is None:
-            out = {}
-            for c, m in sorted(self._members.items()):
-                if m.outbox:
-                    out[c] = self._drain(m)
-            return out
-        return self._drain(self._member(name, consumer_id))
-
-    @staticmethod
-    def _drain(m: _Member) -> Deliveries:
-        if not m.outbox:
-            return _EMPTY
-        box, m.outbox = m.outbox, []
-        if len(box) == 1:
-            return Deliveries(*box[0])
-        return Deliveries(*(np.concatenate(cols) for cols in zip(*box)))
+        if name is not None or consumer_id is not None:
+            m = self._member(name, consumer_id)
+            return Deliveries(*self._core.take_outbox_of(m.key))
+        keys, entry_ids, hashes, redelivered = self._core.take_outbox()
+        if keys.size == 0:
+            return {}
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        cuts = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+        out = {}
+        for group in np.split(order, cuts):
+            consumer = self._by_key[int(keys[group[0]])].consumer
+            out[consumer] = Deliveries(entry_ids[group], hashes[group], redelivered[group])
+        return dict(sorted(out.items()))
 
     def __repr__(self) -> str:
+        pending, queued = self._core.totals()
         return (f"Dispatcher(buckets={self._n}, consumers={len(self.consumers)}, "
-                f"leaving={len(self.leaving)}, pending={self.pending_entries}, queued={self.queued_entries})")
+                f"leaving={len(self.leaving)}, pending={pending}, queued={queued})")
