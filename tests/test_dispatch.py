@@ -859,3 +859,75 @@ def test_the_contract_names_are_exported():
     assert bc.MalformedStampError is MalformedStampError
     for name in ("EntryBucketSelector", "route_entries", "fits_one_bucket", "Dispatcher", "BucketMove"):
         assert name in bc.__all__
+
+
+SCALAR_CASES = [
+    # (kwargs for one entry with id 10, expected exception, message fragment)
+    (dict(hash_min=0x10000), MalformedStampError, "hash_min=65536 is outside"),
+    (dict(hash_min=-1), MalformedStampError, "hash_min=-1 is outside"),
+    (dict(hash_min=9, hash_max=8), MalformedStampError, "hash_min=0x0009 > hash_max=0x0008"),
+    (dict(hash_min=9, hash_max=0x10000), MalformedStampError, "hash_max=65536 is outside"),
+    (dict(hash_min=9, key_hash=5), TypeError, "pass stamped="),
+    (dict(hash_min=9, stamped=False), ValueError, "index 0 is unstamped and no key_hash"),
+    (dict(hash_min=9, stamped=False, key_hash=-5), ValueError, "key_hash at index 0 is -5"),
+    (dict(hash_min=None, key_hash=None), TypeError, "pass hash_min"),
+    (dict(hash_min=None, key_hash=3, hash_max=4), TypeError, "need hash_min"),
+    (dict(hash_min=9, message_count=0), ValueError, "message_count at index 0 is 0"),
+]
+
+
+@pytest.mark.parametrize("kwargs, error, fragment", SCALAR_CASES)
+def test_one_entry_as_scalars_or_as_a_column_fails_the_same_way(kwargs, error, fragment):
+    for as_column in (False, True):
+        d = make_dispatcher(2, A)
+        d.offer(5, 1)
+        if as_column:
+            kw = {k: (None if v is None else (np.array([v]) if isinstance(v, bool) else [v]))
+                  for k, v in kwargs.items()}
+            call = lambda: d.offer([10], **kw)  # noqa: E731
+        else:
+            call = lambda: d.offer(10, **kwargs)  # noqa: E731
+        with pytest.raises(error, match=fragment):
+            call()
+        assert d.offered_entries == 1 and d.pending_entries == 1  # nothing applied
+    d = make_dispatcher(2, A)
+    d.offer(5, 1)
+    with pytest.raises(ValueError, match="not after the last offered id 5"):
+        d.offer(5, 1)
+    with pytest.raises(ValueError, match="entry id at index 0 is -2"):
+        d.offer(-2, 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_scalar_calls_behave_like_column_calls(data):
+    n_buckets = data.draw(st.sampled_from([1, 2, 5, 16]))
+    n = data.draw(st.integers(1, 40))
+    lo = data.draw(st.lists(st.integers(0, 0xFFFF), min_size=n, max_size=n))
+    width = data.draw(st.lists(st.integers(0, 0x2000), min_size=n, max_size=n))
+    stamped = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    keys = data.draw(st.lists(st.integers(0, 0xFFFFFFFF), min_size=n, max_size=n))
+    counts = data.draw(st.lists(st.integers(1, 9), min_size=n, max_size=n))
+    crash_at = data.draw(st.integers(0, n))
+    runs = []
+    for scalar in (True, False):
+        d = make_dispatcher(n_buckets, A, B)
+        for i in range(n):
+            hi = min(lo[i] + width[i], 0xFFFF)
+            if scalar:
+                d.offer(3 * i, lo[i], hash_max=hi, key_hash=keys[i], stamped=stamped[i], message_count=counts[i])
+            else:
+                d.offer([3 * i], [lo[i]], hash_max=[hi], key_hash=[keys[i]], stamped=np.array([stamped[i]]),
+                        message_count=[counts[i]])
+            if i == crash_at:
+                d.remove_consumer(*B, crash=True)
+        polled = d.poll()
+        for c, batch in polled.items():
+            if scalar:
+                for e in batch.entry_ids.tolist():
+                    d.ack(*c, e)
+            else:
+                d.ack(*c, batch.entry_ids)
+        runs.append(({c: (ids(b), b.hashes.tolist(), b.redelivered.tolist()) for c, b in polled.items()},
+                     d.consumer_stats(), d.straddling_entries, d.pending_entries))
+    assert runs[0] == runs[1]

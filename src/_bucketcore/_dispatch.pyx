@@ -482,28 +482,38 @@ cdef class DispatchCore:
             if b < 0 or b >= self.n_buckets:
                 raise ValueError(f"bucket {b} out of range")
         for i in range(n):
-            pos = self.end
-            self.end += 1
-            b = bucket[i]
-            self.ids[pos] = ids[i]
-            self.msgs[pos] = msgs[i]
-            self.bucket[pos] = <int32_t>b
-            self.hashes[pos] = hashes[i]
-            self.state[pos] = QUEUED
-            self.holder_log[pos] = -1
-            self.redelivered[pos] = 0
-            if self.ready[b] and self.q_head[b] < 0:
-                self._deliver(pos)
-                now += 1
-            else:
-                self.qnext[pos] = -1
-                if self.q_tail[b] >= 0:
-                    self.qnext[self.q_tail[b]] = pos
-                else:
-                    self.q_head[b] = pos
-                self.q_tail[b] = pos
-                self.b_queued[b] += 1
+            now += self._append(ids[i], bucket[i], hashes[i], msgs[i])
         return now
+
+    def offer_one(self, int64_t entry_id, Py_ssize_t bucket, uint16_t hash, int64_t msgs):
+        """One routed entry (see :meth:`offer`); True when it was delivered right away."""
+        if bucket < 0 or bucket >= self.n_buckets:
+            raise ValueError(f"bucket {bucket} out of range")
+        self._reserve(1)
+        return bool(self._append(entry_id, bucket, hash, msgs))
+
+    cdef int _append(self, int64_t entry_id, Py_ssize_t b, uint16_t hash, int64_t msgs) except -1:
+        """Append one entry (capacity reserved); deliver it if its bucket is ready, else queue it."""
+        cdef Py_ssize_t pos = self.end
+        self.end += 1
+        self.ids[pos] = entry_id
+        self.msgs[pos] = msgs
+        self.bucket[pos] = <int32_t>b
+        self.hashes[pos] = hash
+        self.state[pos] = QUEUED
+        self.holder_log[pos] = -1
+        self.redelivered[pos] = 0
+        if self.ready[b] and self.q_head[b] < 0:
+            self._deliver(pos)
+            return 1
+        self.qnext[pos] = -1
+        if self.q_tail[b] >= 0:
+            self.qnext[self.q_tail[b]] = pos
+        else:
+            self.q_head[b] = pos
+        self.q_tail[b] = pos
+        self.b_queued[b] += 1
+        return 0
 
     cdef Py_ssize_t _find(self, int64_t entry_id) noexcept:
         """Log position of entry_id in [base, end), or -1 (ids ascend: binary search)."""
@@ -553,20 +563,38 @@ cdef class DispatchCore:
             self.state[pos] = ACKING
             p[i] = pos
         for i in range(n):
-            pos = p[i]
-            b = self.bucket[pos]
-            self.state[pos] = ACKED
-            self.holder_log[pos] = -1
-            self.b_pending[b] -= 1
-            self.kstats[key, 3] += 1
-            self.kstats[key, 4] -= 1
-            self.kstats[key, 5] -= self.msgs[pos]
-            if self.b_pending[b] == 0:
-                self.holder[b] = -1
-                self._update_ready(b)
-                if self.ready[b] and self.q_head[b] >= 0:
-                    self._release(b)
+            self._commit_ack(key, p[i])
         return ACK_OK, -1, -1
+
+    def ack_one(self, int32_t key, int64_t entry_id):
+        """One individual ack; returns ``(status, detail)`` as :meth:`ack` does."""
+        cdef Py_ssize_t pos = self._find(entry_id)
+        if pos < 0:
+            return ACK_UNKNOWN, -1
+        if self.state[pos] == ACKED:
+            return ACK_ALREADY, -1
+        if self.state[pos] == QUEUED:
+            return ACK_QUEUED, -1
+        if self.holder_log[pos] != key:
+            return ACK_OTHER, self.holder_log[pos]
+        self._commit_ack(key, pos)
+        return ACK_OK, -1
+
+    cdef int _commit_ack(self, int32_t key, Py_ssize_t pos) except -1:
+        cdef Py_ssize_t b = self.bucket[pos]
+        self.state[pos] = ACKED
+        self.holder_log[pos] = -1
+        self.b_pending[b] -= 1
+        self.kstats[key, 3] += 1
+        self.kstats[key, 4] -= 1
+        self.kstats[key, 5] -= self.msgs[pos]
+        if self.b_pending[b] == 0:
+            # The holder drained this bucket: a new owner waiting for it may take its queue now.
+            self.holder[b] = -1
+            self._update_ready(b)
+            if self.ready[b] and self.q_head[b] >= 0:
+                self._release(b)
+        return 0
 
     # -- outboxes and views ----------------------------------------------------------------------
 

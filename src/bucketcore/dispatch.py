@@ -579,6 +579,10 @@ def _one(value: Any) -> Any:
     return None if value is None else (value if np.ndim(value) else [value])
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _entry_id_column(values: Any, name: str = "entry_ids") -> np.ndarray:
     if isinstance(values, (int, np.integer)) and not isinstance(values, (bool, np.bool_)):
         values = [values]
@@ -782,7 +786,10 @@ class Dispatcher:
         ``message_count``: messages per entry (ints >= 1, default 1), for the message counters.
         One entry may be given as scalars. A bad column is an error and changes nothing.
         """
-        if isinstance(entry_ids, (int, np.integer)) and not isinstance(entry_ids, (bool, np.bool_)):
+        if _is_int(entry_ids):
+            delivered = self._offer_scalar(entry_ids, hash_min, hash_max, key_hash, stamped, message_count)
+            if delivered is not None:
+                return delivered
             # One entry given as scalars: make every given column one item long.
             entry_ids, hash_min, hash_max, key_hash, stamped, message_count = (
                 [entry_ids], _one(hash_min), _one(hash_max), _one(key_hash), _one(stamped),
@@ -843,6 +850,12 @@ class Dispatcher:
         acked. Acking the last entry a consumer held of a moved bucket unpauses that bucket.
         """
         m = self._member(name, consumer_id)
+        if _is_int(entry_ids) and 0 <= int(entry_ids) <= _INT64_MAX:
+            status, detail = self._core.ack_one(m.key, int(entry_ids))
+            self._ack_status(m, status, int(entry_ids), detail)
+            if m.leaving and self._pending_of(m) == 0:
+                self._forget(m)
+            return 1
         try:
             ids = _entry_id_column(entry_ids)
         except ValueError:
@@ -851,20 +864,85 @@ class Dispatcher:
             return 0
         status, index, detail = self._core.ack(m.key, ids)
         if status != _dispatch.ACK_OK:
-            entry = int(ids[index])
-            if status == _dispatch.ACK_DUPLICATE:
-                raise ValueError(f"entry {entry} is acked twice in one call")
-            why = {
-                _dispatch.ACK_UNKNOWN: "not a dispatched entry of this segment, or already acked",
-                _dispatch.ACK_ALREADY: "already acked",
-                _dispatch.ACK_QUEUED: "queued for (re)delivery, not delivered",
-            }.get(status)
-            if why is None:
-                why = f"pending on consumer {self._by_key[detail].consumer!r}"
-            raise KeyError(f"entry {entry} is not pending on consumer {m.consumer!r}: {why}")
+            self._ack_status(m, status, int(ids[index]), detail)
         if m.leaving and self._pending_of(m) == 0:
             self._forget(m)
         return int(ids.size)
+
+    def _ack_status(self, m: _Member, status: int, entry: int, detail: int) -> None:
+        if status == _dispatch.ACK_OK:
+            return
+        if status == _dispatch.ACK_DUPLICATE:
+            raise ValueError(f"entry {entry} is acked twice in one call")
+        why = {
+            _dispatch.ACK_UNKNOWN: "not a dispatched entry of this segment, or already acked",
+            _dispatch.ACK_ALREADY: "already acked",
+            _dispatch.ACK_QUEUED: "queued for (re)delivery, not delivered",
+        }.get(status)
+        if why is None:
+            why = f"pending on consumer {self._by_key[detail].consumer!r}"
+        raise KeyError(f"entry {entry} is not pending on consumer {m.consumer!r}: {why}")
+
+    def _offer_scalar(self, entry_id: Any, hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any,
+                      message_count: Any) -> int | None:
+        """``offer`` of one entry given as plain scalars, without building columns; None when some
+        argument is not a plain scalar (the column path handles it). Same checks, same errors."""
+        for v in (hash_min, hash_max, key_hash, message_count):
+            if v is not None and not _is_int(v):
+                return None
+        if stamped is not None and not isinstance(stamped, (bool, np.bool_)):
+            return None
+        entry = int(entry_id)
+        if not 0 <= entry <= _INT64_MAX:
+            raise ValueError(f"entry id at index 0 is {entry}; entry ids are >= 0 and fit in int64")
+        if self._last_id is not None and entry <= self._last_id:
+            raise ValueError(f"entry id at index 0 is {entry}, not after the last offered id {self._last_id}")
+        if hash_min is None:
+            if key_hash is None:
+                raise TypeError("pass hash_min (stamped entries) or key_hash (unstamped entries)")
+            if stamped is not None or hash_max is not None:
+                raise TypeError("stamped and hash_max need hash_min")
+            is_stamped = False
+        elif stamped is None:
+            if key_hash is not None:
+                raise TypeError(
+                    "key_hash routes only unstamped entries: pass stamped= (a bool column) to say which "
+                    "entries carry a stamp"
+                )
+            is_stamped = True
+        else:
+            is_stamped = bool(stamped)
+            if not is_stamped and key_hash is None:
+                raise ValueError("entry at index 0 is unstamped and no key_hash was given")
+        if key_hash is not None and not 0 <= int(key_hash) <= 0xFFFFFFFF:
+            raise ValueError(f"key_hash at index 0 is {int(key_hash)}, outside 0..0xFFFFFFFF")
+        msgs = 1 if message_count is None else int(message_count)
+        if msgs < 1:
+            raise ValueError(f"message_count at index 0 is {msgs}; an entry holds >= 1 message")
+        if msgs > _INT64_MAX:
+            raise ValueError("message_count above the int64 range")
+        table = self._selector._table
+        straddling = 0
+        if is_stamped:
+            h = int(hash_min)
+            if not 0 <= h <= _MAX_HASH:
+                raise MalformedStampError(
+                    f"entry at index 0 has a malformed stamp: hash_min={h} is outside 0..0xFFFF", 0)
+            if hash_max is not None:
+                hi = int(hash_max)
+                if not 0 <= hi <= _MAX_HASH:
+                    raise MalformedStampError(
+                        f"entry at index 0 has a malformed stamp: hash_max={hi} is outside 0..0xFFFF", 0)
+                if h > hi:
+                    raise MalformedStampError(
+                        f"entry at index 0 has a malformed stamp: hash_min={h:#06x} > hash_max={hi:#06x}", 0)
+                straddling = int(table[hi] != table[h])
+        else:
+            h = int(key_hash) & 0xFFFF
+        self._last_id = entry
+        self.offered_entries += 1
+        self.straddling_entries += straddling
+        return int(self._core.offer_one(entry, int(table[h]), h if h else 1, msgs))
 
     def poll(self, name: str | None = None, consumer_id: int | None = None) -> Any:
         """Empty the outboxes: with no arguments a dict ``{consumer: Deliveries}`` of every
