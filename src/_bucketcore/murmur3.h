@@ -54,24 +54,6 @@ static inline uint32_t bc_m3_fmix(uint32_t h, uint32_t len)
     return h;
 }
 
-/* The trailing len & 3 bytes of a key of len bytes at p, little-endian; 0 when there are none.
- * Keys of 4 bytes or more read their last word whole and shift (no branch on the remainder). */
-static inline uint32_t bc_m3_key_tail(const uint8_t *p, size_t len)
-{
-    size_t rem = len & 3;
-    if (len >= 4) {
-        uint32_t w = bc_load32le(p + len - 4);
-        return rem ? w >> (8 * (4 - rem)) : 0;
-    }
-    uint32_t k = 0;
-    switch (rem) {
-    case 3: k ^= (uint32_t)p[2] << 16; /* fall through */
-    case 2: k ^= (uint32_t)p[1] << 8;  /* fall through */
-    case 1: k ^= (uint32_t)p[0];
-    }
-    return k;
-}
-
 static inline uint32_t bc_m3_tail_bytes(const uint8_t *p, size_t rem)
 {
     uint32_t k = 0;
@@ -81,6 +63,17 @@ static inline uint32_t bc_m3_tail_bytes(const uint8_t *p, size_t rem)
     case 1: k ^= (uint32_t)p[0];
     }
     return k;
+}
+
+/* The trailing len & 3 bytes of a key of len bytes at p, little-endian; 0 when there are none.
+ * Keys of 4 bytes or more read their last word whole and shift (no branch on the remainder). */
+static inline uint32_t bc_m3_key_tail(const uint8_t *p, size_t len)
+{
+    size_t rem = len & 3;
+    if (len < 4)
+        return bc_m3_tail_bytes(p, rem);
+    uint32_t w = bc_load32le(p + len - 4);
+    return rem ? w >> (8 * (4 - rem)) : 0;
 }
 
 static inline uint32_t bc_murmur3_32(const void *data, size_t len)

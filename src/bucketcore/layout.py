@@ -200,7 +200,6 @@ class Buckets:
 
     _splits: tuple[int, ...]
     _array: np.ndarray
-    _table: np.ndarray | None
     _hash: int
 
     def __init__(self, splits: Iterable[int] = ()) -> None:
@@ -690,7 +689,7 @@ class TopicLayout:
 
     __slots__ = (
         "_epoch", "_topic", "_names", "_segments", "_active", "_by_id", "_starts", "_active_ids",
-        "_legacy", "_table", "_hash",
+        "_legacy", "_hash",
     )
 
     _epoch: int
@@ -699,10 +698,9 @@ class TopicLayout:
     _segments: tuple[Segment, ...]
     _active: tuple[Segment, ...]
     _by_id: dict[int, Segment]
-    _starts: np.ndarray
+    _starts: Buckets  # the active segments' starts after the first: routing is bucket_of over them
     _active_ids: np.ndarray
     _legacy: np.ndarray | None
-    _table: np.ndarray | None
     _hash: int
 
     def __init__(self, epoch: int, segments: Iterable[Segment], topic: str = "persistent://t/ns/topic") -> None:
@@ -732,9 +730,7 @@ class TopicLayout:
         put(self, "_segments", segs)
         put(self, "_active", active)
         put(self, "_by_id", by_id)
-        starts = np.array([s.hash_start for s in active[1:]], dtype=np.uint16)
-        starts.flags.writeable = False
-        put(self, "_starts", starts)
+        put(self, "_starts", Buckets(s.hash_start for s in active[1:]))
         ids = np.array([s.segment_id for s in active], dtype=np.int64)
         ids.flags.writeable = False
         put(self, "_active_ids", ids)
@@ -744,7 +740,6 @@ class TopicLayout:
             legacy = np.array([index_of[s.segment_id] for s in segs if s.state == ACTIVE], dtype=np.int32)
             legacy.flags.writeable = False
         put(self, "_legacy", legacy)
-        put(self, "_table", None)
         put(self, "_hash", hash((int(epoch), topic, segs)))
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -844,9 +839,10 @@ class TopicLayout:
         else:
             n_active = len(self._active)
             table = None
-            if n_active > 2 and (self._table is not None or raw.size >= _table_threshold(n_active)):
-                table = self._route_table()
-            next_rr = _layout.route_keyed(self._starts, segment_hash, has_key, out, table, rr % n_active, n_active)
+            if n_active > 2 and (self._starts._table is not None or raw.size >= _table_threshold(n_active)):
+                table = self.segment_table()
+            next_rr = _layout.route_keyed(self._starts.splits_array, segment_hash, has_key, out, table,
+                                          rr % n_active, n_active)
         if shape == ():
             return int(out[0]), int(next_rr)
         return out.reshape(shape), int(next_rr)
@@ -865,14 +861,10 @@ class TopicLayout:
         _layout.gather_ids(flat, self._active_ids, ids)
         return ids.reshape(index.shape)
 
-    def _route_table(self) -> np.ndarray:
-        table = self._table
-        if table is None:
-            table = np.empty(RING, dtype=np.uint16)
-            _layout.build_table(self._starts, table)
-            table.flags.writeable = False
-            object.__setattr__(self, "_table", table)
-        return table
+    def segment_table(self) -> np.ndarray:
+        """The 64 Ki table of keyed routing: index into :attr:`active_segments` by segment hash
+        (read-only np.uint16; the lookup table of the active starts' boundary list, built once)."""
+        return self._starts.lookup_table()
 
     # --- transitions --------------------------------------------------------------------------
 

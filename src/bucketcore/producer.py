@@ -318,7 +318,7 @@ class _Plan:
             elif self.legacy_order is not None:
                 self.fused = (_producer.ROUTE_LEGACY, None, self.legacy_order)
             else:
-                table = Buckets(self.starts.tolist()).lookup_table()
+                table = self.layout.segment_table()
                 rotation = np.arange(self.segment_ids.shape[0], dtype=np.int32)
                 self.fused = (_producer.ROUTE_TABLE, table, rotation)
         return self.fused
