@@ -97,6 +97,12 @@ def route(const uint16_t[::1] table not None, const int32_t[::1] owner,
             # The hot path of a conforming producer: every entry stamped, only owners wanted.
             for i in range(n):
                 slot_p[i] = own[tab[lo_p[i]]]
+        elif st_p != NULL and hi_p == NULL and fl_p == NULL and bk_p == NULL and h_p == NULL \
+                and slot_p != NULL:
+            # Stamped and unstamped entries mixed (no stamp check asked): select, then one load.
+            for i in range(n):
+                h = lo_p[i] if st_p[i] else (key_p[i] & 0xFFFF)
+                slot_p[i] = own[tab[h]]
         elif hi_p != NULL and st_p == NULL and fl_p == NULL and bk_p == NULL and h_p == NULL \
                 and slot_p != NULL and not mark:
             # Stamps checked (min <= max) and straddles counted: two table loads per entry.
@@ -318,7 +324,7 @@ cdef class DispatchCore:
         cdef int32_t o = self.owner[b], h = self.holder[b]
         self.ready[b] = o >= 0 and (h < 0 or h == o)
 
-    cdef void _grow_outbox(self) except *:
+    cdef int _grow_outbox(self) except -1:
         cdef Py_ssize_t n = self.ob_len
         old = (np.asarray(self.ob_key), np.asarray(self.ob_id), np.asarray(self.ob_hash),
                np.asarray(self.ob_redelivered))
@@ -327,6 +333,7 @@ cdef class DispatchCore:
         np.asarray(self.ob_id)[:n] = old[1][:n]
         np.asarray(self.ob_hash)[:n] = old[2][:n]
         np.asarray(self.ob_redelivered)[:n] = old[3][:n]
+        return 0
 
     cdef int _deliver(self, Py_ssize_t pos) except -1:
         """Hand a queued log position to its bucket's owner (the bucket must be ready)."""
@@ -445,10 +452,10 @@ cdef class DispatchCore:
 
     # -- the log ---------------------------------------------------------------------------------
 
-    cdef void _reserve(self, Py_ssize_t n) except *:
+    cdef int _reserve(self, Py_ssize_t n) except -1:
         cdef Py_ssize_t cap = self.ids.shape[0], live, b, i
         if self.end + n <= cap:
-            return
+            return 0
         while self.base < self.end and self.state[self.base] == ACKED:
             self.base += 1
         live = self.end - self.base
@@ -468,6 +475,7 @@ cdef class DispatchCore:
                 self.q_tail[b] -= self.base
         self.base = 0
         self.end = live
+        return 0
 
     def offer(self, const int64_t[::1] ids not None, const int32_t[::1] bucket not None,
               const uint16_t[::1] hashes not None, const int64_t[::1] msgs not None):
@@ -491,6 +499,11 @@ cdef class DispatchCore:
             raise ValueError(f"bucket {bucket} out of range")
         self._reserve(1)
         return bool(self._append(entry_id, bucket, hash, msgs))
+
+    def offer_stamped(self, int64_t entry_id, uint16_t hash_min):
+        """One stamped entry routed here by its bucket (the hottest call shape)."""
+        self._reserve(1)
+        return bool(self._append(entry_id, self.table[hash_min], hash_min if hash_min else 1, 1))
 
     cdef int _append(self, int64_t entry_id, Py_ssize_t b, uint16_t hash, int64_t msgs) except -1:
         """Append one entry (capacity reserved); deliver it if its bucket is ready, else queue it."""
@@ -567,18 +580,19 @@ cdef class DispatchCore:
         return ACK_OK, -1, -1
 
     def ack_one(self, int32_t key, int64_t entry_id):
-        """One individual ack; returns ``(status, detail)`` as :meth:`ack` does."""
+        """One individual ack; returns a status as :meth:`ack` does (the holder of an entry held
+        by another consumer: :meth:`entry_holder`)."""
         cdef Py_ssize_t pos = self._find(entry_id)
         if pos < 0:
-            return ACK_UNKNOWN, -1
+            return ACK_UNKNOWN
         if self.state[pos] == ACKED:
-            return ACK_ALREADY, -1
+            return ACK_ALREADY
         if self.state[pos] == QUEUED:
-            return ACK_QUEUED, -1
+            return ACK_QUEUED
         if self.holder_log[pos] != key:
-            return ACK_OTHER, self.holder_log[pos]
+            return ACK_OTHER
         self._commit_ack(key, pos)
-        return ACK_OK, -1
+        return ACK_OK
 
     cdef int _commit_ack(self, int32_t key, Py_ssize_t pos) except -1:
         cdef Py_ssize_t b = self.bucket[pos]

@@ -786,6 +786,13 @@ class Dispatcher:
         ``message_count``: messages per entry (ints >= 1, default 1), for the message counters.
         One entry may be given as scalars. A bad column is an error and changes nothing.
         """
+        if (type(entry_ids) is int and type(hash_min) is int and hash_max is None and key_hash is None
+                and stamped is None and message_count is None and 0 <= hash_min <= _MAX_HASH
+                and 0 <= entry_ids <= _INT64_MAX and (self._last_id is None or entry_ids > self._last_id)):
+            # The hottest call shape (one well-formed stamped entry): no column, no other checks.
+            self._last_id = entry_ids
+            self.offered_entries += 1
+            return int(self._core.offer_stamped(entry_ids, hash_min))
         if _is_int(entry_ids):
             delivered = self._offer_scalar(entry_ids, hash_min, hash_max, key_hash, stamped, message_count)
             if delivered is not None:
@@ -849,10 +856,14 @@ class Dispatcher:
         consumer) or ``ValueError`` (the same id twice in the call) naming the id, and nothing is
         acked. Acking the last entry a consumer held of a moved bucket unpauses that bucket.
         """
-        m = self._member(name, consumer_id)
-        if _is_int(entry_ids) and 0 <= int(entry_ids) <= _INT64_MAX:
-            status, detail = self._core.ack_one(m.key, int(entry_ids))
-            self._ack_status(m, status, int(entry_ids), detail)
+        m = self._members.get((name, consumer_id)) if type(name) is str and type(consumer_id) is int else None
+        if m is None:
+            m = self._member(name, consumer_id)
+        if _is_int(entry_ids) and 0 <= entry_ids <= _INT64_MAX:
+            entry = int(entry_ids)
+            status = self._core.ack_one(m.key, entry)
+            if status:
+                self._ack_status(m, status, entry, self._core.entry_holder(entry))
             if m.leaving and self._pending_of(m) == 0:
                 self._forget(m)
             return 1
