@@ -931,3 +931,25 @@ def test_scalar_calls_behave_like_column_calls(data):
         runs.append(({c: (ids(b), b.hashes.tolist(), b.redelivered.tolist()) for c, b in polled.items()},
                      d.consumer_stats(), d.straddling_entries, d.pending_entries))
     assert runs[0] == runs[1]
+
+
+def test_queues_survive_log_compaction():
+    d = make_dispatcher(2, A)
+    d.offer(np.arange(900), np.full(900, 0x100))  # acked at once: the log may drop them
+    d.ack(*A, d.poll(*A).entry_ids)
+    d.offer(900, 0x9000)  # bucket 1, held by A
+    d.poll()
+    d.add_consumer(*B)  # bucket 1 moves to B: paused behind entry 900
+    queued = []
+    next_id = 901
+    for _ in range(60):  # bucket 0 flows and is acked (the log compacts) while bucket 1 queues
+        batch = np.arange(next_id, next_id + 50)
+        hashes = np.where(batch % 5 == 0, 0x9000, 0x100)
+        queued += batch[hashes == 0x9000].tolist()
+        d.offer(batch, hashes)
+        next_id += 50
+        d.ack(*A, d.poll(*A).entry_ids)
+    assert d.queued_entries == len(queued) and d.paused_buckets().tolist() == [1]
+    d.ack(*A, 900)
+    got = d.poll(*B)
+    assert ids(got) == queued and not got.redelivered.any()
