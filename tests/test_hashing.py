@@ -348,3 +348,21 @@ def test_key_over_2_gib_rejected_before_reading():
     arr = pa.Array.from_buffers(pa.large_binary(), 3, [None, pa.py_buffer(offsets), pa.py_buffer(region)])
     with pytest.raises(ValueError, match="index 1 is longer than 2 GiB"):
         bc.murmur3_32(arr)
+
+
+def test_ascii_runs_around_wide_chars():
+    # the encoder copies ASCII 16 units at a time: put wide chars and surrogates at every offset
+    # around those steps, in latin-1, BMP and astral strings, as list items and numpy U items
+    rng = random.Random(3)
+    keys = []
+    for length in range(0, 70):
+        for wide in ("é", "ж", "键", "🔑", "\udc01", "\ud83d\udd11"):
+            s = [chr(rng.randrange(0x20, 0x7F)) for _ in range(length)]
+            if length:
+                s[rng.randrange(length)] = wide
+            keys.append("".join(s))
+    expected = [oracle(java_utf8(k)) for k in keys]
+    assert bc.murmur3_32(keys, errors="replace").tolist() == expected
+    assert bc.murmur3_32(np.array(keys), errors="replace").tolist() == expected
+    valid = [k for k in keys if not any(0xD800 <= ord(c) <= 0xDFFF for c in k)]
+    assert bc.murmur3_32(np.array(valid)).tolist() == [oracle(k) for k in valid]

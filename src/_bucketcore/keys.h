@@ -94,6 +94,71 @@ static inline uint32_t bc_unit(const void *data, size_t i, int width)
          : width == 2 ? ((const uint16_t *)data)[i] : ((const uint32_t *)data)[i];
 }
 
+/* The ASCII units from i on, one at a time (what is left after the 16-unit steps). */
+static inline size_t bc_ascii_tail(const void *data, size_t n, int width, uint8_t *o, size_t i)
+{
+    for (; i < n; i++) {
+        uint32_t c = bc_unit(data, i, width);
+        if (c >= 0x80)
+            break;
+        o[i] = (uint8_t)c;
+    }
+    return i;
+}
+
+/* Copy the ASCII prefix of n code units (width 1, 2 or 4 bytes) to o, 16 units at a time;
+ * returns how many units it copied. SSE2 (every x86-64) packs 16 units per step; elsewhere a
+ * plain loop. */
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+static inline size_t bc_ascii_run(const void *data, size_t n, int width, uint8_t *o)
+{
+    size_t i = 0;
+    const __m128i high = _mm_set1_epi32((int)0xFFFFFF80u);
+    for (; i + 16 <= n; i += 16) {
+        __m128i bytes;
+        if (width == 4) {
+            const __m128i *p = (const __m128i *)((const uint32_t *)data + i);
+            __m128i a = _mm_loadu_si128(p), b = _mm_loadu_si128(p + 1);
+            __m128i c = _mm_loadu_si128(p + 2), d = _mm_loadu_si128(p + 3);
+            __m128i any = _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d));
+            if (_mm_movemask_epi8(_mm_cmpeq_epi32(_mm_and_si128(any, high), _mm_setzero_si128())) != 0xFFFF)
+                break;
+            bytes = _mm_packus_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d));
+        } else if (width == 2) {
+            const __m128i *p = (const __m128i *)((const uint16_t *)data + i);
+            __m128i a = _mm_loadu_si128(p), b = _mm_loadu_si128(p + 1);
+            __m128i any = _mm_or_si128(a, b);
+            if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(any, _mm_set1_epi16((short)0xFF80)),
+                                                  _mm_setzero_si128())) != 0xFFFF)
+                break;
+            bytes = _mm_packus_epi16(a, b);
+        } else {
+            bytes = _mm_loadu_si128((const __m128i *)((const uint8_t *)data + i));
+            if (_mm_movemask_epi8(bytes))
+                break;
+        }
+        _mm_storeu_si128((__m128i *)(o + i), bytes);
+    }
+    return bc_ascii_tail(data, n, width, o, i);
+}
+#else
+static inline size_t bc_ascii_run(const void *data, size_t n, int width, uint8_t *o)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        uint32_t any = 0;
+        for (int j = 0; j < 16; j++)
+            any |= bc_unit(data, i + j, width);
+        if (any >= 0x80)
+            break;
+        for (int j = 0; j < 16; j++)
+            o[i + j] = (uint8_t)bc_unit(data, i + j, width);
+    }
+    return bc_ascii_tail(data, n, width, o, i);
+}
+#endif
+
 /* Encode n code units of the given width (1, 2, 4; a constant at each call) to UTF-8 at o.
  * Surrogates: strict -> BC_ERR_SURROGATE; replace -> Java's String.getBytes(UTF_8): a high
  * surrogate directly followed by a low one is one supplementary code point, any other
@@ -104,19 +169,11 @@ static inline int bc_encode_units(const void *data, size_t n, int width, int rep
     uint8_t *start = o;
     size_t i = 0;
     while (i < n) {
-        /* Runs of ASCII, 8 units at a time: the common case of mostly-ASCII keys. */
-        if (i + 8 <= n) {
-            uint32_t any = 0;
-            for (int j = 0; j < 8; j++)
-                any |= bc_unit(data, i + j, width);
-            if (any < 0x80) {
-                for (int j = 0; j < 8; j++)
-                    o[j] = (uint8_t)bc_unit(data, i + j, width);
-                o += 8;
-                i += 8;
-                continue;
-            }
-        }
+        size_t run = bc_ascii_run((const uint8_t *)data + i * (size_t)width, n - i, width, o);
+        i += run;
+        o += run;
+        if (i == n)
+            break;
         uint32_t c = bc_unit(data, i, width);
         if (width > 1 && (c & 0xFFFFF800u) == 0xD800u) {
             if (!replace)

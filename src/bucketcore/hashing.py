@@ -180,9 +180,11 @@ _CPUS = os.cpu_count() or 1
 _executor: ThreadPoolExecutor | None = None
 
 
-def _threads_for(threads: int | None, n: int) -> int:
+def _threads_for(threads: int | None, n: int, buffers: bool) -> int:
     if threads is None:
-        return max(1, min(_CPUS, n // AUTO_THREADS_MIN_KEYS))
+        # Python objects are described with the GIL held: a second thread mostly waits for it,
+        # so only buffer columns (Arrow, numpy S/U) are split by default.
+        return max(1, min(_CPUS, n // AUTO_THREADS_MIN_KEYS)) if buffers else 1
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
     if threads < 1:
@@ -210,13 +212,14 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
     replace = errors_flag(errors)
     shape, source = classify_keys(keys)
     n = math.prod(shape)
-    parts = _threads_for(threads, n)
+    arrow = _is_arrow(source)
+    buffers = arrow or (isinstance(source, np.ndarray) and source.dtype.kind in "SU")
+    parts = _threads_for(threads, n, buffers)
     raw = np.empty(n, dtype=np.uint32)
     segment_hash = np.empty(n, dtype=np.uint16) if split else None
     bucket_hash = np.empty(n, dtype=np.uint16) if split else None
     has_key = np.empty(n, dtype=np.bool_) if split else None
     columns = (raw, segment_hash, bucket_hash, has_key)
-    arrow = _is_arrow(source)
 
     def run(start: int, stop: int) -> tuple[int, int]:
         # every part reads through KeyColumns of its own (they keep per-chunk state)
