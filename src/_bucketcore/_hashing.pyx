@@ -199,28 +199,35 @@ cdef class KeyColumn:
         cdef Py_ssize_t j, idx
         cdef int64_t start, end, length
         cdef const char *item
+        # locals, not attributes: the stores into keys would otherwise force a reload of each
+        cdef const uint8_t *bits = self.bits
+        cdef const uint8_t *values = self.values
+        cdef const int32_t *off32 = self.off32
+        cdef const int64_t *off64 = self.off64
+        cdef int64_t nvalues = self.nvalues
+        cdef Py_ssize_t first = self.array_offset + pos
         if self.mode == COL_ARROW:
             for j in range(m):
-                idx = self.array_offset + pos + j
-                if self.bits != NULL and not (self.bits[idx >> 3] >> (idx & 7)) & 1:
+                idx = first + j
+                if bits != NULL and not (bits[idx >> 3] >> (idx & 7)) & 1:
                     keys[j].kind = BC_KEY_NONE
                     keys[j].data = NULL
                     keys[j].len = 0
                     continue
-                if self.off64 != NULL:
-                    start = self.off64[idx]
-                    end = self.off64[idx + 1]
+                if off64 != NULL:
+                    start = off64[idx]
+                    end = off64[idx + 1]
                 else:
-                    start = self.off32[idx]
-                    end = self.off32[idx + 1]
-                if start < 0 or end < start or end > self.nvalues:
+                    start = off32[idx]
+                    end = off32[idx + 1]
+                if start < 0 or end < start or end > nvalues:
                     err_index[0] = pos + j
                     return ST_BAD_OFFSETS
                 if end - start > BC_KEY_MAX_BYTES:
                     err_index[0] = pos + j
                     return ST_TOO_LONG
                 keys[j].kind = BC_KEY_BYTES
-                keys[j].data = self.values + start
+                keys[j].data = values + start
                 keys[j].len = <uint32_t>(end - start)
             return ST_OK
         # numpy S/U: trailing NULs are not part of a value, exactly as numpy reads items back
