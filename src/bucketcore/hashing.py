@@ -159,6 +159,9 @@ def classify_keys(keys: Any) -> tuple[tuple[int, ...], Any]:
         keys = np.asarray(keys)
     if keys.dtype.kind not in "USO":
         raise TypeError(f"numpy array of dtype {keys.dtype} is not a key column; expected dtype U, S or object")
+    if keys.dtype.kind == "U" and not keys.dtype.isnative:
+        # the kernels read UCS4 code points in native order: a byte-swapped array would hash garbage
+        keys = keys.astype(keys.dtype.newbyteorder("="))
     return keys.shape, keys.reshape(-1)
 
 
