@@ -66,3 +66,55 @@ def test_route_of_big_endian_u_keys() -> None:
     layout = bc.TopicLayout(0, [bc.Segment(0, 0, 0x7FFF), bc.Segment(1, 0x8000, 0xFFFF)])
     expected = [0 if (_raw(k) >> 16) < 0x8000 else 1 for k in KEYS]
     assert layout.route(np.array(KEYS, dtype=">U16")).tolist() == expected
+
+
+# --- split_hash and canonical_hash: Python lists are checked item by item ------------------------
+
+
+def test_split_hash_refuses_bools_in_a_list() -> None:
+    with pytest.raises(TypeError, match="index 0"):
+        bc.split_hash([True, 0])
+    with pytest.raises(TypeError, match="index 1"):
+        bc.split_hash([0, np.bool_(False)])
+
+
+def test_split_hash_names_the_index_of_a_bad_list_item() -> None:
+    with pytest.raises(ValueError, match="index 1"):
+        bc.split_hash([0, 2**64])
+    with pytest.raises(ValueError, match="index 1"):
+        bc.split_hash([0, -1])
+    with pytest.raises(TypeError, match="index 2"):
+        bc.split_hash([0, 1, 1.0])
+    with pytest.raises(TypeError, match="index 0"):
+        bc.split_hash(["a"])
+
+
+def test_split_hash_of_an_empty_list() -> None:
+    segment_hash, bucket_hash = bc.split_hash([])
+    assert segment_hash.dtype == np.uint16 and bucket_hash.dtype == np.uint16
+    assert segment_hash.shape == (0,) and bucket_hash.shape == (0,)
+
+
+def test_split_hash_of_a_list_of_ints() -> None:
+    raws = [_raw(k) for k in KEYS]
+    segment_hash, bucket_hash = bc.split_hash(raws + [np.uint32(0xFFFFFFFF)])
+    assert segment_hash.tolist() == [r >> 16 for r in raws] + [0xFFFF]
+    assert bucket_hash.tolist() == [r & 0xFFFF for r in raws] + [0xFFFF]
+
+
+def test_canonical_hash_refuses_bools_in_a_list() -> None:
+    buckets = bc.Buckets.equal_width(3)
+    with pytest.raises(TypeError, match="index 1"):
+        buckets.canonical_hash([0, True])
+    with pytest.raises(TypeError, match="index 1"):
+        buckets.canonical_hash([0, 1.0])
+
+
+def test_canonical_hash_of_an_empty_list() -> None:
+    out = bc.Buckets.equal_width(3).canonical_hash([])
+    assert out.shape == (0,) and out.dtype.kind == "i"
+
+
+def test_canonical_hash_of_a_list() -> None:
+    # equal_width(3) = [21845, 43690]; bucket 0's canonical hash is 1, not 0
+    assert bc.Buckets.equal_width(3).canonical_hash([2, 0, np.int64(1)]).tolist() == [43690, 1, 21845]

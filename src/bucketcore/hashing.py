@@ -291,6 +291,20 @@ def _path_from_environment() -> None:
 _path_from_environment()
 
 
+def _list_of_hashes(raw: list[Any] | tuple[Any, ...]) -> np.ndarray:
+    """A (nested) list of 32-bit hashes as np.uint32, checked item by item: numpy would turn
+    bools into ints and an empty list into float64, and name no index for a bad item."""
+    items = np.array(raw, dtype=object)  # the items as they are, in the list's shape
+    flat = items.reshape(-1)
+    for i, item in enumerate(flat):
+        if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, np.integer)):
+            raise TypeError(f"hash at index {_index_label(i, items.shape)} is {type(item).__name__} {item!r}; "
+                            "split_hash takes ints in 0..0xFFFFFFFF")
+        if not 0 <= int(item) <= 0xFFFFFFFF:
+            raise ValueError(f"hash {int(item)} at index {_index_label(i, items.shape)} is outside 0..0xFFFFFFFF")
+    return np.array([int(item) for item in flat], dtype=np.uint32).reshape(items.shape)
+
+
 def split_hash(raw: Any) -> tuple[Any, Any]:
     """``(raw >> 16, raw & 0xFFFF)``: the segment hash and the bucket hash, vectorised.
 
@@ -304,7 +318,7 @@ def split_hash(raw: Any) -> tuple[Any, Any]:
         if not 0 <= value <= 0xFFFFFFFF:
             raise ValueError(f"hash {value} is outside 0..0xFFFFFFFF")
         return value >> 16, value & 0xFFFF
-    arr = np.asarray(raw)
+    arr = _list_of_hashes(raw) if isinstance(raw, (list, tuple)) else np.asarray(raw)
     if arr.dtype.kind not in "ui":
         raise TypeError(f"split_hash takes integer hashes, not an array of dtype {arr.dtype}")
     if arr.dtype != np.uint32:

@@ -333,7 +333,14 @@ class Buckets:
             return 1 if b == 0 else self._splits[b - 1]
         if isinstance(bucket_index, (bool, np.bool_, float, np.floating, str, bytes)):
             raise TypeError(f"bucket index must be an int, not {_describe(bucket_index)}")
-        arr = np.asarray(bucket_index)
+        if isinstance(bucket_index, (list, tuple)):
+            # item by item: numpy would turn bools into ints and [] into float64
+            for i, item in enumerate(bucket_index):
+                if not _is_int(item):
+                    raise TypeError(f"bucket index at index {i} is {_describe(item)}; expected an int")
+            arr = np.array([int(item) for item in bucket_index], dtype=np.int64)
+        else:
+            arr = np.asarray(bucket_index)
         if arr.dtype.kind not in "ui":
             raise TypeError(f"bucket indexes must be integers, not an array of dtype {arr.dtype}")
         flat = arr.reshape(-1)
