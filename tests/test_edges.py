@@ -118,3 +118,18 @@ def test_canonical_hash_of_an_empty_list() -> None:
 def test_canonical_hash_of_a_list() -> None:
     # equal_width(3) = [21845, 43690]; bucket 0's canonical hash is 1, not 0
     assert bc.Buckets.equal_width(3).canonical_hash([2, 0, np.int64(1)]).tolist() == [43690, 1, 21845]
+
+
+# --- producer: the batcher's first argument is called `buckets` (DESIGN.md §4) --------------------
+
+
+def test_batcher_takes_buckets_by_keyword() -> None:
+    buckets = bc.Buckets.equal_width(2)
+    batcher = bc.EntryBucketBatcher(buckets=buckets, max_messages=1)
+    [entry] = batcher.add("a", b"x")
+    low = _raw("a") & 0xFFFF
+    assert (entry.segment_id, entry.bucket, entry.hash_min, entry.hash_max) == (0, int(low >= 0x8000), low, low)
+    layout = bc.TopicLayout(3, [bc.Segment(5, 0, 0xFFFF, buckets)])
+    assert bc.EntryBucketBatcher(buckets=layout, max_messages=1).add("a", b"x")[0].segment_id == 5
+    with pytest.raises(TypeError, match="buckets"):
+        bc.EntryBucketBatcher(buckets=[0x8000])  # type: ignore[arg-type]

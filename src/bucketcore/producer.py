@@ -429,7 +429,7 @@ class EntryBucketBatcher:
     ``message_indices`` count messages since the batcher was created.
     """
 
-    def __init__(self, buckets_or_layout: Buckets | TopicLayout, *, max_messages: int = 1000,
+    def __init__(self, buckets: Buckets | TopicLayout, *, max_messages: int = 1000,
                  max_bytes: int = 131072, policy: str = "shared", encrypted: bool = False,
                  round_robin: int = 0, errors: str = "strict") -> None:
         self.max_messages = _check_int(max_messages, "max_messages", 1)
@@ -442,8 +442,9 @@ class EntryBucketBatcher:
             raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
         self._errors = errors
         self._replace = errors == "replace"
-        self._plan = _plan_for(buckets_or_layout, "buckets_or_layout")
-        self._target = buckets_or_layout
+        # `buckets`, as DESIGN.md §4 names it: a Buckets (one segment) or a whole TopicLayout
+        self._plan = _plan_for(buckets, "buckets")
+        self._target = buckets
         # kept normalised (mod the active segment count), as EntryTable.next_round_robin is
         self._round_robin = round_robin % self._plan.segment_ids.shape[0]
         self._plan.use_tables()  # a batcher lives long: build the lookup tables once
