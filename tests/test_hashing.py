@@ -366,3 +366,14 @@ def test_ascii_runs_around_wide_chars():
     assert bc.murmur3_32(np.array(keys), errors="replace").tolist() == expected
     valid = [k for k in keys if not any(0xD800 <= ord(c) <= 0xDFFF for c in k)]
     assert bc.murmur3_32(np.array(valid)).tolist() == [oracle(k) for k in valid]
+
+
+def test_object_columns_with_odd_strides():
+    # a structured array's object field has a 9-byte stride (unaligned pointers); reversed views
+    # have a negative one
+    keys = ["x", "key-1", b"zz", "ключ"]
+    rec = np.empty(4, dtype=[("pad", "i1"), ("key", "O")])
+    rec["key"] = keys
+    assert rec["key"].strides == (9,)
+    assert bc.murmur3_32(rec["key"]).tolist() == [oracle(k) for k in keys]
+    assert bc.murmur3_32(np.array(keys, dtype=object)[::-1]).tolist() == [oracle(k) for k in keys[::-1]]

@@ -10,14 +10,14 @@ from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.list cimport PyList_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 
 cimport numpy as cnp
 
 cnp.import_array()
 
 cdef extern from "Python.h":
-    PyObject *PyList_GET_ITEM(object lst, Py_ssize_t i)
-    PyObject *PyTuple_GET_ITEM(object tup, Py_ssize_t i)
+    PyObject **PySequence_Fast_ITEMS(object seq)
 
 cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1
@@ -177,13 +177,16 @@ cdef class KeyColumn:
         if self.mode == COL_LIST and PyList_GET_SIZE(self.source) != self.list_size:
             err_index[0] = pos
             return ST_CHANGED
+        # a list's or tuple's item array; an object array is read by byte stride (a field of a
+        # structured array may leave its pointers unaligned)
+        cdef PyObject **items = NULL
+        if self.mode != COL_OBJECTS:
+            items = PySequence_Fast_ITEMS(self.source) + pos
         for j in range(m):
-            if self.mode == COL_LIST:
-                o = PyList_GET_ITEM(self.source, pos + j)
-            elif self.mode == COL_TUPLE:
-                o = PyTuple_GET_ITEM(self.source, pos + j)
+            if items != NULL:
+                o = items[j]
             else:
-                o = (<PyObject **>(self.base + (pos + j) * self.stride))[0]
+                memcpy(&o, self.base + (pos + j) * self.stride, sizeof(PyObject *))
             Py_INCREF(<object>o)
             self.held[j] = <void *>o
             self.nheld = j + 1

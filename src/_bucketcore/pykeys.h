@@ -9,6 +9,16 @@
  * -1: Python error set. */
 static inline int bc_describe_key(PyObject *o, bc_key *k)
 {
+    /* The common key: an exact, compact ASCII str, whose chars are its UTF-8 bytes. */
+    if (PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o)) {
+        Py_ssize_t units = PyUnicode_GET_LENGTH(o);
+        if ((uint64_t)units > BC_KEY_MAX_BYTES)
+            return 2;
+        k->data = (const void *)(((PyASCIIObject *)o) + 1);
+        k->len = (uint32_t)units;
+        k->kind = BC_KEY_BYTES;
+        return 0;
+    }
     if (PyUnicode_Check(o)) {
 #if PY_VERSION_HEX < 0x030C0000
         if (PyUnicode_READY(o) < 0)
