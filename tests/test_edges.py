@@ -133,3 +133,34 @@ def test_batcher_takes_buckets_by_keyword() -> None:
     assert bc.EntryBucketBatcher(buckets=layout, max_messages=1).add("a", b"x")[0].segment_id == 5
     with pytest.raises(TypeError, match="buckets"):
         bc.EntryBucketBatcher(buckets=[0x8000])  # type: ignore[arg-type]
+
+
+# --- Arrow integer columns with nulls: named, not reported as "dtype float64" -------------------
+
+
+def test_bucket_of_arrow_column_with_a_null_names_its_index() -> None:
+    pa = pytest.importorskip("pyarrow")
+    buckets = bc.Buckets.equal_width(4)
+    sliced = pa.array([7, 0, 0x4000, None, 0xFFFF], type=pa.uint16()).slice(1)
+    with pytest.raises(ValueError, match="index 2.*null"):
+        buckets.bucket_of(sliced)
+    chunked = pa.chunked_array([[0, 0x8000], [None]], type=pa.uint16())
+    with pytest.raises(ValueError, match="index 2.*null"):
+        buckets.bucket_of(chunked)
+    # without nulls, sliced and chunked columns are plain integer columns
+    assert buckets.bucket_of(sliced.slice(0, 2)).tolist() == [0, 1]
+    assert buckets.bucket_of(chunked.slice(0, 2)).tolist() == [0, 2]
+
+
+def test_balanced_arrow_column_with_a_null_names_its_index() -> None:
+    pa = pytest.importorskip("pyarrow")
+    with pytest.raises(ValueError, match="index 1.*null"):
+        bc.Buckets.balanced(pa.array([1, None, 3], type=pa.int32()), 2)
+
+
+def test_split_hash_arrow_column_with_a_null_names_its_index() -> None:
+    pa = pytest.importorskip("pyarrow")
+    with pytest.raises(ValueError, match="index 1.*null"):
+        bc.split_hash(pa.array([_raw("a"), None], type=pa.uint32()))
+    segment_hash, bucket_hash = bc.split_hash(pa.array([0, _raw("a")], type=pa.uint32()).slice(1))
+    assert (segment_hash.tolist(), bucket_hash.tolist()) == ([_raw("a") >> 16], [_raw("a") & 0xFFFF])

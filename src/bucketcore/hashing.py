@@ -291,6 +291,13 @@ def _path_from_environment() -> None:
 _path_from_environment()
 
 
+def refuse_arrow_nulls(values: Any, what: str) -> None:
+    """An Arrow integer column with a null would reach numpy as float64 (NaN): name the null."""
+    if _is_arrow(values) and getattr(values, "null_count", 0):
+        index = int(np.flatnonzero(np.asarray(values.is_null()))[0])
+        raise ValueError(f"{what} at index {index} is null; expected an integer")
+
+
 def _list_of_hashes(raw: list[Any] | tuple[Any, ...]) -> np.ndarray:
     """A (nested) list of 32-bit hashes as np.uint32, checked item by item: numpy would turn
     bools into ints and an empty list into float64, and name no index for a bad item."""
@@ -318,6 +325,7 @@ def split_hash(raw: Any) -> tuple[Any, Any]:
         if not 0 <= value <= 0xFFFFFFFF:
             raise ValueError(f"hash {value} is outside 0..0xFFFFFFFF")
         return value >> 16, value & 0xFFFF
+    refuse_arrow_nulls(raw, "hash")
     arr = _list_of_hashes(raw) if isinstance(raw, (list, tuple)) else np.asarray(raw)
     if arr.dtype.kind not in "ui":
         raise TypeError(f"split_hash takes integer hashes, not an array of dtype {arr.dtype}")

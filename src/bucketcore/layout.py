@@ -20,7 +20,7 @@ import numpy as np
 
 from _bucketcore import _layout
 from .errors import InvalidBoundaryError, InvalidLayoutError
-from .hashing import KeyHashes, hash_keys
+from .hashing import KeyHashes, hash_keys, refuse_arrow_nulls
 
 __all__ = [
     "ACTIVE",
@@ -83,6 +83,7 @@ def _hash_column(values: Any, what: str) -> tuple[np.ndarray, tuple[int, ...]]:
             if not 0 <= int(item) <= 0xFFFF:
                 raise ValueError(f"{what} {int(item)} at index {i} is outside 0..0xFFFF")
         return np.array(values, dtype=np.uint16), (len(values),)
+    refuse_arrow_nulls(values, what)
     arr = np.asarray(values)
     if arr.dtype.kind not in "ui":
         raise TypeError(f"{what} values must be integers in 0..0xFFFF, not an array of dtype {arr.dtype}")
