@@ -226,3 +226,40 @@ DispatcherMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_dispatcher_matches_the_spec_model = DispatcherMachine.TestCase
+
+
+def test_ack_with_a_bad_id_type_says_what_is_wrong_and_a_huge_id_is_not_pending():
+    d = bc.Dispatcher(bc.Buckets.equal_width(2))
+    d.add_consumer("a", 1)
+    d.offer([1, 2], hash_min=[0, 0x9000])
+    for bad in (1.0, True, "x", b"1", None):
+        with pytest.raises(TypeError, match="entry_ids"):
+            d.ack("a", 1, bad)
+    with pytest.raises(ValueError, match="1-D"):
+        d.ack("a", 1, [[1]])
+    for huge in (2**70, [2**70], np.array([2**63], dtype=np.uint64)):
+        with pytest.raises(KeyError, match="not pending"):
+            d.ack("a", 1, huge)
+    assert d.pending_entries == 2
+    assert d.ack("a", 1, np.array([1, 2], dtype=np.uint64)) == 2
+
+
+def test_a_bool_inside_an_int_list_is_refused_not_read_as_0_or_1():
+    sel = bc.EntryBucketSelector(bc.Buckets.equal_width(2))
+    sel.add_consumer("a", 1)
+    sel.add_consumer("b", 1)
+    with pytest.raises(TypeError, match=r"hash_min.*index 1"):
+        bc.route_entries(sel, [0x9000, True])
+    with pytest.raises(TypeError, match=r"hash_max.*index 0"):
+        bc.fits_one_bucket(sel.buckets, [0, 1], [False, 0x9000])
+    d = bc.Dispatcher(sel.buckets)
+    d.add_consumer("a", 1)
+    with pytest.raises(TypeError, match=r"entry_ids.*index 1"):
+        d.offer([0, True], hash_min=[0, 0x9000])
+    with pytest.raises(TypeError, match=r"message_count.*index 0"):
+        d.offer([0, 1], hash_min=[0, 0x9000], message_count=[True, 2])
+    assert d.offered_entries == 0
+    d.offer([0, 1], hash_min=[0, 0x9000])
+    with pytest.raises(TypeError, match=r"entry_ids.*index 1"):
+        d.ack("a", 1, [0, True])
+    assert d.pending_entries == 2

@@ -111,6 +111,11 @@ def _check_hash(value: Any, name: str) -> int:
 
 def _int_column(values: Any, name: str) -> np.ndarray:
     """A 1-D integer column (bools, floats and objects refused)."""
+    if isinstance(values, (list, tuple)):
+        # numpy reads [5, True] as [5, 1]: a bool among ints would be silently taken as 0/1.
+        for i, v in enumerate(values):
+            if type(v) is bool or isinstance(v, np.bool_):
+                raise TypeError(f"{name} at index {i} is a bool ({v!r}), not an int")
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-D column, not an array of shape {arr.shape}")
@@ -867,10 +872,21 @@ class Dispatcher:
             if m.leaving and self._pending_of(m) == 0:
                 self._forget(m)
             return 1
-        try:
-            ids = _entry_id_column(entry_ids)
-        except ValueError:
-            raise KeyError(f"an entry id is not pending on consumer {m.consumer!r}: outside int64") from None
+        if _is_int(entry_ids):
+            entry_ids = [int(entry_ids)]
+        elif np.ndim(entry_ids) == 0:
+            raise TypeError(f"entry_ids must be an int or a column of ints, not {type(entry_ids).__name__}")
+        if isinstance(entry_ids, (list, tuple)):
+            # Python ints beyond int64 would make an object column: they are simply not pending.
+            for i, v in enumerate(entry_ids):
+                if _is_int(v) and not 0 <= v <= _INT64_MAX:
+                    self._not_an_entry(m, i, int(v))
+        raw = _int_column(entry_ids, "entry_ids")  # TypeError / ValueError name a bad dtype or shape
+        bad = _out_of_range(raw, _INT64_MAX)
+        if bad is not None:
+            i = int(np.flatnonzero(bad)[0])
+            self._not_an_entry(m, i, int(raw[i]))
+        ids = np.ascontiguousarray(raw, dtype=np.int64)
         if ids.size == 0:
             return 0
         status, index, detail = self._core.ack(m.key, ids)
@@ -879,6 +895,11 @@ class Dispatcher:
         if m.leaving and self._pending_of(m) == 0:
             self._forget(m)
         return int(ids.size)
+
+    @staticmethod
+    def _not_an_entry(m: _Member, index: int, entry: int) -> None:
+        raise KeyError(f"entry {entry} (index {index}) is not pending on consumer {m.consumer!r}: "
+                       "outside the entry id range 0..2**63-1")
 
     def _ack_status(self, m: _Member, status: int, entry: int, detail: int) -> None:
         if status == _dispatch.ACK_OK:
