@@ -1110,9 +1110,16 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
                     err_index = pos - cpos + (cpos + out_index if out_index >= 0 else err_index)
                     break
                 with nogil:
-                    route_chunk(m, out.raw, out.has_key, route_mode, segment_tablep, rotationp,
-                                nrotation, &rr, tables, segp + pos if segp != NULL else NULL,
-                                bktp + pos, bh)
+                    # one call per mode: each inlined copy drops the other modes' tests
+                    if route_mode == R_TABLE:
+                        route_chunk(m, out.raw, out.has_key, R_TABLE, segment_tablep, rotationp,
+                                    nrotation, &rr, tables, segp + pos, bktp + pos, bh)
+                    elif route_mode == R_LEGACY:
+                        route_chunk(m, out.raw, out.has_key, R_LEGACY, segment_tablep, rotationp,
+                                    nrotation, &rr, tables, segp + pos, bktp + pos, bh)
+                    else:
+                        route_chunk(m, out.raw, out.has_key, R_ONE, segment_tablep, rotationp,
+                                    nrotation, &rr, tables, NULL, bktp + pos, bh)
                     rc = gs_scan(st, m, segp + pos if segp != NULL else NULL, bktp + pos, bh,
                                  szp + pos if szp != NULL else NULL)
                 if rc != 0:
