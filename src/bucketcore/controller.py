@@ -236,19 +236,21 @@ def _check_drained(drained: object, layout: TopicLayout) -> frozenset[int]:
 def assignable_segments(layout: TopicLayout, drained: Iterable[int] = frozenset()) -> tuple[Segment, ...]:
     """The segments a subscription may be assigned, in assignment order (DESIGN.md §3.6).
 
-    SEALED segments are assignable (their backlog is replayed/drained); an ACTIVE segment is
-    assignable once every parent still present in the layout is in ``drained``, so a key's older
-    messages in the parent are consumed before its newer ones in the child. Sorted by
-    ``(hash_start, hash_end, segment_id)``.
+    SEALED segments are assignable (their backlog is replayed/drained) and ACTIVE ones too, each
+    once every parent still present in the layout is in ``drained``, so a key's older messages in
+    the parent are consumed before its newer ones in the child. DESIGN.md §3.6 words the parents
+    rule for ACTIVE segments only; a sealed child of a sealed parent (a split chain) needs it as
+    much, or per-key order breaks. Sorted by ``(hash_start, hash_end, segment_id)``.
     """
     layout = _check_layout(layout)
     drained_ids = _check_drained(drained, layout)
     present = {segment.segment_id for segment in layout.segments}
+    # Parents first for SEALED segments too: in a split chain (0 -> 1 -> 3) a key's messages in
+    # sealed 1 are newer than its messages in sealed 0, so 1 waits for 0 like an ACTIVE child.
     chosen = [
         segment
         for segment in layout.segments
-        if segment.state == SEALED
-        or all(parent in drained_ids for parent in segment.parent_ids if parent in present)
+        if all(parent in drained_ids for parent in segment.parent_ids if parent in present)
     ]
     chosen.sort(key=lambda s: (s.hash_start, s.hash_end, s.segment_id))
     return tuple(chosen)
