@@ -3,10 +3,15 @@
 from typing import Sequence
 
 import numpy as np
+
+from _bucketcore._hashing import KeyColumn
 import numpy.typing as npt
 
 POLICY_SHARED: int
 POLICY_PER_BUCKET: int
+ROUTE_ONE: int
+ROUTE_TABLE: int
+ROUTE_LEGACY: int
 
 def bucket_index(
     seg: npt.NDArray[np.int32] | None,
@@ -89,3 +94,29 @@ def group_entries(
 ]: ...
 
 def payload_sizes(payloads: Sequence[object], out: npt.NDArray[np.int64]) -> int: ...
+
+_Columns = tuple[
+    npt.NDArray[np.int32],
+    npt.NDArray[np.int32],
+    npt.NDArray[np.uint16],
+    npt.NDArray[np.uint16],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+]
+
+def fused_entries(
+    columns: list[KeyColumn],
+    sizes: npt.NDArray[np.int64] | None,
+    bucket_offsets: npt.NDArray[np.int64],
+    policy: int,
+    max_messages: int,
+    max_bytes: int,
+    replace: bool,
+    route_mode: int,
+    segment_table: npt.NDArray[np.uint16] | None,
+    rotation: npt.NDArray[np.int32],
+    bucket_tables: list[npt.NDArray[np.uint16]],
+    round_robin: int,
+) -> tuple[int, int, _Columns | None, int]: ...
