@@ -164,3 +164,23 @@ def test_split_hash_arrow_column_with_a_null_names_its_index() -> None:
         bc.split_hash(pa.array([_raw("a"), None], type=pa.uint32()))
     segment_hash, bucket_hash = bc.split_hash(pa.array([0, _raw("a")], type=pa.uint32()).slice(1))
     assert (segment_hash.tolist(), bucket_hash.tolist()) == ([_raw("a") >> 16], [_raw("a") & 0xFFFF])
+
+
+# --- layout transitions never reuse an id the layout still names ---------------------------------
+
+
+def test_new_segment_ids_skip_ids_named_as_parents_or_children() -> None:
+    # segment 0's parent 5 was garbage-collected after draining; its id must not come back
+    layout = bc.TopicLayout(4, [bc.Segment(0, 0, 0xFFFF, parent_ids=(5,))])
+    split = layout.split(0)
+    new_ids = {s.segment_id for s in split.active_segments}
+    assert new_ids.isdisjoint({0, 5}) and len(new_ids) == 2
+    for _ in range(4):  # later transitions keep avoiding 5 (ids 1..4 are taken first)
+        split = split.split(split.active_segments[0].segment_id)
+        assert 5 not in {s.segment_id for s in split.segments}
+    assert split.segment(0).parent_ids == (5,)
+    # the id of a sealed segment's child that is gone from the layout is named too
+    layout = bc.TopicLayout(1, [bc.Segment(1, 0, 0xFFFF, bc.Buckets(), "sealed", (), None, (3,)),
+                                bc.Segment(2, 0, 0xFFFF)])
+    (child,) = layout.rebucket(2, bc.Buckets.equal_width(2)).active_segments
+    assert child.segment_id not in (1, 2, 3)

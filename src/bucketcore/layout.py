@@ -883,7 +883,9 @@ class TopicLayout:
         return seg
 
     def _next_id(self) -> int:
-        return max(self._by_id) + 1
+        # above every id the layout still names: a garbage-collected parent or child keeps its id
+        named = (i for s in self._segments for i in (s.segment_id, *s.parent_ids, *s.child_ids))
+        return max(named) + 1
 
     def _successor(self, sealed: dict[int, Segment], children: list[Segment]) -> "TopicLayout":
         segments = [sealed.get(s.segment_id, s) for s in self._segments] + children
