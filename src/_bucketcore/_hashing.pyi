@@ -31,7 +31,7 @@ class KeyColumn:
 def objects_column(seq: list[Any] | tuple[Any, ...] | npt.NDArray[np.object_]) -> KeyColumn: ...
 def fixed_column(arr: npt.NDArray[np.str_] | npt.NDArray[np.bytes_]) -> tuple[int, KeyColumn | None]: ...
 def arrow_column(
-    offsets: npt.NDArray[np.int32] | npt.NDArray[np.int64],
+    offsets: npt.NDArray[Any],  # int32 or int64
     data: npt.NDArray[np.uint8] | None,
     validity: npt.NDArray[np.uint8] | None,
     array_offset: int,

@@ -33,10 +33,10 @@ class KeyHashes:
     A keyless message (``None`` or an Arrow null) has ``has_key=False`` and every hash 0.
     """
 
-    raw: np.ndarray
-    segment_hash: np.ndarray
-    bucket_hash: np.ndarray
-    has_key: np.ndarray
+    raw: Any  # np.ndarray, or a numpy scalar for a single key
+    segment_hash: Any
+    bucket_hash: Any
+    has_key: Any
 
     def __len__(self) -> int:
         return len(self.raw)
@@ -126,7 +126,7 @@ def _arrow_chunks(keys: Any) -> tuple[list[Any], int]:
     return chunks, len(keys)
 
 
-def _arrow_columns(keys: Any) -> list[Any]:
+def _arrow_columns(keys: Any) -> list[_hashing.KeyColumn]:
     """One KeyColumn per non-empty Arrow chunk, over its buffers (zero copy)."""
     chunks, _ = _arrow_chunks(keys)
     wide = str(keys.type).startswith("large_")
@@ -165,15 +165,16 @@ def classify_keys(keys: Any) -> tuple[tuple[int, ...], Any]:
     return keys.shape, keys.reshape(-1)
 
 
-def key_columns(source: Any) -> list[Any]:
+def key_columns(source: Any) -> list[_hashing.KeyColumn]:
     """The kernels' KeyColumns over a classified source, in order (Arrow: one per chunk)."""
     if _is_arrow(source):
         return _arrow_columns(source)
     if isinstance(source, (list, tuple)) or source.dtype.kind == "O":
         return [_hashing.objects_column(source)]
     status, column = _hashing.fixed_column(source)
-    if status != _hashing.STATUS_OK:
+    if column is None:
         raise_for_status(status, 0, source, source.shape, True)
+    assert column is not None  # a failed status raised above
     return [column]
 
 
@@ -222,22 +223,28 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
     segment_hash = np.empty(n, dtype=np.uint16) if split else None
     bucket_hash = np.empty(n, dtype=np.uint16) if split else None
     has_key = np.empty(n, dtype=np.bool_) if split else None
-    columns = (raw, segment_hash, bucket_hash, has_key)
+
+    def part(column: np.ndarray | None, start: int, stop: int) -> np.ndarray | None:
+        return None if column is None else column[start:stop]
+
+    def hash_part(column: Any, start: int, stop: int, lo: int, hi: int) -> tuple[int, int]:
+        # outputs [start, stop) receive the column's keys [lo, hi)
+        return _hashing.hash_column(column, raw[start:stop], part(segment_hash, start, stop),
+                                    part(bucket_hash, start, stop), part(has_key, start, stop),
+                                    replace, allow_none, lo, hi)
 
     def run(start: int, stop: int) -> tuple[int, int]:
         # every part reads through KeyColumns of its own (they keep per-chunk state)
         if arrow:
             offset = start
             for column in _arrow_columns(source.slice(start, stop - start)):
-                out = tuple(None if c is None else c[offset:offset + column.length] for c in columns)
-                status, index = _hashing.hash_column(column, *out, replace, allow_none)
+                status, index = hash_part(column, offset, offset + column.length, 0, column.length)
                 if status != _hashing.STATUS_OK:
                     return status, offset + index
                 offset += column.length
             return _hashing.STATUS_OK, -1
         [column] = key_columns(source)
-        out = tuple(None if c is None else c[start:stop] for c in columns)
-        return _hashing.hash_column(column, *out, replace, allow_none, start, stop)
+        return hash_part(column, start, stop, start, stop)
 
     if n:
         status, index = _run_parts(run, n, parts)
@@ -293,7 +300,7 @@ _path_from_environment()
 
 def refuse_arrow_nulls(values: Any, what: str) -> None:
     """An Arrow integer column with a null would reach numpy as float64 (NaN): name the null."""
-    if _is_arrow(values) and getattr(values, "null_count", 0):
+    if _is_arrow(values) and values.null_count:
         index = int(np.flatnonzero(np.asarray(values.is_null()))[0])
         raise ValueError(f"{what} at index {index} is null; expected an integer")
 

@@ -323,11 +323,13 @@ class _Plan:
                 self.fused = (_producer.ROUTE_TABLE, table, rotation)
         return self.fused
 
-    def use_tables(self) -> None:
+    def use_tables(self) -> list[np.ndarray]:
         """Look buckets up in each boundary list's 64 Ki table (Buckets.lookup_table, built once per
         Buckets and kept by it) instead of the search: ~1 ns instead of a few mispredicted compares
         per level, worth it from a few thousand messages on or for a long-lived batcher."""
-        self.tables = [b.lookup_table() for b in self.buckets]
+        if self.tables is None:
+            self.tables = [b.lookup_table() for b in self.buckets]
+        return self.tables
 
 
 @functools.lru_cache(maxsize=32, typed=True)
@@ -405,13 +407,13 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
         raise ValueError(f"keys must be one-dimensional (a message stream), got shape {shape}")
     size_arr = _check_sizes(sizes, shape[0])
     mode, segment_table, rotation = plan.fused_routing()
-    if plan.tables is None:
-        plan.use_tables()
+    tables = plan.use_tables()
     status, index, columns, next_rr = _producer.fused_entries(
         key_columns(source), size_arr, plan.bucket_offsets, code, max_messages, max_bytes, replace, mode,
-        segment_table, rotation, plan.tables, round_robin)
+        segment_table, rotation, tables, round_robin)
     if columns is None:
         raise_for_status(status, index, keys, shape, True)
+    assert columns is not None  # a failed status raised above
     seg_idx, bkt, hmin, hmax, start, count, nbytes, order = columns
     return EntryTable(plan.segment_ids[seg_idx], bkt, hmin, hmax, start, count, nbytes, order, int(next_rr))
 
