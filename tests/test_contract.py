@@ -687,3 +687,48 @@ def test_stream_consumer_state_exclusive_is_cumulative() -> None:
         state.delivered(4, message_id)
     (ack,) = state.ack_cumulative({4: 25})
     assert ack.segment_id == 4 and ack.message_id == 20  # type: ignore[attr-defined]
+
+
+# --- every §4 argument by the keyword §4 gives it -------------------------------------------------
+
+
+def test_every_argument_by_its_section_4_keyword() -> None:
+    b = bc.Buckets.equal_width(n=4)
+    assert bc.murmur3_32(keys=["a"], errors="strict").tolist() == [VECTORS["a"]]
+    assert bc.hash_keys(keys=["a"], errors="replace").raw.tolist() == [VECTORS["a"]]
+    assert bc.split_hash(raw=0x3C2569B2) == (0x3C25, 0x69B2)
+    assert bc.Buckets(splits=(1,)).splits == (1,)
+    assert bc.Buckets.balanced(bucket_hashes=[1], n=2, weights=None).count == 2
+    assert b.bucket_of(bucket_hashes=[0x4000]).tolist() == [1]
+    assert b.canonical_hash(bucket_index=1) == 0x4000
+    assert bc.buckets_for_budget(budget=8, segment_count=2) == 4
+    seg = bc.Segment(segment_id=0, hash_start=0, hash_end=0xFFFF, buckets=b, state="active", parent_ids=(),
+                     legacy_topic_name=None)
+    layout = bc.TopicLayout(epoch=1, segments=[seg], topic="persistent://t/ns/topic")
+    assert layout.segment(segment_id=0) == seg
+    assert layout.route(key_hashes=["a"]).tolist() == [0]
+    split = layout.split(segment_id=0)
+    ids = [s.segment_id for s in split.active_segments]
+    assert split.merge(id_a=ids[0], id_b=ids[1]).epoch == 3
+    assert layout.rebucket(segment_id=0, buckets=bc.Buckets()).epoch == 2
+    assert layout.segment_topic(segment_id=0) == "segment://t/ns/topic/0000-ffff-0"
+    table = bc.bucket_entries(keys_or_hashes=["a"], layout_or_buckets=layout, sizes=None, max_messages=1000,
+                              max_bytes=131072, policy="shared", encrypted=False)
+    assert len(table) == 1
+    batcher = bc.EntryBucketBatcher(buckets=b, max_messages=1000, max_bytes=131072, policy="shared")
+    assert batcher.add(key="a", payload=b"") == [] and batcher.add_many(keys=["a"], payloads=[b""]) == []
+    assert len(batcher.flush()) == 1
+    sel = bc.EntryBucketSelector(buckets=b)
+    sel.add_consumer(name="a", consumer_id=1)
+    assert sel.owner_of(hash=5) == ("a", 1)
+    sel.validate(declared_splits=b.splits)
+    assert bc.route_entries(selector=sel, hash_min=[1], key_hash=None, stamped=None).tolist() == [0]
+    sel.remove_consumer(name="a", consumer_id=1)
+    assert bc.fits_one_bucket(buckets=b, hash_min=[1], hash_max=[2]).tolist() == [True]
+    assert bc.Dispatcher(buckets=b) is not None
+    result = bc.compute_assignment(layout=layout, consumer_names=["a"], drained=frozenset())
+    a = bc.Assignment(layout_epoch=1, segments=result["a"].segments)
+    assert a == result["a"]
+    assert bc.AssignedSegment(segment_id=0, hash_start=0, hash_end=0xFFFF, segment_topic=layout.segment_topic(0),
+                              bucket_ranges=()) == a.segments[0]
+    assert len(bc.StreamConsumerState().apply(assignment=a)) == 1
