@@ -201,6 +201,7 @@ class Buckets:
 
     _splits: tuple[int, ...]
     _array: np.ndarray
+    _table: np.ndarray | None
     _hash: int
 
     def __init__(self, splits: Iterable[int] = ()) -> None:
