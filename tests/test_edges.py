@@ -184,3 +184,15 @@ def test_new_segment_ids_skip_ids_named_as_parents_or_children() -> None:
                                 bc.Segment(2, 0, 0xFFFF)])
     (child,) = layout.rebucket(2, bc.Buckets.equal_width(2)).active_segments
     assert child.segment_id not in (1, 2, 3)
+
+
+# --- producer: every argument is checked, also when the hashes are precomputed -------------------
+
+
+def test_bucket_entries_checks_errors_with_precomputed_hashes() -> None:
+    kh = bc.hash_keys(["a"])
+    with pytest.raises(ValueError, match="errors"):
+        bc.bucket_entries(kh, bc.Buckets(), errors="bogus")
+    with pytest.raises(ValueError, match="errors"):
+        bc.bucket_entries(kh, bc.Buckets(), errors=None)  # type: ignore[arg-type]
+    assert len(bc.bucket_entries(kh, bc.Buckets(), errors="replace")) == 1

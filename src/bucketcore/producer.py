@@ -380,6 +380,7 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
     code = _check_policy(policy)
     encrypted = _check_bool(encrypted, "encrypted")
     round_robin = _check_int(round_robin, "round_robin", 0)
+    errors_flag(errors)  # checked even when precomputed KeyHashes make it unused
     plan = _plan_for(layout_or_buckets, "layout_or_buckets")
     limit = 1 if encrypted else max_messages
     if not isinstance(keys_or_hashes, KeyHashes):
