@@ -218,7 +218,19 @@ class DispatcherMachine(RuleBasedStateMachine):
         assert self.d.queued_entries == queued
         assert self.d.consumers == tuple(sorted(self.m.active))
         assert self.d.leaving == tuple(sorted(self.m.leaving))
-        assert self.d.owners() == self.m.owners()
+        owners = self.m.owners()
+        assert self.d.owners() == owners
+        paused = [b for b in range(self.m.n) if owners[b] is not None and self.m.holders(b) - {owners[b]}]
+        assert self.d.paused_buckets().tolist() == paused
+        stats = self.d.consumer_stats()
+        assert set(stats) == set(self.m.active) | self.m.leaving
+        for c, cs in stats.items():
+            assert cs.pending_entries == len(self.m.pending_of(c))
+            assert cs.state == ("leaving" if c in self.m.leaving else "active")
+            if c in self.m.active:
+                assert cs.paused_buckets == sum(1 for b in paused if owners[b] == c)
+        bs = self.d.bucket_stats()
+        assert bs.queued.tolist() == [len(self.m.queue[b]) for b in range(self.m.n)]
 
 
 DispatcherMachine.TestCase.settings = settings(
