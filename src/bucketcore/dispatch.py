@@ -113,9 +113,10 @@ def _int_column(values: Any, name: str) -> np.ndarray:
     """A 1-D integer column (bools, floats and objects refused)."""
     if isinstance(values, (list, tuple)):
         # numpy reads [5, True] as [5, 1]: a bool among ints would be silently taken as 0/1.
-        for i, v in enumerate(values):
-            if type(v) is bool or isinstance(v, np.bool_):
-                raise TypeError(f"{name} at index {i} is a bool ({v!r}), not an int")
+        kinds = set(map(type, values))  # one C-level pass; the index is looked for only on error
+        if bool in kinds or np.bool_ in kinds:
+            i = next(i for i, v in enumerate(values) if isinstance(v, (bool, np.bool_)))
+            raise TypeError(f"{name} at index {i} is a bool ({values[i]!r}), not an int")
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-D column, not an array of shape {arr.shape}")
