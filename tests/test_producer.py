@@ -675,3 +675,32 @@ def test_fused_kernel_names_bad_key_in_later_chunk() -> None:
         bucket_entries(keys, Buckets.equal_width(4))
     with pytest.raises(TypeError, match="index 2500 has type int"):
         bucket_entries(keys[:2500] + [7], Buckets.equal_width(4))
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_threaded_routing_matches_one_pass(legacy: bool) -> None:
+    """threads > 1: parts hashed and routed apart, keyless rotation placed afterwards in send
+    order, then one grouping pass; the table must equal the one-pass kernel's."""
+    pa = pytest.importorskip("pyarrow")
+    rng = random.Random(9)
+    keys = [None if rng.random() < 0.05 else f"user-{rng.randrange(5000)}" for _ in range(9000)]
+    names = [f"persistent://t/ns/topic-partition-{i}" if legacy else None for i in range(2)]
+    layout = TopicLayout(3, [Segment(4, 0, 0x6FFF, Buckets.equal_width(3), legacy_topic_name=names[0]),
+                             Segment(8, 0x7000, 0xFFFF, Buckets([9, 0x9000]), legacy_topic_name=names[1])])
+    kw: dict[str, Any] = dict(max_messages=25, policy="per_bucket", round_robin=5)
+    one = bucket_entries(keys, layout, threads=1, **kw)
+    for column in (keys, pa.chunked_array([keys[:4000], keys[4000:4500], keys[4500:]])):
+        for threads in (2, 3, 7):
+            many = bucket_entries(column, layout, threads=threads, **kw)
+            assert as_tuples(many) == as_tuples(one)
+            assert many.next_round_robin == one.next_round_robin
+    single = bucket_entries(keys, Buckets.equal_width(4), threads=3, max_messages=25)
+    assert as_tuples(single) == as_tuples(bucket_entries(keys, Buckets.equal_width(4), threads=1, max_messages=25))
+
+
+def test_threaded_routing_names_first_bad_key() -> None:
+    keys = ["a"] * 5000 + [3.5] + ["b"] * 5000 + [b"\xff", None, 7]
+    with pytest.raises(TypeError, match="index 5000 has type float"):
+        bucket_entries(keys, Buckets.equal_width(4), threads=3)
+    with pytest.raises(ValueError, match="threads must be at least 1"):
+        bucket_entries(["a"], Buckets(), threads=0)

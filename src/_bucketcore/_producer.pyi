@@ -106,6 +106,28 @@ _Columns = tuple[
     npt.NDArray[np.int64],
 ]
 
+class Router:
+    def __init__(
+        self,
+        route_mode: int,
+        segment_table: npt.NDArray[np.uint16] | None,
+        rotation: npt.NDArray[np.int32],
+        bucket_tables: list[npt.NDArray[np.uint16]],
+    ) -> None: ...
+
+def route_keys(
+    router: Router,
+    col: KeyColumn,
+    lo: int,
+    hi: int,
+    replace: bool,
+    seg: npt.NDArray[np.int32] | None,
+    bucket: npt.NDArray[np.int32],
+    bucket_hash: npt.NDArray[np.uint16],
+) -> tuple[int, int]: ...
+def place_keyless(
+    router: Router, seg: npt.NDArray[np.int32], bucket: npt.NDArray[np.int32], round_robin: int
+) -> int: ...
 def fused_entries(
     columns: list[KeyColumn],
     sizes: npt.NDArray[np.int64] | None,
@@ -114,9 +136,6 @@ def fused_entries(
     max_messages: int,
     max_bytes: int,
     replace: bool,
-    route_mode: int,
-    segment_table: npt.NDArray[np.uint16] | None,
-    rotation: npt.NDArray[np.int32],
-    bucket_tables: list[npt.NDArray[np.uint16]],
+    router: Router,
     round_robin: int,
 ) -> tuple[int, int, _Columns | None, int]: ...

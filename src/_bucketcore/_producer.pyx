@@ -992,13 +992,15 @@ cdef enum:
 
 
 cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *has_key, int mode,
-                             const uint16_t *segment_table, const int32_t *rotation,
+                             bint defer, const uint16_t *segment_table, const int32_t *rotation,
                              int64_t nrotation, int64_t *rr, const uint16_t **tables,
                              int32_t *seg, int32_t *bkt, uint16_t *bh) noexcept nogil:
     """Segment, bucket and bucket hash of m hashed messages (seg NULL for one segment).
 
     rotation: the segments keyless messages take in turn (legacy: the legacy order, which is
-    also what keyed legacy routing indexes); *rr is the next keyless position."""
+    also what keyed legacy routing indexes); *rr is the next keyless position. With defer, a
+    keyless message gets segment and bucket -1 instead, for place_keyless to fill in send order
+    (a thread routing a later part of the stream cannot know where the rotation stands)."""
     cdef Py_ssize_t i
     cdef uint32_t h
     cdef int32_t s = 0
@@ -1007,6 +1009,11 @@ cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *h
         h = raw[i]
         if mode != R_ONE:
             if not has_key[i]:
+                if defer:
+                    seg[i] = -1
+                    bkt[i] = -1
+                    bh[i] = 0
+                    continue
                 s = rotation[r]
                 r += 1
                 if r == nrotation:
@@ -1021,9 +1028,162 @@ cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *h
     rr[0] = r
 
 
+cdef class Router:
+    """How hashed keys reach (segment, bucket) for one producer target: the route mode, the 64 Ki
+    segment table (ROUTE_TABLE), the keyless rotation and every segment's 64 Ki bucket table."""
+
+    cdef int mode
+    cdef object keep             # the tables' owners, kept alive while the pointers are used
+    cdef const uint16_t *segment_table
+    cdef const int32_t *rotation
+    cdef int64_t nrotation
+    cdef const uint16_t **tables
+    cdef cnp.ndarray a_tables
+
+    def __cinit__(self, int route_mode, object segment_table, const int32_t[::1] rotation,
+                  list bucket_tables):
+        cdef Py_ssize_t s, nseg = len(bucket_tables)
+        cdef const uint16_t[::1] view
+        if route_mode not in (R_ONE, R_TABLE, R_LEGACY):
+            raise ValueError(f"unknown route mode {route_mode}")
+        if route_mode != R_ONE and rotation.shape[0] < 1:
+            raise ValueError("routing needs at least one segment in the rotation")
+        self.mode = route_mode
+        self.keep = (segment_table, rotation, bucket_tables)
+        self.a_tables = np.empty(nseg, dtype=np.uintp)
+        self.tables = <const uint16_t **>cnp.PyArray_DATA(self.a_tables)
+        for s in range(nseg):
+            view = bucket_tables[s]
+            if view.shape[0] != 0x10000:
+                raise ValueError("a bucket table must have 65536 entries")
+            self.tables[s] = &view[0]
+        self.segment_table = NULL
+        if route_mode == R_TABLE:
+            view = segment_table
+            if view.shape[0] != 0x10000:
+                raise ValueError("the segment table must have 65536 entries")
+            self.segment_table = &view[0]
+        self.rotation = &rotation[0] if rotation.shape[0] else NULL
+        self.nrotation = rotation.shape[0]
+
+    cdef inline void route(self, Py_ssize_t m, const uint32_t *raw, const uint8_t *has_key,
+                           bint defer, int64_t *rr, int32_t *seg, int32_t *bkt,
+                           uint16_t *bh) noexcept nogil:
+        # one call per mode: each inlined copy of the loop drops the other modes' tests
+        if self.mode == R_TABLE:
+            route_chunk(m, raw, has_key, R_TABLE, defer, self.segment_table, self.rotation,
+                        self.nrotation, rr, self.tables, seg, bkt, bh)
+        elif self.mode == R_LEGACY:
+            route_chunk(m, raw, has_key, R_LEGACY, defer, self.segment_table, self.rotation,
+                        self.nrotation, rr, self.tables, seg, bkt, bh)
+        else:
+            route_chunk(m, raw, has_key, R_ONE, defer, self.segment_table, self.rotation,
+                        self.nrotation, rr, self.tables, NULL, bkt, bh)
+
+
+cdef class KeyChunks:
+    """Reads a KeyColumn a chunk at a time: describes, hashes (multi-lane) and routes each chunk
+    into caller-given columns. The scratch buffers are allocated once."""
+
+    cdef bc_key *keys
+    cdef uint32_t *raw
+    cdef uint8_t *has_key
+    cdef bc_scratch scratch
+    cdef cnp.ndarray a_keys, a_raw, a_has
+    cdef HashOut out
+
+    def __cinit__(self):
+        self.a_keys = np.empty(CHUNK * sizeof(bc_key), dtype=np.uint8)
+        self.a_raw = np.empty(CHUNK, dtype=np.uint32)
+        self.a_has = np.empty(CHUNK, dtype=np.uint8)
+        self.keys = <bc_key *>cnp.PyArray_DATA(self.a_keys)
+        self.raw = <uint32_t *>cnp.PyArray_DATA(self.a_raw)
+        self.has_key = <uint8_t *>cnp.PyArray_DATA(self.a_has)
+        self.out.raw = self.raw
+        self.out.has_key = self.has_key
+        self.out.segment_hash = NULL
+        self.out.bucket_hash = NULL
+        self.scratch.buf = NULL
+        self.scratch.cap = 0
+
+    def __dealloc__(self):
+        bc_scratch_free(&self.scratch)
+
+    cdef int hash_chunk(self, KeyColumn col, Py_ssize_t cpos, Py_ssize_t m, bint replace,
+                        Py_ssize_t *err_index) except -2:
+        """Hash keys [cpos, cpos+m) of col into self.raw / self.has_key; the GIL is held only
+        while an object column's chunk is described. On failure *err_index is the key's
+        position in the column."""
+        cdef int status
+        cdef Py_ssize_t out_index = -1
+        if col.needs_gil:
+            status = col.describe_objects(cpos, m, self.keys, err_index)
+            if status == ST_OK:
+                with nogil:
+                    status = hash_run(self.keys, m, replace, True, &self.scratch, &self.out, 0,
+                                      &out_index)
+            col.release()
+        else:
+            with nogil:
+                status = col.describe_buffers(cpos, m, self.keys, err_index)
+                if status == ST_OK:
+                    status = hash_run(self.keys, m, replace, True, &self.scratch, &self.out, 0,
+                                      &out_index)
+        if out_index >= 0:
+            err_index[0] = cpos + out_index
+        return status
+
+
+def route_keys(Router router, KeyColumn col, Py_ssize_t lo, Py_ssize_t hi, bint replace,
+               object seg, int32_t[::1] bucket, uint16_t[::1] bucket_hash):
+    """Hash and route keys [lo, hi) of a column into seg / bucket / bucket_hash (hi - lo values
+    each; seg None for one segment). Keyless messages are left at segment and bucket -1 for
+    place_keyless. Several threads may route disjoint parts at once. Returns (status, index of
+    the failing key in the column)."""
+    if bucket.shape[0] != hi - lo or bucket_hash.shape[0] != hi - lo:
+        raise ValueError("output columns do not match the key range")
+    cdef int32_t *segp = <int32_t *>opt_i32(seg, hi - lo, "seg")
+    if (segp == NULL) != (router.mode == R_ONE) and hi > lo:
+        raise ValueError("seg must be given exactly when there is more than one segment")
+    cdef KeyChunks chunks = KeyChunks()
+    cdef Py_ssize_t cpos = lo, m, done, err_index = -1
+    cdef int64_t rr = 0
+    cdef int status = ST_OK
+    while cpos < hi:
+        m = hi - cpos if hi - cpos < CHUNK else CHUNK
+        status = chunks.hash_chunk(col, cpos, m, replace, &err_index)
+        if status != ST_OK:
+            break
+        done = cpos - lo
+        with nogil:
+            router.route(m, chunks.raw, chunks.has_key, True, &rr,
+                         segp + done if segp != NULL else NULL, &bucket[done], &bucket_hash[done])
+        cpos += m
+    if status == ST_NOMEM:
+        raise MemoryError()
+    return status, err_index
+
+
+def place_keyless(Router router, int32_t[::1] seg, int32_t[::1] bucket, int64_t round_robin):
+    """Give the keyless messages route_keys deferred (segment -1) their round-robin segment in
+    send order, starting at round_robin; returns the next position."""
+    cdef Py_ssize_t i, n = seg.shape[0]
+    cdef int64_t r = round_robin % router.nrotation if router.nrotation else 0
+    cdef int32_t s
+    with nogil:
+        for i in range(n):
+            if seg[i] < 0:
+                s = router.rotation[r]
+                r += 1
+                if r == router.nrotation:
+                    r = 0
+                seg[i] = s
+                bucket[i] = router.tables[s][0]
+    return r
+
+
 def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets, int policy,
-                  int64_t max_messages, int64_t max_bytes, bint replace, int route_mode,
-                  object segment_table, const int32_t[::1] rotation, list bucket_tables,
+                  int64_t max_messages, int64_t max_bytes, bint replace, Router router,
                   int64_t round_robin):
     """Hash, route, look up and group a key stream a chunk at a time, then place the messages.
 
@@ -1036,103 +1196,51 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
     STATUS_* code for the first bad key (err_index its stream position); the columns are those
     of group_entries: (seg, bucket, hash_min, hash_max, start, count, nbytes, order).
     """
-    cdef Py_ssize_t n = 0, pos, cpos, m, nseg = bucket_offsets.shape[0] - 1, s
+    cdef Py_ssize_t n = 0, pos, cpos, m
     cdef KeyColumn col
     for col in columns:
         n += col.length
-    if len(bucket_tables) != nseg:
-        raise ValueError(f"{len(bucket_tables)} bucket tables for {nseg} segments")
-    if route_mode != R_ONE and rotation.shape[0] < 1:
-        raise ValueError("routing needs at least one segment in the rotation")
+    if router.a_tables.shape[0] != bucket_offsets.shape[0] - 1:
+        raise ValueError("the router's bucket tables do not match the segments")
     cdef const int64_t *szp = opt_i64(sizes, n, "sizes")
-    cdef cnp.ndarray a_tables = np.empty(nseg, dtype=np.uintp)
-    cdef const uint16_t **tables = <const uint16_t **>cnp.PyArray_DATA(a_tables)
-    cdef const uint16_t[::1] table_view
-    for s in range(nseg):
-        table_view = bucket_tables[s]
-        if table_view.shape[0] != 0x10000:
-            raise ValueError("a bucket table must have 65536 entries")
-        tables[s] = &table_view[0]
-    cdef const uint16_t[::1] seg_view
-    cdef const uint16_t *segment_tablep = NULL
-    if route_mode == R_TABLE:
-        seg_view = segment_table
-        if seg_view.shape[0] != 0x10000:
-            raise ValueError("the segment table must have 65536 entries")
-        segment_tablep = &seg_view[0]
-    cdef const int32_t *rotationp = &rotation[0] if rotation.shape[0] else NULL
-    cdef int64_t nrotation = rotation.shape[0], rr = round_robin % nrotation if nrotation else 0
-
+    cdef int64_t rr = round_robin % router.nrotation if router.nrotation else 0
+    cdef bint one = router.mode == R_ONE
     cdef Grouper grouper = Grouper(bucket_offsets, policy, max_messages, max_bytes, False)
     cdef GroupState *st = &grouper.st
-    cdef cnp.ndarray a_seg = np.empty(n if route_mode != R_ONE else 0, dtype=np.int32)
+    cdef cnp.ndarray a_seg = np.empty(0 if one else n, dtype=np.int32)
     cdef cnp.ndarray a_bkt = np.empty(n, dtype=np.int32)
     cdef cnp.ndarray order = np.empty(n, dtype=np.int64)
-    cdef int32_t *segp = <int32_t *>cnp.PyArray_DATA(a_seg) if route_mode != R_ONE else NULL
+    cdef int32_t *segp = NULL if one else <int32_t *>cnp.PyArray_DATA(a_seg)
     cdef int32_t *bktp = <int32_t *>cnp.PyArray_DATA(a_bkt)
-    # one chunk's hashes and bucket hashes (stay in L1) and the key descriptors
-    cdef cnp.ndarray a_raw = np.empty(CHUNK, dtype=np.uint32)
-    cdef cnp.ndarray a_has = np.empty(CHUNK, dtype=np.uint8)
     cdef cnp.ndarray a_bh = np.empty(CHUNK, dtype=np.uint16)
-    cdef cnp.ndarray a_keys = np.empty(CHUNK * sizeof(bc_key), dtype=np.uint8)
-    cdef bc_key *keys = <bc_key *>cnp.PyArray_DATA(a_keys)
-    cdef HashOut out
-    out.raw = <uint32_t *>cnp.PyArray_DATA(a_raw)
-    out.has_key = <uint8_t *>cnp.PyArray_DATA(a_has)
-    out.segment_hash = NULL
-    out.bucket_hash = NULL
     cdef uint16_t *bh = <uint16_t *>cnp.PyArray_DATA(a_bh)
-    cdef bc_scratch scratch
-    scratch.buf = NULL
-    scratch.cap = 0
+    cdef KeyChunks chunks = KeyChunks()
     cdef int status = ST_OK, rc = 0
-    cdef Py_ssize_t err_index = -1, out_index = -1
+    cdef Py_ssize_t err_index = -1
     cdef int64_t nrec = 0, kept = 0
     pos = 0
-    try:
-        for col in columns:
-            cpos = 0
-            while cpos < col.length:
-                m = col.length - cpos if col.length - cpos < CHUNK else CHUNK
-                if col.needs_gil:
-                    status = col.describe_objects(cpos, m, keys, &err_index)
-                    if status == ST_OK:
-                        with nogil:
-                            status = hash_run(keys, m, replace, True, &scratch, &out, 0, &out_index)
-                    col.release()
-                else:
-                    with nogil:
-                        status = col.describe_buffers(cpos, m, keys, &err_index)
-                        if status == ST_OK:
-                            status = hash_run(keys, m, replace, True, &scratch, &out, 0, &out_index)
-                if status != ST_OK:
-                    # describe names the key's place in its column, hash_run its place in the chunk
-                    err_index = pos - cpos + (cpos + out_index if out_index >= 0 else err_index)
-                    break
-                with nogil:
-                    # one call per mode: each inlined copy drops the other modes' tests
-                    if route_mode == R_TABLE:
-                        route_chunk(m, out.raw, out.has_key, R_TABLE, segment_tablep, rotationp,
-                                    nrotation, &rr, tables, segp + pos, bktp + pos, bh)
-                    elif route_mode == R_LEGACY:
-                        route_chunk(m, out.raw, out.has_key, R_LEGACY, segment_tablep, rotationp,
-                                    nrotation, &rr, tables, segp + pos, bktp + pos, bh)
-                    else:
-                        route_chunk(m, out.raw, out.has_key, R_ONE, segment_tablep, rotationp,
-                                    nrotation, &rr, tables, NULL, bktp + pos, bh)
-                    rc = gs_scan(st, m, segp + pos if segp != NULL else NULL, bktp + pos, bh,
-                                 szp + pos if szp != NULL else NULL)
-                if rc != 0:
-                    break
-                cpos += m
-                pos += m
-            if status != ST_OK or rc != 0:
+    for col in columns:
+        cpos = 0
+        while cpos < col.length:
+            m = col.length - cpos if col.length - cpos < CHUNK else CHUNK
+            status = chunks.hash_chunk(col, cpos, m, replace, &err_index)
+            if status != ST_OK:
+                err_index += pos - cpos  # the key's stream position
                 break
-        if status == ST_OK and rc == 0 and n:
             with nogil:
-                rc = close_and_place(st, n, segp, bktp, <int64_t *>cnp.PyArray_DATA(order), &nrec, &kept)
-    finally:
-        bc_scratch_free(&scratch)
+                router.route(m, chunks.raw, chunks.has_key, False, &rr,
+                             NULL if one else segp + pos, bktp + pos, bh)
+                rc = gs_scan(st, m, NULL if one else segp + pos, bktp + pos, bh,
+                             szp + pos if szp != NULL else NULL)
+            if rc != 0:
+                break
+            cpos += m
+            pos += m
+        if status != ST_OK or rc != 0:
+            break
+    if status == ST_OK and rc == 0 and n:
+        with nogil:
+            rc = close_and_place(st, n, segp, bktp, <int64_t *>cnp.PyArray_DATA(order), &nrec, &kept)
     if status == ST_NOMEM or rc == -1:
         raise MemoryError()
     if status != ST_OK:

@@ -184,7 +184,28 @@ _CPUS = os.cpu_count() or 1
 _executor: ThreadPoolExecutor | None = None
 
 
-def _threads_for(threads: int | None, n: int, buffers: bool) -> int:
+def is_buffer_source(source: Any) -> bool:
+    """Whether a classified source is read without the GIL (Arrow, numpy S/U)."""
+    return _is_arrow(source) or (isinstance(source, np.ndarray) and source.dtype.kind in "SU")
+
+
+def column_parts(source: Any, start: int, stop: int) -> list[tuple[_hashing.KeyColumn, int, int, int]]:
+    """Keys [start, stop) of a classified source as (KeyColumn, first key, end key, position of
+    the first key in the source). Each call makes KeyColumns of its own (they keep per-chunk
+    state), so threads may read disjoint parts of one source at once."""
+    if _is_arrow(source):
+        parts = []
+        out = start
+        for column in _arrow_columns(source.slice(start, stop - start)):
+            parts.append((column, 0, column.length, out))
+            out += column.length
+        return parts
+    [column] = key_columns(source)
+    return [(column, start, stop, start)]
+
+
+def threads_for(threads: int | None, n: int, buffers: bool) -> int:
+    """How many threads share a column of n keys (``threads=None``: automatic)."""
     if threads is None:
         # Python objects are described with the GIL held: a second thread mostly waits for it,
         # so only buffer columns (Arrow, numpy S/U) are split by default.
@@ -196,7 +217,7 @@ def _threads_for(threads: int | None, n: int, buffers: bool) -> int:
     return max(1, min(int(threads), n))
 
 
-def _run_parts(run: Callable[[int, int], tuple[int, int]], n: int, threads: int) -> tuple[int, int]:
+def run_parts(run: Callable[[int, int], tuple[int, int]], n: int, threads: int) -> tuple[int, int]:
     """Run the kernel over [0, n) in `threads` contiguous parts; the first failure by index wins."""
     if threads <= 1:
         return run(0, n)
@@ -216,9 +237,7 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
     replace = errors_flag(errors)
     shape, source = classify_keys(keys)
     n = math.prod(shape)
-    arrow = _is_arrow(source)
-    buffers = arrow or (isinstance(source, np.ndarray) and source.dtype.kind in "SU")
-    parts = _threads_for(threads, n, buffers)
+    parts = threads_for(threads, n, is_buffer_source(source))
     raw = np.empty(n, dtype=np.uint32)
     segment_hash = np.empty(n, dtype=np.uint16) if split else None
     bucket_hash = np.empty(n, dtype=np.uint16) if split else None
@@ -227,27 +246,18 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
     def part(column: np.ndarray | None, start: int, stop: int) -> np.ndarray | None:
         return None if column is None else column[start:stop]
 
-    def hash_part(column: Any, start: int, stop: int, lo: int, hi: int) -> tuple[int, int]:
-        # outputs [start, stop) receive the column's keys [lo, hi)
-        return _hashing.hash_column(column, raw[start:stop], part(segment_hash, start, stop),
-                                    part(bucket_hash, start, stop), part(has_key, start, stop),
-                                    replace, allow_none, lo, hi)
-
     def run(start: int, stop: int) -> tuple[int, int]:
-        # every part reads through KeyColumns of its own (they keep per-chunk state)
-        if arrow:
-            offset = start
-            for column in _arrow_columns(source.slice(start, stop - start)):
-                status, index = hash_part(column, offset, offset + column.length, 0, column.length)
-                if status != _hashing.STATUS_OK:
-                    return status, offset + index
-                offset += column.length
-            return _hashing.STATUS_OK, -1
-        [column] = key_columns(source)
-        return hash_part(column, start, stop, start, stop)
+        for column, lo, hi, out in column_parts(source, start, stop):
+            end = out + hi - lo
+            status, index = _hashing.hash_column(column, raw[out:end], part(segment_hash, out, end),
+                                                 part(bucket_hash, out, end), part(has_key, out, end),
+                                                 replace, allow_none, lo, hi)
+            if status != _hashing.STATUS_OK:
+                return status, out + index - lo
+        return _hashing.STATUS_OK, -1
 
     if n:
-        status, index = _run_parts(run, n, parts)
+        status, index = run_parts(run, n, parts)
         raise_for_status(status, index, keys, shape, allow_none)
     return shape, raw, segment_hash, bucket_hash, has_key
 

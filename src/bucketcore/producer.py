@@ -38,10 +38,10 @@ from typing import Any, Iterator, Sequence, overload
 
 import numpy as np
 
-from _bucketcore import _producer
+from _bucketcore import _hashing, _producer
 from .errors import InvalidLayoutError
-from .hashing import (MAX_HASH, KeyHashes, classify_keys, errors_flag, hash_keys, key_columns, murmur3_32,
-                      raise_for_status)
+from .hashing import (MAX_HASH, KeyHashes, classify_keys, column_parts, errors_flag, hash_keys,
+                      is_buffer_source, key_columns, murmur3_32, raise_for_status, run_parts, threads_for)
 from .layout import Buckets, TopicLayout
 
 __all__ = ["bucket_entries", "EntryTable", "Entry", "EntryBucketBatcher"]
@@ -280,7 +280,7 @@ class _Plan:
         # for the per-send path (Grouper.add_key): the same rules as TopicLayout.route_index
         self.starts = np.zeros(0, dtype=np.uint16)
         self.legacy_order: np.ndarray | None = None
-        self.fused: tuple[int, np.ndarray | None, np.ndarray] | None = None
+        self.fused: _producer.Router | None = None
         if self.layout is not None:
             active = self.layout.active_segments
             self.starts = np.array([seg.hash_start for seg in active[1:]], dtype=np.uint16)
@@ -308,19 +308,20 @@ class _Plan:
                                bucket, self.tables)
         return seg, bucket, int(next_rr)
 
-    def fused_routing(self) -> tuple[int, np.ndarray | None, np.ndarray]:
-        """(route mode, 64 Ki segment table, keyless rotation) for the fused kernel, built once:
-        the same rules as TopicLayout.route_index (keyed by segment hash over the active starts,
-        v4 signSafeMod for an all-legacy layout, keyless messages in turn)."""
+    def router(self) -> _producer.Router:
+        """The kernels' router for keys, built once: the same rules as TopicLayout.route_index
+        (keyed by segment hash over the active starts, v4 signSafeMod for an all-legacy layout,
+        keyless messages in turn), with every boundary list's 64 Ki table."""
         if self.fused is None:
+            tables = self.use_tables()
             if self.single or self.layout is None:
-                self.fused = (_producer.ROUTE_ONE, None, np.zeros(1, dtype=np.int32))
+                self.fused = _producer.Router(_producer.ROUTE_ONE, None, np.zeros(1, dtype=np.int32), tables)
             elif self.legacy_order is not None:
-                self.fused = (_producer.ROUTE_LEGACY, None, self.legacy_order)
+                self.fused = _producer.Router(_producer.ROUTE_LEGACY, None, self.legacy_order, tables)
             else:
-                table = self.layout.segment_table()
                 rotation = np.arange(self.segment_ids.shape[0], dtype=np.int32)
-                self.fused = (_producer.ROUTE_TABLE, table, rotation)
+                self.fused = _producer.Router(_producer.ROUTE_TABLE, self.layout.segment_table(), rotation,
+                                              tables)
         return self.fused
 
     def use_tables(self) -> list[np.ndarray]:
@@ -367,13 +368,16 @@ def _check_tiling(active: Sequence[Any], argname: str) -> None:
 
 def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout, *, sizes: Any = None,
                    max_messages: int = 1000, max_bytes: int = 131072, policy: str = "shared",
-                   encrypted: bool = False, round_robin: int = 0, errors: str = "strict") -> EntryTable:
+                   encrypted: bool = False, round_robin: int = 0, errors: str = "strict",
+                   threads: int | None = None) -> EntryTable:
     """Group a message stream into stamped single-(segment, bucket) entries; see the module doc.
 
     ``keys_or_hashes``: any key input of :func:`hash_keys` or a precomputed :class:`KeyHashes`.
     ``sizes``: per-message payload bytes (without it only ``max_messages`` applies).
     ``round_robin``: where the keyless round-robin starts; the table's ``next_round_robin``
-    is where the next call should continue. Every argument is checked before any work.
+    is where the next call should continue. ``threads``: how many threads hash and route a
+    large key stream (None: automatic; the grouping itself is sequential); the result never
+    depends on it. Every argument is checked before any work.
     """
     max_messages = _check_int(max_messages, "max_messages", 1)
     max_bytes = _check_int(max_bytes, "max_bytes", 1)
@@ -382,9 +386,10 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
     round_robin = _check_int(round_robin, "round_robin", 0)
     errors_flag(errors)  # checked even when precomputed KeyHashes make it unused
     plan = _plan_for(layout_or_buckets, "layout_or_buckets")
+    threads_for(threads, 1, True)  # checks the argument on every path
     limit = 1 if encrypted else max_messages
     if not isinstance(keys_or_hashes, KeyHashes):
-        return _fused_entries(keys_or_hashes, plan, sizes, code, limit, max_bytes, round_robin, errors)
+        return _fused_entries(keys_or_hashes, plan, sizes, code, limit, max_bytes, round_robin, errors, threads)
     kh = _as_key_hashes(keys_or_hashes, errors)
     n = kh.raw.shape[0]
     size_arr = _check_sizes(sizes, n)
@@ -397,24 +402,49 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
 
 
 def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: int, max_bytes: int,
-                   round_robin: int, errors: str) -> EntryTable:
-    """Keys to entries through the fused kernel: hashing, routing, lookup and grouping a chunk at a
-    time, with no column of hashes in between."""
+                   round_robin: int, errors: str, threads: int | None) -> EntryTable:
+    """Keys to entries with no column of hashes in between. One thread: the fused kernel hashes,
+    routes, looks up and groups a chunk at a time. Several: each thread hashes and routes its part
+    of the stream into (segment, bucket, bucket hash) columns, the keyless rotation is placed in
+    send order, and the grouping (sequential by nature) runs once over the columns."""
     replace = errors_flag(errors)
     if isinstance(keys, (str, bytes)):
         keys = [keys]
     shape, source = classify_keys(keys)
     if len(shape) != 1:
         raise ValueError(f"keys must be one-dimensional (a message stream), got shape {shape}")
-    size_arr = _check_sizes(sizes, shape[0])
-    mode, segment_table, rotation = plan.fused_routing()
-    tables = plan.use_tables()
-    status, index, columns, next_rr = _producer.fused_entries(
-        key_columns(source), size_arr, plan.bucket_offsets, code, max_messages, max_bytes, replace, mode,
-        segment_table, rotation, tables, round_robin)
-    if columns is None:
+    n = shape[0]
+    size_arr = _check_sizes(sizes, n)
+    router = plan.router()
+    parts = threads_for(threads, n, is_buffer_source(source))
+    if parts <= 1:
+        status, index, columns, next_rr = _producer.fused_entries(
+            key_columns(source), size_arr, plan.bucket_offsets, code, max_messages, max_bytes, replace,
+            router, round_robin)
+        if columns is None:
+            raise_for_status(status, index, keys, shape, True)
+        assert columns is not None  # a failed status raised above
+    else:
+        one = plan.single or plan.layout is None
+        seg = None if one else np.empty(n, dtype=np.int32)
+        bucket = np.empty(n, dtype=np.int32)
+        bucket_hash = np.empty(n, dtype=np.uint16)
+
+        def run(start: int, stop: int) -> tuple[int, int]:
+            for column, lo, hi, out in column_parts(source, start, stop):
+                end = out + hi - lo
+                status, index = _producer.route_keys(router, column, lo, hi, replace,
+                                                     None if seg is None else seg[out:end],
+                                                     bucket[out:end], bucket_hash[out:end])
+                if status != _hashing.STATUS_OK:
+                    return status, out + index - lo
+            return _hashing.STATUS_OK, -1
+
+        status, index = run_parts(run, n, parts)
         raise_for_status(status, index, keys, shape, True)
-    assert columns is not None  # a failed status raised above
+        next_rr = 0 if seg is None else _producer.place_keyless(router, seg, bucket, round_robin)
+        columns = _producer.group_entries(seg, bucket, bucket_hash, size_arr, plan.bucket_offsets, code,
+                                          max_messages, max_bytes)
     seg_idx, bkt, hmin, hmax, start, count, nbytes, order = columns
     return EntryTable(plan.segment_ids[seg_idx], bkt, hmin, hmax, start, count, nbytes, order, int(next_rr))
 
