@@ -196,3 +196,55 @@ def test_bucket_entries_checks_errors_with_precomputed_hashes() -> None:
     with pytest.raises(ValueError, match="errors"):
         bc.bucket_entries(kh, bc.Buckets(), errors=None)  # type: ignore[arg-type]
     assert len(bc.bucket_entries(kh, bc.Buckets(), errors="replace")) == 1
+
+
+# --- no partial effect after an error; odd but valid targets --------------------------------------
+
+
+def test_failed_batcher_calls_leave_no_trace() -> None:
+    pa = pytest.importorskip("pyarrow")
+    layout = bc.TopicLayout(0, [bc.Segment(0, 0, 0x7FFF, bc.Buckets.equal_width(3)),
+                                bc.Segment(1, 0x8000, 0xFFFF, bc.Buckets.equal_width(2))])
+    clean = bc.EntryBucketBatcher(layout, max_messages=2)
+    dirty = bc.EntryBucketBatcher(layout, max_messages=2)
+    sends = [(None, b"1"), ("a", b"22"), (None, b"333"), ("key-1", b"4")]
+    bad_calls = [
+        lambda b: b.add(5, b"x"),
+        lambda b: b.add("\ud800", b"x"),
+        lambda b: b.add("a", "not bytes"),
+        lambda b: b.add_many([None, "a", 5], [b"", b"", b""]),
+        lambda b: b.add_many(pa.array([None, "\ud800x".encode("utf-8", "surrogatepass")], type=pa.binary()),
+                             [b"", 7]),
+        lambda b: b.add_many(["a", None], [b""]),
+    ]
+    got_clean, got_dirty = [], []
+    for key, payload in sends:
+        for call in bad_calls:
+            with pytest.raises((TypeError, ValueError)):
+                call(dirty)
+        got_clean += clean.add(key, payload)
+        got_dirty += dirty.add(key, payload)
+        assert (dirty.position, dirty.pending, dirty.round_robin) == (clean.position, clean.pending, clean.round_robin)
+    got_clean += clean.flush()
+    got_dirty += dirty.flush()
+    assert got_dirty == got_clean and len(got_clean) >= 2
+
+
+def test_full_ring_of_65536_buckets_in_the_producer() -> None:
+    keys = ["a", "key-1", "ключ", None]
+    table = bc.bucket_entries(keys, bc.Buckets.equal_width(65536))
+    # every bucket hash is its own bucket: bucket == bucket hash
+    lows = [_raw(k) & 0xFFFF if k is not None else 0 for k in keys]
+    assert sorted(zip(table.bucket.tolist(), table.hash_min.tolist())) == sorted((h, h) for h in lows)
+    [entry] = bc.EntryBucketBatcher(bc.Buckets.equal_width(65536), max_messages=1).add("ключ", b"")
+    assert entry.bucket == entry.hash_min == _raw("ключ") & 0xFFFF
+
+
+def test_one_legacy_segment_takes_every_message() -> None:
+    layout = bc.TopicLayout(0, [bc.Segment(3, 0, 0xFFFF, legacy_topic_name="persistent://t/ns/x-partition-0")])
+    keys = ["a", None, "key-1", None]
+    assert layout.route(keys).tolist() == [3] * 4
+    assert set(bc.bucket_entries(keys, layout).segment_id.tolist()) == {3}
+    batcher = bc.EntryBucketBatcher(layout)
+    batcher.add_many(keys, [b""] * 4)
+    assert [e.segment_id for e in batcher.flush()] == [3]
