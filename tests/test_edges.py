@@ -248,3 +248,10 @@ def test_one_legacy_segment_takes_every_message() -> None:
     batcher = bc.EntryBucketBatcher(layout)
     batcher.add_many(keys, [b""] * 4)
     assert [e.segment_id for e in batcher.flush()] == [3]
+
+
+def test_canonical_hash_list_with_a_huge_index_names_it() -> None:
+    buckets = bc.Buckets.equal_width(3)
+    for value in (2**64 - 1, 2**70, -(2**70), np.uint64(2**64 - 1)):
+        with pytest.raises(ValueError, match="index 1 is outside 0..2"):
+            buckets.canonical_hash([0, value])

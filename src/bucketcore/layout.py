@@ -340,6 +340,8 @@ class Buckets:
             for i, item in enumerate(bucket_index):
                 if not _is_int(item):
                     raise TypeError(f"bucket index at index {i} is {_describe(item)}; expected an int")
+                if not 0 <= int(item) < count:
+                    raise ValueError(f"bucket index {int(item)} at index {i} is outside 0..{count - 1}")
             arr = np.array([int(item) for item in bucket_index], dtype=np.int64)
         else:
             arr = np.asarray(bucket_index)
