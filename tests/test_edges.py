@@ -255,3 +255,18 @@ def test_canonical_hash_list_with_a_huge_index_names_it() -> None:
     for value in (2**64 - 1, 2**70, -(2**70), np.uint64(2**64 - 1)):
         with pytest.raises(ValueError, match="index 1 is outside 0..2"):
             buckets.canonical_hash([0, value])
+
+
+def test_segment_ids_must_fit_int64() -> None:
+    # route() and EntryTable.segment_id are np.int64 columns (Pulsar segment ids are Java longs)
+    top = 2**63 - 1
+    layout = bc.TopicLayout(0, [bc.Segment(top, 0, 0xFFFF)])
+    assert layout.route(["a"]).tolist() == [top]
+    assert bc.bucket_entries(["a"], layout).segment_id.tolist() == [top]
+    for bad in (2**63, 2**70):
+        with pytest.raises(bc.InvalidLayoutError, match=str(bad)):
+            bc.Segment(bad, 0, 0xFFFF)
+        with pytest.raises(bc.InvalidLayoutError, match=str(bad)):
+            bc.Segment(0, 0, 0xFFFF, parent_ids=(bad,))
+    with pytest.raises(bc.InvalidLayoutError, match=str(2**63)):
+        layout.split(top)  # its children would need ids past the int64 range

@@ -34,6 +34,8 @@ __all__ = [
 
 RING = 0x10000  # number of hash values in a 16-bit half of the hash
 MAX_BUCKETS = RING  # every bucket owns at least one hash value
+# segment ids are Java longs in Pulsar, and np.int64 in route() and EntryTable.segment_id
+MAX_SEGMENT_ID = 2**63 - 1
 ACTIVE = "active"
 SEALED = "sealed"
 _STATES = (ACTIVE, SEALED)
@@ -576,6 +578,8 @@ def _id_tuple(values: Any, field: str, segment_id: object) -> tuple[int, ...]:
     for i, value in enumerate(ids):
         if not _is_int(value) or int(value) < 0:
             raise _layout_error(segment_id, f"{field}[{i}] is {_describe(value)}; segment ids are ints >= 0")
+        if int(value) > MAX_SEGMENT_ID:
+            raise _layout_error(segment_id, f"{field}[{i}] is {int(value)}, above 2**63-1 (segment ids are 64-bit)")
     ids = tuple(int(v) for v in ids)
     if len(set(ids)) != len(ids):
         raise _layout_error(segment_id, f"{field} {ids} lists a segment twice")
@@ -601,6 +605,8 @@ class Segment:
         sid = self.segment_id
         if not _is_int(sid) or int(sid) < 0:
             raise InvalidLayoutError(f"segment_id must be an int >= 0, not {_describe(sid)}")
+        if int(sid) > MAX_SEGMENT_ID:
+            raise InvalidLayoutError(f"segment_id {int(sid)} is above 2**63-1 (segment ids are 64-bit)")
         sid = int(sid)
         object.__setattr__(self, "segment_id", sid)
         for field in ("hash_start", "hash_end"):
