@@ -270,3 +270,13 @@ def test_segment_ids_must_fit_int64() -> None:
             bc.Segment(0, 0, 0xFFFF, parent_ids=(bad,))
     with pytest.raises(bc.InvalidLayoutError, match=str(2**63)):
         layout.split(top)  # its children would need ids past the int64 range
+
+
+def test_balanced_float_weights_whose_total_overflows() -> None:
+    # each bin is finite, but their sum is not: a clear ValueError, not an AssertionError
+    with pytest.raises(ValueError, match="overflows float64"):
+        bc.Buckets.balanced([1, 2], 2, weights=[1e308, 1e308])
+    with pytest.raises(ValueError, match="overflows float64"):
+        bc.Buckets.equal_width(2).load([1, 2], weights=[1e308, 1e308])
+    # large but summable weights still work: the two hashes are split apart
+    assert bc.Buckets.balanced([1, 2], 2, weights=[8e307, 8e307]).splits == (2,)

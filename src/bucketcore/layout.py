@@ -459,7 +459,11 @@ def _histogram(bucket_hashes: Any, weights: Any) -> np.ndarray:
             raise ValueError(
                 f"weight {float(flat[bad])!r} at index {_index_label(bad, shape)} is not a finite non-negative number"
             )
-        if not np.isfinite(sums).all():
+        # the running total, summed in the order the partition's prefix sums use: every bin can
+        # be finite while their total is not
+        with np.errstate(over="ignore"):
+            total = np.cumsum(sums)[-1]
+        if not np.isfinite(total):
             raise ValueError("the sum of the weights overflows float64")
         return sums
     raise TypeError(f"weights must be non-negative numbers, not an array of dtype {w.dtype}")
