@@ -38,3 +38,79 @@ def test_surplus_consumers_share_the_only_replayable_segment_of_a_chain():
         (seg,) = result[name].segments
         assert seg.segment_id == 0
         assert seg.bucket_ranges == tuple(layout.segment(0).buckets.ranges)
+
+
+# --- compute_assignment against the rule's own words (cursor form), on layouts with history -------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def spec_assignment(layout: TopicLayout, names: list[str], drained: set[int]) -> dict[str, list[tuple[int, bool]]]:
+    present = {s.segment_id for s in layout.segments}
+    segs = sorted((s for s in layout.segments if all(p in drained for p in s.parent_ids if p in present)),
+                  key=lambda s: (s.hash_start, s.hash_end, s.segment_id))
+    names = sorted(names)
+    owners: list[list[str]] = [[] for _ in segs]
+    if len(names) <= len(segs):
+        for i in range(len(segs)):
+            if names:
+                owners[i].append(names[i % len(names)])
+    else:
+        for i in range(len(segs)):
+            owners[i].append(names[i])
+        i = 0  # "handed to the segments in sorted order, cycling from the first, skipping full ones"
+        for name in names[len(segs):]:
+            tried = 0
+            while tried < len(segs) and len(owners[i % len(segs)]) >= segs[i % len(segs)].buckets.count:
+                i += 1
+                tried += 1
+            if tried == len(segs):
+                break
+            owners[i % len(segs)].append(name)
+            i += 1
+    out: dict[str, list[tuple[int, bool]]] = {n: [] for n in names}
+    for s, o in zip(segs, owners):
+        for n in o:
+            out[n].append((s.segment_id, len(o) > 1))
+    return out
+
+
+@st.composite
+def history(draw):
+    layout = TopicLayout(1, [Segment(0, 0, 0xFFFF, Buckets.equal_width(draw(st.integers(1, 6))))], TOPIC)
+    for _ in range(draw(st.integers(0, 5))):
+        active = list(layout.active_segments)
+        op = draw(st.sampled_from(["split", "merge", "rebucket"]))
+        if op == "split" and any(s.hash_end > s.hash_start for s in active):
+            t = draw(st.sampled_from([s for s in active if s.hash_end > s.hash_start]))
+            layout = layout.split(t.segment_id)
+        elif op == "merge" and len(active) > 1:
+            i = draw(st.integers(0, len(active) - 2))
+            layout = layout.merge(active[i].segment_id, active[i + 1].segment_id)
+        else:
+            t = draw(st.sampled_from(active))
+            layout = layout.rebucket(t.segment_id, Buckets.equal_width(draw(st.integers(1, 6))))
+    sealed = [s.segment_id for s in layout.segments if s.state == "sealed"]
+    drained = set(draw(st.lists(st.sampled_from(sealed), unique=True))) if sealed else set()
+    return layout, drained
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=history(), k=st.integers(0, 25))
+def test_compute_assignment_follows_the_rule_as_worded(case, k):
+    layout, drained = case
+    names = [f"c{i:02d}" for i in range(k)]
+    got = compute_assignment(layout, reversed(names), drained=drained)
+    want = spec_assignment(layout, names, drained)
+    assert list(got) == sorted(names)
+    for name in names:
+        assert [(s.segment_id, bool(s.bucket_ranges)) for s in got[name].segments] == want[name]
+        for s in got[name].segments:
+            if s.bucket_ranges:
+                assert s.bucket_ranges == tuple(layout.segment(s.segment_id).buckets.ranges)
+    # parents first: nothing assigned while a parent still in the layout is undrained
+    present = {s.segment_id for s in layout.segments}
+    for a in got.values():
+        for s in a.segments:
+            assert all(p in drained for p in layout.segment(s.segment_id).parent_ids if p in present)
