@@ -14,7 +14,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -278,3 +278,42 @@ def test_a_bool_inside_an_int_list_is_refused_not_read_as_0_or_1():
     with pytest.raises(TypeError, match=r"entry_ids.*index 1"):
         d.ack("a", 1, [0, True])
     assert d.pending_entries == 2
+
+
+_splits = st.lists(st.integers(1, 0xFFFF), max_size=8, unique=True).map(lambda s: tuple(sorted(s)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(ours=_splits, data=st.data(), form=st.sampled_from(["buckets", "splits", "ranges", "array"]))
+def test_validate_accepts_exactly_the_same_list_in_any_form(ours, data, form):
+    theirs = data.draw(st.one_of(st.just(ours), _splits,
+                                 st.just(ours[:-1]), st.just(tuple(sorted({*ours, 0x7777})))))
+    sel = bc.EntryBucketSelector(bc.Buckets(ours))
+    b = bc.Buckets(theirs)
+    declared = {"buckets": b, "splits": list(theirs), "ranges": list(b.ranges),
+                "array": np.array(b.ranges, dtype=np.int64).reshape(-1, 2)}[form]
+    d = bc.Dispatcher(bc.Buckets(ours))
+    if ours == theirs:
+        sel.validate(declared)
+        d.add_consumer("x", 1, declared=declared)
+        assert d.consumers == (("x", 1),)
+    else:
+        with pytest.raises(bc.StaleLayoutError):
+            sel.validate(declared)
+        with pytest.raises(bc.StaleLayoutError):
+            d.add_consumer("x", 1, declared=declared)
+        assert d.consumers == () and sel.consumers == ()
+
+
+@pytest.mark.parametrize("declared", [
+    [(0, 0x7FFF)],                          # does not reach 0xFFFF
+    [(1, 0xFFFF)],                          # does not start at 0
+    [(0, 0x3FFF), (0x5000, 0xFFFF)],        # gap
+    [(0, 0x8000), (0x8000, 0xFFFF)],        # overlap
+    [(0, 0x7FFF), (0x8000, 0xFFFF), (0x8000, 0xFFFF)],
+    [(0x8000, 0xFFFF), (0, 0x7FFF)],        # out of order
+])
+def test_validate_rejects_ranges_that_do_not_tile_as_stale(declared):
+    sel = bc.EntryBucketSelector(bc.Buckets.equal_width(2))
+    with pytest.raises(bc.StaleLayoutError):
+        sel.validate(declared)
