@@ -16,7 +16,7 @@ class BucketcoreError(Exception):
 
 
 class KeyEncodingError(BucketcoreError, ValueError):
-    """A str key cannot be encoded as UTF-8 (an unpaired surrogate); names the key's index."""
+    """A str key cannot be encoded as UTF-8 (it holds a surrogate code point); names the key's index."""
 
     def __init__(self, message: str, index: int | None = None) -> None:
         super().__init__(message)

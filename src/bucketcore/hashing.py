@@ -87,8 +87,9 @@ def raise_for_status(status: int, index: int, keys: Any, shape: tuple[int, ...],
     label = _index_label(index, shape)
     if status == _hashing.STATUS_SURROGATE:
         raise KeyEncodingError(
-            f"key at index {label} contains an unpaired surrogate and is not valid UTF-8; "
-            "pass errors='replace' to encode it as '?' the way Java's String.getBytes(UTF_8) does",
+            f"key at index {label} contains a surrogate code point (U+D800..U+DFFF) and is not valid "
+            "UTF-8; pass errors='replace' to encode it the way Java's String.getBytes(UTF_8) does "
+            "(an unpaired surrogate becomes '?', a high+low pair one supplementary character)",
             index,
         )
     if status == _hashing.STATUS_NONE:
