@@ -373,10 +373,11 @@ class Buckets:
         """The n-bucket list whose heaviest bucket carries the least possible load.
 
         Load of a bucket = number of the observed ``bucket_hashes`` inside its range, or the sum of
-        their ``weights`` (e.g. bytes). Exact: the contiguous linear partition of the 65,536
-        hash bins is solved by binary search on the answer (over integers for counts and
-        integral weights, over the float64 values themselves for float weights) with a greedy
-        feasibility check. Among the optimal lists: boundaries as far left-packed as the optimum
+        their ``weights`` (e.g. bytes). The contiguous linear partition of the 65,536 hash bins
+        is solved by binary search on the answer with a greedy feasibility check: exactly for
+        counts and integral weights (over the integers); for float weights, exactly for the loads
+        as float64 prefix sums compute them, which can differ from the real-number optimum by a
+        rounding step. Among the optimal lists: boundaries as far left-packed as the optimum
         allows, spare buckets split off the heaviest ones, and boundaries that fall in a stretch
         of hashes nobody used spread evenly over it (with no data at all: ``equal_width(n)``).
         Deterministic: the same inputs give the same list.
