@@ -325,3 +325,16 @@ def test_matches_reference_and_ignores_input_order(case, names, seed) -> None:  
     assert again == result and list(again) == list(result)
     # equal content gives equal (and equally hashed) value objects
     assert {name: hash(a) for name, a in again.items()} == {name: hash(a) for name, a in result.items()}
+
+
+def test_shared_bucket_ranges_equal_the_buckets_ranges_list() -> None:
+    # DESIGN §3.6: a sharer's bucket_ranges *is* buckets.ranges (a list); the immutable
+    # assignment keeps a tuple that compares equal to it either way round
+    buckets = Buckets.equal_width(4)
+    layout = TopicLayout(1, [Segment(0, 0, 0xFFFF, buckets)])
+    shared = compute_assignment(layout, ["a", "b"])["a"].segments[0].bucket_ranges
+    assert shared == buckets.ranges and buckets.ranges == shared and not shared != buckets.ranges
+    assert shared == tuple(buckets.ranges) and hash(shared) == hash(tuple(buckets.ranges))
+    assert shared != buckets.ranges[:2]
+    alone = compute_assignment(layout, ["a"])["a"].segments[0].bucket_ranges
+    assert alone == [] and alone == ()

@@ -109,7 +109,7 @@ class Subscribe:
     segment_id: int
     segment_topic: str
     subscription_type: SubscriptionType
-    hash_ranges: BucketRanges = ()
+    hash_ranges: BucketRanges = BucketRanges()
     key_shared_mode: Optional[Literal["STICKY"]] = None
     entry_bucket_dispatch: bool = False
 

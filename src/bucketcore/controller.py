@@ -29,7 +29,22 @@ __all__ = [
     "compute_assignment",
 ]
 
-BucketRanges = tuple[tuple[int, int], ...]
+class BucketRanges(tuple[tuple[int, int], ...]):
+    """A boundary list as inclusive ``(start, end)`` pairs: an immutable, hashable tuple that also
+    equals a list of the same pairs, so ``bucket_ranges == buckets.ranges`` (a list) holds as
+    DESIGN §3.6 states it."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):
+            return tuple.__eq__(self, tuple(other))
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
 
 
 def _is_int(value: object) -> TypeGuard[Union[int, np.integer[Any]]]:
@@ -76,7 +91,7 @@ def _normalise_bucket_ranges(value: object, segment_id: int) -> BucketRanges:
             f"bucket_ranges of segment {segment_id} must tile 0x0000..0xFFFF; they end at "
             f"{expected_start - 1:#06x}"
         )
-    return tuple(ranges)
+    return BucketRanges(ranges)
 
 
 @dataclass(frozen=True, order=True)
@@ -94,7 +109,7 @@ class AssignedSegment:
     hash_start: int
     hash_end: int
     segment_topic: str
-    bucket_ranges: BucketRanges = ()
+    bucket_ranges: BucketRanges = BucketRanges()
 
     def __post_init__(self) -> None:
         if not _is_int(self.segment_id):
@@ -304,7 +319,7 @@ def compute_assignment(
 
     assigned: dict[str, list[AssignedSegment]] = {name: [] for name in names}
     for segment, segment_owners in zip(segments, owners):
-        ranges: BucketRanges = tuple(segment.buckets.ranges) if len(segment_owners) > 1 else ()
+        ranges = BucketRanges(segment.buckets.ranges if len(segment_owners) > 1 else ())
         view = _trusted(
             AssignedSegment,
             segment_id=segment.segment_id,
