@@ -3,7 +3,7 @@
     python benches/compare_producer.py [--n 1000000] [--repeat 5] [--segments 4] [--buckets 16]
 
 Workload: n UUID keys, a layout of ``--segments`` equal segments with ``--buckets`` equal-width
-buckets each, both policies, list[str] and Arrow string input. The reference is written the way
+buckets each, both policies, list[str] and Arrow string input, on one and on two threads. The reference is written the way
 the Java producer batches (a dict of per-bucket lists per segment window, around ``mmh3.hash``
 and ``bisect``). Prints ns per message, the ratio to the reference, and the peak extra memory
 per message (tracemalloc: numpy and the kernels' PyMem_Raw allocations are traced).
@@ -144,7 +144,7 @@ def main() -> None:
         print(f"  {name:<28} {best_of(fn, args.repeat) / n * 1e9:8.2f} ns/msg")
     del kh
 
-    print(f"\n{'policy':<11} {'input':<13} {'bucketcore':>11} {'reference':>11} {'ratio':>7} "
+    print(f"\n{'policy':<11} {'input, threads':<16} {'bucketcore':>11} {'reference':>11} {'ratio':>7} "
           f"{'peak B/msg':>11} {'entries':>8} {'msgs/entry':>10} same")
     for policy in ("shared", "per_bucket"):
         ref_result: list[Any] = []
@@ -152,13 +152,15 @@ def main() -> None:
                            args.ref_repeat)
         ref = ref_result[-1]
         del ref_result
-        for name, column in inputs.items():
-            def run(column: Any = column, policy: str = policy) -> Any:
-                return bucket_entries(column, layout, max_messages=args.max_messages, policy=policy)
+        for (name, column), threads in ((item, t) for item in inputs.items() for t in (1, 2)):
+            def run(column: Any = column, policy: str = policy, threads: int = threads) -> Any:
+                return bucket_entries(column, layout, max_messages=args.max_messages, policy=policy,
+                                      threads=threads)
             t = best_of(run, args.repeat)
             table = run()
             peak = peak_bytes(run)
-            print(f"{policy:<11} {name:<13} {t / n * 1e9:8.2f} ns {ref_time / n * 1e9:8.1f} ns "
+            label = f"{name} {threads}t"
+            print(f"{policy:<11} {label:<16} {t / n * 1e9:8.2f} ns {ref_time / n * 1e9:8.1f} ns "
                   f"{ref_time / t:6.1f}x {peak / n:11.2f} {len(table):8d} {n / max(1, len(table)):10.1f} "
                   f"{'yes' if same_entries(table, ref) else 'NO'}")
         del ref
