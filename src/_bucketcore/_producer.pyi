@@ -3,15 +3,27 @@
 from typing import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from _bucketcore._hashing import KeyColumn
-import numpy.typing as npt
 
 POLICY_SHARED: int
 POLICY_PER_BUCKET: int
 ROUTE_ONE: int
 ROUTE_TABLE: int
 ROUTE_LEGACY: int
+
+# the per-entry columns and the message order, as group_entries returns them
+_Columns = tuple[
+    npt.NDArray[np.int32],
+    npt.NDArray[np.int32],
+    npt.NDArray[np.uint16],
+    npt.NDArray[np.uint16],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+]
 
 def bucket_index(
     seg: npt.NDArray[np.int32] | None,
@@ -82,29 +94,10 @@ def group_entries(
     policy: int,
     max_messages: int,
     max_bytes: int,
-) -> tuple[
-    npt.NDArray[np.int32],
-    npt.NDArray[np.int32],
-    npt.NDArray[np.uint16],
-    npt.NDArray[np.uint16],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-]: ...
+) -> _Columns: ...
 
 def payload_sizes(payloads: Sequence[object], out: npt.NDArray[np.int64]) -> int: ...
 
-_Columns = tuple[
-    npt.NDArray[np.int32],
-    npt.NDArray[np.int32],
-    npt.NDArray[np.uint16],
-    npt.NDArray[np.uint16],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-]
 
 class Router:
     def __init__(
