@@ -336,6 +336,8 @@ def test_route_entries_input_errors():
     with pytest.raises(TypeError, match="dtype bool"):
         route_entries(sel, np.array([True, False]))
     with pytest.raises(TypeError, match="dtype float64"):
+        route_entries(sel, np.array([1.0, 2.0]))
+    with pytest.raises(TypeError, match="hash_min at index 0 is float 1.0, not an int"):
         route_entries(sel, [1.0, 2.0])
     with pytest.raises(ValueError, match="1-D"):
         route_entries(sel, np.zeros((2, 2), np.uint16))
@@ -953,3 +955,14 @@ def test_queues_survive_log_compaction():
     d.ack(*A, 900)
     got = d.poll(*B)
     assert ids(got) == queued and not got.redelivered.any()
+
+
+def test_int_lists_name_the_item_numpy_cannot_hold() -> None:
+    sel = EntryBucketSelector(bc.Buckets.equal_width(4))
+    sel.add_consumer("a", 1)
+    with pytest.raises(ValueError, match=r"hash_min at index 1 is 1180591620717411303424, beyond 64-bit"):
+        route_entries(sel, [5, 2**70])
+    with pytest.raises(TypeError, match=r"hash_min at index 2 is str 'x', not an int"):
+        route_entries(sel, [1, 2, "x"])
+    with pytest.raises(TypeError, match=r"hash_max at index 0 is float 1.5, not an int"):
+        fits_one_bucket(bc.Buckets(), [1], [1.5])

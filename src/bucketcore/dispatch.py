@@ -123,6 +123,13 @@ def _int_column(values: Any, name: str) -> np.ndarray:
     if arr.dtype == np.bool_ or arr.dtype.kind not in "ui":
         if arr.size == 0 and arr.dtype.kind == "f":
             return arr.astype(np.int64)  # np.asarray([]) is float64: an empty list is fine
+        if isinstance(values, (list, tuple)):
+            # name the item numpy could not hold as an integer: another type, or beyond 64 bits
+            for i, v in enumerate(values):
+                if not isinstance(v, (int, np.integer)):
+                    raise TypeError(f"{name} at index {i} is {type(v).__name__} {v!r}, not an int")
+                if not -(1 << 63) <= v < (1 << 64):
+                    raise ValueError(f"{name} at index {i} is {v}, beyond 64-bit integers")
         raise TypeError(f"{name} must hold integers, not values of dtype {arr.dtype}")
     return arr
 
