@@ -704,3 +704,17 @@ def test_threaded_routing_names_first_bad_key() -> None:
         bucket_entries(keys, Buckets.equal_width(4), threads=3)
     with pytest.raises(ValueError, match="threads must be at least 1"):
         bucket_entries(["a"], Buckets(), threads=0)
+
+
+def test_fused_kernel_wide_tables_match_staged_path() -> None:
+    """Over 256 buckets the router keeps 16-bit tables (8-bit ones otherwise): both widths must
+    route exactly like the staged path."""
+    rng = random.Random(21)
+    keys = [None if rng.random() < 0.02 else f"k-{rng.randrange(10**6)}" for _ in range(6000)]
+    for n_buckets in (256, 257, 4096):
+        layout = TopicLayout(1, [Segment(0, 0, 0x7FFF, Buckets.equal_width(n_buckets)),
+                                 Segment(1, 0x8000, 0xFFFF, Buckets.equal_width(3))])
+        fused = bucket_entries(keys, layout, max_messages=50, round_robin=1)
+        staged = bucket_entries(bc.hash_keys(keys), layout, max_messages=50, round_robin=1)
+        assert as_tuples(fused) == as_tuples(staged)
+        assert fused.next_round_robin == staged.next_round_robin

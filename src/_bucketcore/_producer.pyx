@@ -991,9 +991,16 @@ cdef enum:
     R_LEGACY = 2
 
 
+# Lookup tables of 8-bit entries where every index fits (N <= 256 buckets, <= 256 segments):
+# half the cache footprint of 16-bit ones, which matters once keys stream through the cache.
+ctypedef fused table_t:
+    uint8_t
+    uint16_t
+
+
 cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *has_key, int mode,
-                             bint defer, const uint16_t *segment_table, const int32_t *rotation,
-                             int64_t nrotation, int64_t *rr, const uint16_t **tables,
+                             bint defer, const table_t *segment_table, const int32_t *rotation,
+                             int64_t nrotation, int64_t *rr, const table_t **tables,
                              int32_t *seg, int32_t *bkt, uint16_t *bh) noexcept nogil:
     """Segment, bucket and bucket hash of m hashed messages (seg NULL for one segment).
 
@@ -1030,55 +1037,83 @@ cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *h
 
 cdef class Router:
     """How hashed keys reach (segment, bucket) for one producer target: the route mode, the 64 Ki
-    segment table (ROUTE_TABLE), the keyless rotation and every segment's 64 Ki bucket table."""
+    segment table (ROUTE_TABLE), the keyless rotation and every segment's 64 Ki bucket table,
+    narrowed to 8-bit entries when every segment and bucket index fits."""
 
     cdef int mode
-    cdef object keep             # the tables' owners, kept alive while the pointers are used
-    cdef const uint16_t *segment_table
+    cdef bint narrow
+    cdef object keep             # the tables (and their owners), alive while the pointers are used
+    cdef const void *segment_table
     cdef const int32_t *rotation
     cdef int64_t nrotation
-    cdef const uint16_t **tables
+    cdef const void **tables
     cdef cnp.ndarray a_tables
 
     def __cinit__(self, int route_mode, object segment_table, const int32_t[::1] rotation,
                   list bucket_tables):
         cdef Py_ssize_t s, nseg = len(bucket_tables)
-        cdef const uint16_t[::1] view
+        cdef cnp.ndarray table
         if route_mode not in (R_ONE, R_TABLE, R_LEGACY):
             raise ValueError(f"unknown route mode {route_mode}")
         if route_mode != R_ONE and rotation.shape[0] < 1:
             raise ValueError("routing needs at least one segment in the rotation")
+        tables = [np.asarray(t) for t in bucket_tables]
+        for t in tables:
+            if t.dtype != np.uint16 or t.shape != (0x10000,) or not t.flags.c_contiguous:
+                raise ValueError("a bucket table must be 65536 contiguous uint16 entries")
+        if route_mode == R_TABLE:
+            segment_table = np.asarray(segment_table)
+            if segment_table.dtype != np.uint16 or segment_table.shape != (0x10000,):
+                raise ValueError("the segment table must be 65536 uint16 entries")
+        self.narrow = nseg <= 256 and all(int(t.max()) <= 0xFF for t in tables)
+        if self.narrow:
+            tables = [t.astype(np.uint8) for t in tables]
+            if route_mode == R_TABLE:
+                segment_table = np.ascontiguousarray(segment_table, dtype=np.uint8)
         self.mode = route_mode
-        self.keep = (segment_table, rotation, bucket_tables)
+        self.keep = (segment_table, rotation, tables)
         self.a_tables = np.empty(nseg, dtype=np.uintp)
-        self.tables = <const uint16_t **>cnp.PyArray_DATA(self.a_tables)
+        self.tables = <const void **>cnp.PyArray_DATA(self.a_tables)
         for s in range(nseg):
-            view = bucket_tables[s]
-            if view.shape[0] != 0x10000:
-                raise ValueError("a bucket table must have 65536 entries")
-            self.tables[s] = &view[0]
+            table = tables[s]
+            self.tables[s] = cnp.PyArray_DATA(table)
         self.segment_table = NULL
         if route_mode == R_TABLE:
-            view = segment_table
-            if view.shape[0] != 0x10000:
-                raise ValueError("the segment table must have 65536 entries")
-            self.segment_table = &view[0]
+            table = np.ascontiguousarray(segment_table)
+            self.keep = (table, rotation, tables)
+            self.segment_table = cnp.PyArray_DATA(table)
         self.rotation = &rotation[0] if rotation.shape[0] else NULL
         self.nrotation = rotation.shape[0]
 
     cdef inline void route(self, Py_ssize_t m, const uint32_t *raw, const uint8_t *has_key,
                            bint defer, int64_t *rr, int32_t *seg, int32_t *bkt,
                            uint16_t *bh) noexcept nogil:
-        # one call per mode: each inlined copy of the loop drops the other modes' tests
-        if self.mode == R_TABLE:
-            route_chunk(m, raw, has_key, R_TABLE, defer, self.segment_table, self.rotation,
-                        self.nrotation, rr, self.tables, seg, bkt, bh)
+        # one call per mode and width: each inlined copy of the loop drops the others' tests
+        if self.narrow:
+            if self.mode == R_TABLE:
+                route_chunk(m, raw, has_key, R_TABLE, defer, <const uint8_t *>self.segment_table,
+                            self.rotation, self.nrotation, rr, <const uint8_t **>self.tables, seg, bkt, bh)
+            elif self.mode == R_LEGACY:
+                route_chunk(m, raw, has_key, R_LEGACY, defer, <const uint8_t *>self.segment_table,
+                            self.rotation, self.nrotation, rr, <const uint8_t **>self.tables, seg, bkt, bh)
+            else:
+                route_chunk(m, raw, has_key, R_ONE, defer, <const uint8_t *>self.segment_table,
+                            self.rotation, self.nrotation, rr, <const uint8_t **>self.tables, NULL, bkt, bh)
+        elif self.mode == R_TABLE:
+            route_chunk(m, raw, has_key, R_TABLE, defer, <const uint16_t *>self.segment_table,
+                        self.rotation, self.nrotation, rr, <const uint16_t **>self.tables, seg, bkt, bh)
         elif self.mode == R_LEGACY:
-            route_chunk(m, raw, has_key, R_LEGACY, defer, self.segment_table, self.rotation,
-                        self.nrotation, rr, self.tables, seg, bkt, bh)
+            route_chunk(m, raw, has_key, R_LEGACY, defer, <const uint16_t *>self.segment_table,
+                        self.rotation, self.nrotation, rr, <const uint16_t **>self.tables, seg, bkt, bh)
         else:
-            route_chunk(m, raw, has_key, R_ONE, defer, self.segment_table, self.rotation,
-                        self.nrotation, rr, self.tables, NULL, bkt, bh)
+            route_chunk(m, raw, has_key, R_ONE, defer, <const uint16_t *>self.segment_table,
+                        self.rotation, self.nrotation, rr, <const uint16_t **>self.tables, NULL, bkt, bh)
+
+    cdef inline int32_t keyless_bucket(self, int32_t s) noexcept nogil:
+        """The bucket of hash 0 in segment s (a keyless message's bucket)."""
+        if self.narrow:
+            return (<const uint8_t **>self.tables)[s][0]
+        return (<const uint16_t **>self.tables)[s][0]
 
 
 cdef class KeyChunks:
@@ -1178,7 +1213,7 @@ def place_keyless(Router router, int32_t[::1] seg, int32_t[::1] bucket, int64_t 
                 if r == router.nrotation:
                     r = 0
                 seg[i] = s
-                bucket[i] = router.tables[s][0]
+                bucket[i] = router.keyless_bucket(s)
     return r
 
 
