@@ -77,6 +77,7 @@ def _is_arrow(obj: object) -> bool:
 
 
 def _index_label(index: int, shape: tuple[int, ...]) -> object:
+    """A flat index as messages name it: the int itself in 1-D, its tuple of indexes in N-D."""
     return index if len(shape) <= 1 else tuple(int(i) for i in np.unravel_index(index, shape))
 
 

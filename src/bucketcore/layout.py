@@ -20,7 +20,7 @@ import numpy as np
 
 from _bucketcore import _layout
 from .errors import InvalidBoundaryError, InvalidLayoutError
-from .hashing import KeyHashes, hash_keys, refuse_arrow_nulls
+from .hashing import KeyHashes, _index_label, hash_keys, refuse_arrow_nulls
 
 __all__ = [
     "ACTIVE",
@@ -65,10 +65,6 @@ def _check_int(value: object, name: str, low: int, high: int | None = None) -> i
         bound = f"{low}..{high}" if high is not None else f">= {low}"
         raise ValueError(f"{name} must be {bound}, not {number}")
     return number
-
-
-def _index_label(index: int, shape: tuple[int, ...]) -> object:
-    return index if len(shape) <= 1 else tuple(int(i) for i in np.unravel_index(index, shape))
 
 
 def _hash_column(values: Any, what: str) -> tuple[np.ndarray, tuple[int, ...]]:
