@@ -28,12 +28,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Optional, TypeGuard, Union
-
-import numpy as np
+from typing import Literal, Optional, Union
 
 from .controller import AssignedSegment, Assignment, BucketRanges
 from .errors import BucketcoreError, StaleLayoutError
+from .layout import _is_int
 
 __all__ = [
     "ConsumerStateError",
@@ -59,13 +58,6 @@ KEY_SHARED: SubscriptionType = "Key_Shared"
 
 class ConsumerStateError(BucketcoreError, ValueError):
     """A delivery or ack that contradicts the consumer's state (unknown segment, undelivered id, ...)."""
-
-
-def _is_int(value: object) -> TypeGuard[Union[int, np.integer[Any]]]:
-    # bools are ints to Python but never a valid id, hash, epoch or position here.
-    if type(value) is int:  # the common case, without the slower numpy isinstance checks
-        return True
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _check_segment_id(segment_id: object, what: str = "segment_id") -> int:

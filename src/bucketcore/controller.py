@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard, TypeVar, Union
-import numpy as np
+from typing import TypeVar
 
 from .hashing import MAX_HASH
-from .layout import SEALED, Segment, TopicLayout
+from .layout import SEALED, Segment, TopicLayout, _is_int
 
 __all__ = [
     "AssignedSegment",
@@ -45,13 +44,6 @@ class BucketRanges(tuple[tuple[int, int], ...]):
         return not self == other
 
     __hash__ = tuple.__hash__
-
-
-def _is_int(value: object) -> TypeGuard[Union[int, np.integer[Any]]]:
-    # bools are ints to Python but never a valid id, hash, epoch or position here.
-    if type(value) is int:  # the common case, without the slower numpy isinstance checks
-        return True
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _check_hash(value: object, what: str) -> int:

@@ -24,7 +24,7 @@ import numpy as np
 from _bucketcore import _dispatch
 from .errors import BucketcoreError, StaleLayoutError
 from .hashing import KeyHashes
-from .layout import Buckets
+from .layout import Buckets, _is_int
 
 __all__ = [
     "Consumer",
@@ -95,13 +95,13 @@ def _as_buckets(buckets: Any, name: str = "buckets") -> Buckets:
 def _check_consumer(name: Any, consumer_id: Any) -> Consumer:
     if not isinstance(name, str):
         raise TypeError(f"consumer name must be a str, not {type(name).__name__}")
-    if isinstance(consumer_id, (bool, np.bool_)) or not isinstance(consumer_id, (int, np.integer)):
+    if not _is_int(consumer_id):
         raise TypeError(f"consumer_id must be an int, not {type(consumer_id).__name__}")
     return (name, int(consumer_id))
 
 
 def _check_hash(value: Any, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    if not _is_int(value):
         raise TypeError(f"{name} must be an int bucket hash, not {type(value).__name__}")
     value = int(value)
     if not 0 <= value <= _MAX_HASH:
@@ -592,12 +592,8 @@ def _one(value: Any) -> Any:
     return None if value is None else (value if np.ndim(value) else [value])
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
 def _entry_id_column(values: Any, name: str = "entry_ids") -> np.ndarray:
-    if isinstance(values, (int, np.integer)) and not isinstance(values, (bool, np.bool_)):
+    if _is_int(values):
         values = [values]
     ids = _int_column(values, name)
     if ids.dtype == np.uint64 and ids.size and int(ids.max()) > _INT64_MAX:

@@ -14,7 +14,7 @@ import bisect
 import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard, Union
 
 import numpy as np
 
@@ -45,8 +45,10 @@ _KERNEL_DTYPES = tuple(
     np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.int32, np.int64)
 )
 
-def _is_int(value: object) -> bool:
-    """An int or numpy integer that is not a bool (bools are not ints here)."""
+def _is_int(value: object) -> TypeGuard[Union[int, np.integer[Any]]]:
+    """An int or numpy integer that is not a bool (bools are not ints here). Shared by every module."""
+    if type(value) is int:  # the common case, without the slower numpy isinstance checks
+        return True
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
