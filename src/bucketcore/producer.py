@@ -254,19 +254,17 @@ class _Plan:
     __slots__ = ("layout", "buckets", "segment_ids", "splits", "split_offsets", "bucket_offsets", "single",
                  "tables", "starts", "legacy_order", "fused")
 
-    def __init__(self, target: Any, argname: str) -> None:
+    def __init__(self, target: Buckets | TopicLayout) -> None:
+        # _plan_for checked the target's type and tiling (on every call, cached plan or not)
         if isinstance(target, Buckets):
             self.layout: TopicLayout | None = None
             buckets_list = [target]
             self.segment_ids = np.zeros(1, dtype=np.int64)
-        elif isinstance(target, TopicLayout):
+        else:
             active = target.active_segments
-            _check_tiling(active, argname)
             self.layout = target
             buckets_list = [seg.buckets for seg in active]
             self.segment_ids = np.array([seg.segment_id for seg in active], dtype=np.int64)
-        else:
-            raise TypeError(f"{argname} must be a Buckets or a TopicLayout, not {type(target).__name__}")
         self.buckets = buckets_list
         self.tables: list[np.ndarray] | None = None
         arrays = [np.asarray(b.splits_array, dtype=np.uint16) for b in buckets_list]
@@ -335,7 +333,7 @@ class _Plan:
 
 @functools.lru_cache(maxsize=32, typed=True)
 def _cached_plan(target: Buckets | TopicLayout) -> _Plan:
-    return _Plan(target, "layout")
+    return _Plan(target)
 
 
 def _plan_for(target: Any, argname: str) -> _Plan:
