@@ -469,10 +469,8 @@ class EntryBucketBatcher:
         code = _check_policy(policy)
         self.encrypted = _check_bool(encrypted, "encrypted")
         round_robin = _check_int(round_robin, "round_robin", 0)
-        if errors not in ("strict", "replace"):
-            raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
+        self._replace = errors_flag(errors)
         self._errors = errors
-        self._replace = errors == "replace"
         # `buckets`, as DESIGN.md §4 names it: a Buckets (one segment) or a whole TopicLayout
         self._plan = _plan_for(buckets, "buckets")
         self._target = buckets
