@@ -23,7 +23,7 @@ import numpy as np
 
 from _bucketcore import _dispatch
 from .errors import BucketcoreError, StaleLayoutError
-from .hashing import KeyHashes
+from .hashing import MAX_HASH, KeyHashes
 from .layout import Buckets, _is_int
 
 __all__ = [
@@ -50,7 +50,6 @@ NO_CONSUMER: int = _dispatch.NO_CONSUMER
 #: Slot of an entry whose stamp is malformed, with ``malformed="mark"``.
 MALFORMED: int = _dispatch.MALFORMED
 
-_MAX_HASH = 0xFFFF
 _INT64_MAX = np.iinfo(np.int64).max
 
 
@@ -104,7 +103,7 @@ def _check_hash(value: Any, name: str) -> int:
     if not _is_int(value):
         raise TypeError(f"{name} must be an int bucket hash, not {type(value).__name__}")
     value = int(value)
-    if not 0 <= value <= _MAX_HASH:
+    if not 0 <= value <= MAX_HASH:
         raise ValueError(f"{name} {value} is outside 0..0xFFFF")
     return value
 
@@ -148,7 +147,7 @@ def _out_of_range(arr: np.ndarray, hi: int) -> np.ndarray | None:
 def _stamp_column(values: Any, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """(original column, contiguous uint16 copy/view, out-of-range mask or None)."""
     arr = _int_column(values, name)
-    flagged = _out_of_range(arr, _MAX_HASH)
+    flagged = _out_of_range(arr, MAX_HASH)
     if arr.dtype == np.uint16:
         return arr, np.ascontiguousarray(arr), None
     return arr, arr.astype(np.uint16), flagged
@@ -232,7 +231,7 @@ def _route_input(hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any) -> _
 def _raise_malformed(status: int, index: int, inp: _RouteInput) -> None:
     lo = int(inp.hash_min[index])
     if status == _dispatch.STATUS_OUT_OF_RANGE:
-        if not 0 <= lo <= _MAX_HASH:
+        if not 0 <= lo <= MAX_HASH:
             what = f"hash_min={lo}"
         else:
             what = f"hash_max={int(inp.hash_max[index])}"  # type: ignore[index]
@@ -796,7 +795,7 @@ class Dispatcher:
         One entry may be given as scalars. A bad column is an error and changes nothing.
         """
         if (type(entry_ids) is int and type(hash_min) is int and hash_max is None and key_hash is None
-                and stamped is None and message_count is None and 0 <= hash_min <= _MAX_HASH
+                and stamped is None and message_count is None and 0 <= hash_min <= MAX_HASH
                 and 0 <= entry_ids <= _INT64_MAX and (self._last_id is None or entry_ids > self._last_id)):
             # The hottest call shape (one well-formed stamped entry): no column, no other checks.
             self._last_id = entry_ids
@@ -961,12 +960,12 @@ class Dispatcher:
         straddling = 0
         if is_stamped:
             h = int(hash_min)
-            if not 0 <= h <= _MAX_HASH:
+            if not 0 <= h <= MAX_HASH:
                 raise MalformedStampError(
                     f"entry at index 0 has a malformed stamp: hash_min={h} is outside 0..0xFFFF", 0)
             if hash_max is not None:
                 hi = int(hash_max)
-                if not 0 <= hi <= _MAX_HASH:
+                if not 0 <= hi <= MAX_HASH:
                     raise MalformedStampError(
                         f"entry at index 0 has a malformed stamp: hash_max={hi} is outside 0..0xFFFF", 0)
                 if h > hi:
