@@ -585,6 +585,11 @@ class _Member:
         self.leaving = False
 
 
+def _paused(owner: np.ndarray, holder: np.ndarray) -> np.ndarray:
+    """Per bucket: owned, but another consumer still holds unacknowledged entries of it."""
+    return (owner >= 0) & (holder >= 0) & (holder != owner)
+
+
 def _one(value: Any) -> Any:
     if isinstance(value, KeyHashes):
         value = value.raw
@@ -678,8 +683,7 @@ class Dispatcher:
         return int(self._core.totals()[1])
 
     def _paused_mask(self) -> np.ndarray:
-        owner, holder = self._core.bucket_columns()[:2]
-        return (owner >= 0) & (holder >= 0) & (holder != owner)
+        return _paused(*self._core.bucket_columns()[:2])
 
     def paused_buckets(self) -> np.ndarray:
         """Buckets withheld from their owner right now (``np.int32`` bucket indexes)."""
@@ -687,24 +691,24 @@ class Dispatcher:
 
     def bucket_stats(self) -> BucketStats:
         owner, holder, delivered, pending, queued = self._core.bucket_columns()
-        paused = (owner >= 0) & (holder >= 0) & (holder != owner)
-        return BucketStats(self._selector.owner_slots.copy(), delivered, pending, queued, paused)
+        return BucketStats(self._selector.owner_slots.copy(), delivered, pending, queued, _paused(owner, holder))
 
     def consumer_stats(self, name: str | None = None, consumer_id: int | None = None) -> Any:
         """Counters of one consumer (:class:`ConsumerStats`), or of all of them (a dict) when
         called without arguments."""
         if name is None and consumer_id is None:
-            return {c: self._stats_of(m) for c, m in sorted(self._members.items())}
-        return self._stats_of(self._member(name, consumer_id))
+            paused_mask = self._paused_mask()  # once for every consumer
+            return {c: self._stats_of(m, paused_mask) for c, m in sorted(self._members.items())}
+        return self._stats_of(self._member(name, consumer_id), self._paused_mask())
 
-    def _stats_of(self, m: _Member) -> ConsumerStats:
+    def _stats_of(self, m: _Member, paused_mask: np.ndarray) -> ConsumerStats:
         delivered, messages, redelivered, acked, pending, pending_messages = self._core.key_stats(m.key)
         if m.leaving:
             owned = range(0)
             paused = 0
         else:
             owned = self._selector.buckets_of(*m.consumer)
-            paused = int(np.count_nonzero(self._paused_mask()[owned.start:owned.stop]))
+            paused = int(np.count_nonzero(paused_mask[owned.start:owned.stop]))
         return ConsumerStats(m.consumer, "leaving" if m.leaving else "active", owned, delivered,
                              messages, redelivered, acked, pending, pending_messages, paused)
 
