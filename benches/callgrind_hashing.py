@@ -1,7 +1,7 @@
 """Fixed input for instruction counts per key under callgrind (deterministic, unlike wall time).
 
     valgrind --tool=callgrind --callgrind-out-file=cg.%p python benches/callgrind_hashing.py scalar list
-    callgrind_annotate cg.<pid> | grep -E "hash_objects|hash_arrow|bc_hash"
+    callgrind_annotate cg.<pid> | grep -E "hash_column|hash_run|describe_|bc_hash"
 
 argv: the kernel path (scalar, interleaved, simd, auto) and the input (list, arrow).
 Divide the kernel's inclusive instruction count by N (100,000 UUID keys).
