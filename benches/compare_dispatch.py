@@ -25,13 +25,9 @@ from collections import deque
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from timing import best_of  # noqa: E402
+from timing import best_of, ns  # noqa: E402
 
 import bucketcore as bc  # noqa: E402
-
-
-def ns(seconds: float, n: int) -> float:
-    return seconds / n * 1e9
 
 
 def consumers(k: int) -> list[tuple[str, int]]:

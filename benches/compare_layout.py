@@ -23,14 +23,10 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from timing import best_of  # noqa: E402
+from timing import best_of, ns  # noqa: E402
 
 import bucketcore as bc  # noqa: E402
 from _bucketcore import _layout  # noqa: E402
-
-
-def ns(seconds: float, n: int) -> float:
-    return seconds / n * 1e9
 
 
 def compare_bucket_of(n: int, repeat: int) -> None:

@@ -14,3 +14,8 @@ def best_of(fn: Callable[[], object], repeat: int = 5) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def ns(seconds: float, n: int) -> float:
+    """Seconds for n items as nanoseconds per item."""
+    return seconds / n * 1e9
