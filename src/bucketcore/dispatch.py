@@ -720,7 +720,7 @@ class Dispatcher:
         return m
 
     def _pending_of(self, m: _Member) -> int:
-        return int(self._core.key_stats(m.key)[4])
+        return int(self._core.key_stats(m.key)[_dispatch.K_PENDING])
 
     # -- membership ---------------------------------------------------------------------------
 
