@@ -535,15 +535,6 @@ class Deliveries:
         return int(self.entry_ids.size)
 
 
-def _frozen(arr: np.ndarray) -> np.ndarray:
-    arr.flags.writeable = False
-    return arr
-
-
-_EMPTY = Deliveries(_frozen(np.empty(0, np.int64)), _frozen(np.empty(0, np.uint16)),
-                    _frozen(np.empty(0, np.bool_)))
-
-
 @dataclass(frozen=True)
 class ConsumerStats:
     """Counters of one consumer. ``state`` is ``"active"`` (a member) or ``"leaving"`` (left
