@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import bisect
 import os
+import sys
 
 import numpy as np
 import pytest
 
-import bucketcore as bc
+sys.path.insert(0, os.path.dirname(__file__))
+from workloads import tiled_layout  # noqa: E402
+
+import bucketcore as bc  # noqa: E402
 
 N = int(os.environ.get("BUCKETCORE_BENCH_N", 1_000_000))
 BALANCED_N = int(os.environ.get("BUCKETCORE_BENCH_BALANCED_N", 10_000_000))
@@ -60,19 +64,12 @@ def test_bucket_of_int64_input(benchmark, buckets):
     benchmark(buckets.bucket_of, wide)
 
 
-def _tiling(count: int, legacy: bool = False) -> bc.TopicLayout:
-    bounds = [i * 0x10000 // count for i in range(count + 1)]
-    return bc.TopicLayout(1, [
-        bc.Segment(i, a, b - 1, legacy_topic_name=f"persistent://t/ns/t-partition-{i}" if legacy else None)
-        for i, (a, b) in enumerate(zip(bounds, bounds[1:]))
-    ])
-
-
 _raw = _rng.integers(0, 1 << 32, size=N, dtype=np.uint64).astype(np.uint32)
 _has_key = _rng.random(N) >= 0.01
 _raw[~_has_key] = 0
 KEY_HASHES = bc.KeyHashes(_raw, *bc.split_hash(_raw), _has_key)
-LAYOUTS = {"1 active": _tiling(1), "16 active": _tiling(16), "256 active": _tiling(256), "16 legacy": _tiling(16, True)}
+LAYOUTS = {"1 active": tiled_layout(1), "16 active": tiled_layout(16), "256 active": tiled_layout(256),
+           "16 legacy": tiled_layout(16, legacy=True)}
 
 
 @pytest.fixture(params=sorted(LAYOUTS))

@@ -14,15 +14,15 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from compare_producer import make_layout, reference_batches  # noqa: E402
-from workloads import uuid_keys  # noqa: E402
+from compare_producer import reference_batches  # noqa: E402
+from workloads import tiled_layout, uuid_keys  # noqa: E402
 
 import bucketcore as bc  # noqa: E402
 
 N = int(os.environ.get("BUCKETCORE_BENCH_N", 1_000_000))
 N_STREAM = min(N, 100_000)
 KEYS = uuid_keys(N)
-LAYOUT = make_layout(4, 16)
+LAYOUT = tiled_layout(4, 16)
 POLICIES = ("shared", "per_bucket")
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from timing import best_of, ns  # noqa: E402
+from workloads import tiled_layout  # noqa: E402
 
 import bucketcore as bc  # noqa: E402
 from _bucketcore import _layout  # noqa: E402
@@ -55,11 +56,6 @@ def compare_bucket_of(n: int, repeat: int) -> None:
         )
 
 
-def tiling(count: int) -> bc.TopicLayout:
-    bounds = [i * 0x10000 // count for i in range(count + 1)]
-    return bc.TopicLayout(1, [bc.Segment(i, a, b - 1) for i, (a, b) in enumerate(zip(bounds, bounds[1:]))])
-
-
 def compare_route(n: int, repeat: int) -> None:
     rng = np.random.default_rng(2)
     raw = rng.integers(0, 1 << 32, size=n, dtype=np.uint64).astype(np.uint32)
@@ -70,11 +66,8 @@ def compare_route(n: int, repeat: int) -> None:
     seg_list, key_list, raw_list = segment_hash.tolist(), has_key.tolist(), raw.tolist()
     print(f"\nroute over {n:,} pre-hashed keys, 1% keyless (ns per key; x = speed-up over a Python bisect loop)")
     print(f"{'layout':>14} {'bisect loop':>12} {'route_index':>12} {'x':>6} {'route':>7} {'x':>6}")
-    layouts = [(f"{c} active", tiling(c)) for c in (1, 16, 256)]
-    names = [f"persistent://t/ns/t-partition-{i}" for i in range(16)]
-    legacy = bc.TopicLayout(1, [bc.Segment(i, s.hash_start, s.hash_end, legacy_topic_name=names[i])
-                                for i, s in enumerate(tiling(16).segments)])
-    layouts.append(("16 legacy", legacy))
+    layouts = [(f"{c} active", tiled_layout(c)) for c in (1, 16, 256)]
+    layouts.append(("16 legacy", tiled_layout(16, legacy=True)))
     for name, layout in layouts:
         ids = [s.segment_id for s in layout.active_segments]
         starts = [s.hash_start for s in layout.active_segments]

@@ -24,18 +24,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from timing import best_of  # noqa: E402
-from workloads import uuid_keys  # noqa: E402
+from workloads import tiled_layout, uuid_keys  # noqa: E402
 
 import bucketcore as bc  # noqa: E402
-from bucketcore.layout import Buckets, Segment, TopicLayout  # noqa: E402
+from bucketcore.layout import TopicLayout  # noqa: E402
 from bucketcore.producer import bucket_entries  # noqa: E402
-
-
-def make_layout(segments: int, buckets: int) -> TopicLayout:
-    """``segments`` equal hash ranges, each with ``buckets`` equal-width buckets."""
-    starts = [i * 65536 // segments for i in range(segments)]
-    ends = [s - 1 for s in starts[1:]] + [0xFFFF]
-    return TopicLayout(1, [Segment(i, starts[i], ends[i], Buckets.equal_width(buckets)) for i in range(segments)])
 
 
 def reference_batches(keys: list[Any], layout: TopicLayout, max_messages: int = 1000,
@@ -123,7 +116,7 @@ def main() -> None:
 
     n = args.n
     keys = uuid_keys(n)
-    layout = make_layout(args.segments, args.buckets)
+    layout = tiled_layout(args.segments, args.buckets)
     inputs: dict[str, Any] = {"list[str]": keys}
     if pa is not None:
         inputs["arrow string"] = pa.array(keys, type=pa.string())

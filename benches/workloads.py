@@ -6,6 +6,8 @@ import uuid
 
 import numpy as np
 
+import bucketcore as bc
+
 
 def uuid_keys(n: int, seed: int = 1) -> list[str]:
     """n distinct UUID strings (36 bytes each)."""
@@ -23,6 +25,17 @@ def zipf_keys(n: int, a: float = 1.2, seed: int = 2) -> list[str]:
     """Keys drawn from a Zipf distribution over ``user-<rank>``: a few hot keys, a long tail."""
     ranks = np.random.default_rng(seed).zipf(a, size=n)
     return [f"user-{r}" for r in ranks.tolist()]
+
+
+def tiled_layout(segments: int, buckets: int = 1, legacy: bool = False) -> bc.TopicLayout:
+    """``segments`` active segments over equal hash ranges, each with ``buckets`` equal-width
+    buckets; ``legacy``: every segment is an adopted v4 partition (signSafeMod routing)."""
+    bounds = [i * 0x10000 // segments for i in range(segments + 1)]
+    return bc.TopicLayout(1, [
+        bc.Segment(i, a, b - 1, bc.Buckets.equal_width(buckets),
+                   legacy_topic_name=f"persistent://t/ns/t-partition-{i}" if legacy else None)
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:]))
+    ])
 
 
 WORKLOADS = {"uuid": uuid_keys, "short": short_keys, "zipf": zipf_keys}
