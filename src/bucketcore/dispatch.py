@@ -244,11 +244,6 @@ def _raise_malformed(status: int, index: int, inp: _RouteInput) -> None:
     )
 
 
-def _bucket_table(buckets: Buckets) -> np.ndarray:
-    # Built once per boundary list and cached on the (immutable) Buckets.
-    return buckets.lookup_table()
-
-
 def _declared_splits(declared: Any) -> tuple[int, ...]:
     """Normalise a declared boundary list: Buckets, split hashes, or inclusive (start, end) ranges."""
     if isinstance(declared, Buckets):
@@ -305,7 +300,7 @@ class EntryBucketSelector:
     def __init__(self, buckets: BucketsLike) -> None:
         self._buckets = _as_buckets(buckets)
         self._n = int(self._buckets.count)
-        self._table = _bucket_table(self._buckets)
+        self._table = self._buckets.lookup_table()  # built once per boundary list, kept by it
         self._consumers: tuple[Consumer, ...] = ()
         self._owner = self._spread(0)
         self.routed_entries = 0
@@ -506,9 +501,9 @@ def fits_one_bucket(buckets: BucketsLike, hash_min: Any, hash_max: Any) -> np.nd
     if flagged_max is not None:
         flagged = flagged_max if flagged is None else flagged | flagged_max
     out = np.empty(lo.size, dtype=np.bool_)
-    table = _bucket_table(buckets) if lo.size >= _TABLE_THRESHOLD else None
+    table = buckets.lookup_table() if lo.size >= _TABLE_THRESHOLD else None
     status, index = _dispatch.fits(
-        np.ascontiguousarray(buckets.splits_array, dtype=np.uint16), table, lo, hi,
+        buckets.splits_array, table, lo, hi,
         None if flagged is None else np.ascontiguousarray(flagged, dtype=np.uint8), out.view(np.uint8),
     )
     if status != _dispatch.STATUS_OK:
