@@ -1,8 +1,8 @@
 # cython: language_level=3
 """Producer kernels: bucket lookup, per-bucket batch grouping with min/max stamping (DESIGN.md §3.4).
 
-The steps are separate C-level functions over plain arrays so a later kernel can fuse them with
-hashing and routing:
+The steps are separate C-level functions over plain arrays, which ``fused_entries`` and
+``route_keys`` (at the end of this file) chain with hashing and routing through a ``Router``:
 
 - ``lookup_buckets``: bucket index of every message in its segment's boundary list
   (``bc_bucket_of`` from lookup.h, the one shared bucket search), or ``lookup_buckets_table``
