@@ -219,9 +219,11 @@ def _check_sizes(sizes: Any, n: int) -> np.ndarray | None:
     if sizes is None:
         return None
     if isinstance(sizes, (list, tuple)):
-        for i, x in enumerate(sizes):
-            if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-                raise TypeError(f"sizes[{i}] must be an int, not {type(x).__name__}")
+        # one C-level pass over the types; the item-by-item walk only for other types (names the bad one)
+        if not set(map(type, sizes)) <= {int}:
+            for i, x in enumerate(sizes):
+                if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+                    raise TypeError(f"sizes[{i}] must be an int, not {type(x).__name__}")
         try:
             arr = np.array(sizes, dtype=np.int64) if sizes else np.zeros(0, dtype=np.int64)
         except OverflowError:
