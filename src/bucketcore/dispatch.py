@@ -870,10 +870,19 @@ class Dispatcher:
         elif np.ndim(entry_ids) == 0:
             raise TypeError(f"entry_ids must be an int or a column of ints, not {type(entry_ids).__name__}")
         if isinstance(entry_ids, (list, tuple)):
-            # Python ints beyond int64 would make an object column: they are simply not pending.
-            for i, v in enumerate(entry_ids):
-                if _is_int(v) and not 0 <= v <= _INT64_MAX:
-                    self._not_an_entry(m, i, int(v))
+            plain = None
+            if set(map(type, entry_ids)) <= {int}:  # the common list: one C-level pass, no item loop
+                try:
+                    plain = np.array(entry_ids, dtype=np.int64)  # negatives are caught just below
+                except OverflowError:
+                    pass
+            if plain is None:
+                # Python ints beyond int64 would make an object column: they are simply not pending.
+                for i, v in enumerate(entry_ids):
+                    if _is_int(v) and not 0 <= v <= _INT64_MAX:
+                        self._not_an_entry(m, i, int(v))
+            else:
+                entry_ids = plain
         raw = _int_column(entry_ids, "entry_ids")  # TypeError / ValueError name a bad dtype or shape
         bad = _out_of_range(raw, _INT64_MAX)
         if bad is not None:
