@@ -76,7 +76,18 @@ def _hash_column(values: Any, what: str) -> tuple[np.ndarray, tuple[int, ...]]:
     checked by the kernels in the lookup pass; a Python list is checked here while it is walked.
     """
     if isinstance(values, (list, tuple)):
-        # Checked here item by item (a Python list is walked anyway to build the array).
+        if set(map(type, values)) <= {int}:  # the common list: one C-level pass, ranges vectorised
+            try:
+                ints = np.array(values, dtype=np.int64)
+            except OverflowError:  # beyond int64: the walk below names it
+                ints = None
+            if ints is not None:
+                bad = (ints < 0) | (ints > 0xFFFF)
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    raise ValueError(f"{what} {int(ints[i])} at index {i} is outside 0..0xFFFF")
+                return ints.astype(np.uint16), (len(values),)
+        # Checked here item by item, naming the first bad one.
         for i, item in enumerate(values):
             if not _is_int(item):
                 raise TypeError(f"{what} at index {i} is {_describe(item)}; expected an int in 0..0xFFFF")
