@@ -23,7 +23,7 @@ import numpy as np
 
 from _bucketcore import _dispatch
 from .errors import BucketcoreError, StaleLayoutError
-from .hashing import MAX_HASH, KeyHashes
+from .hashing import MAX_HASH, KeyHashes, plain_ints
 from .layout import Buckets, _is_int
 
 __all__ = [
@@ -870,12 +870,7 @@ class Dispatcher:
         elif np.ndim(entry_ids) == 0:
             raise TypeError(f"entry_ids must be an int or a column of ints, not {type(entry_ids).__name__}")
         if isinstance(entry_ids, (list, tuple)):
-            plain = None
-            if set(map(type, entry_ids)) <= {int}:  # the common list: one C-level pass, no item loop
-                try:
-                    plain = np.array(entry_ids, dtype=np.int64)  # negatives are caught just below
-                except OverflowError:
-                    pass
+            plain = plain_ints(entry_ids)  # the common list: no item loop (negatives caught below)
             if plain is None:
                 # Python ints beyond int64 would make an object column: they are simply not pending.
                 for i, v in enumerate(entry_ids):

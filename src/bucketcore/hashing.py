@@ -317,20 +317,27 @@ def refuse_arrow_nulls(values: Any, what: str) -> None:
         raise ValueError(f"{what} at index {index} is null; expected an integer")
 
 
+def plain_ints(values: list[Any] | tuple[Any, ...]) -> np.ndarray | None:
+    """A list of plain ints as np.int64 in one C-level pass, or None when some item is another
+    type or beyond int64: then the caller walks the list item by item to name the bad one."""
+    if not set(map(type, values)) <= {int}:
+        return None
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:
+        return None
+
+
 def _list_of_hashes(raw: list[Any] | tuple[Any, ...]) -> np.ndarray:
     """A (nested) list of 32-bit hashes as np.uint32, checked item by item: numpy would turn
     bools into ints and an empty list into float64, and name no index for a bad item."""
-    if set(map(type, raw)) <= {int}:  # a flat list of plain ints: one C-level pass, ranges vectorised
-        try:
-            ints = np.array(raw, dtype=np.int64)
-        except OverflowError:  # beyond int64: the walk below names it
-            ints = None
-        if ints is not None:
-            bad = (ints < 0) | (ints > 0xFFFFFFFF)
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise ValueError(f"hash {int(ints[i])} at index {i} is outside 0..0xFFFFFFFF")
-            return ints.astype(np.uint32)
+    ints = plain_ints(raw)  # the common flat list: ranges checked vectorised
+    if ints is not None:
+        bad = (ints < 0) | (ints > 0xFFFFFFFF)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"hash {int(ints[i])} at index {i} is outside 0..0xFFFFFFFF")
+        return ints.astype(np.uint32)
     items = np.array(raw, dtype=object)  # the items as they are, in the list's shape
     flat = items.reshape(-1)
     for i, item in enumerate(flat):

@@ -20,7 +20,7 @@ import numpy as np
 
 from _bucketcore import _layout
 from .errors import InvalidBoundaryError, InvalidLayoutError
-from .hashing import KeyHashes, _index_label, hash_keys, refuse_arrow_nulls
+from .hashing import KeyHashes, _index_label, hash_keys, plain_ints, refuse_arrow_nulls
 
 __all__ = [
     "ACTIVE",
@@ -76,17 +76,13 @@ def _hash_column(values: Any, what: str) -> tuple[np.ndarray, tuple[int, ...]]:
     checked by the kernels in the lookup pass; a Python list is checked here while it is walked.
     """
     if isinstance(values, (list, tuple)):
-        if set(map(type, values)) <= {int}:  # the common list: one C-level pass, ranges vectorised
-            try:
-                ints = np.array(values, dtype=np.int64)
-            except OverflowError:  # beyond int64: the walk below names it
-                ints = None
-            if ints is not None:
-                bad = (ints < 0) | (ints > 0xFFFF)
-                if bad.any():
-                    i = int(np.argmax(bad))
-                    raise ValueError(f"{what} {int(ints[i])} at index {i} is outside 0..0xFFFF")
-                return ints.astype(np.uint16), (len(values),)
+        ints = plain_ints(values)  # the common list: ranges checked vectorised
+        if ints is not None:
+            bad = (ints < 0) | (ints > 0xFFFF)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ValueError(f"{what} {int(ints[i])} at index {i} is outside 0..0xFFFF")
+            return ints.astype(np.uint16), (len(values),)
         # Checked here item by item, naming the first bad one.
         for i, item in enumerate(values):
             if not _is_int(item):

@@ -41,7 +41,8 @@ import numpy as np
 from _bucketcore import _hashing, _producer
 from .errors import InvalidLayoutError
 from .hashing import (MAX_HASH, KeyHashes, classify_keys, column_parts, errors_flag, hash_keys,
-                      is_buffer_source, key_columns, murmur3_32, raise_for_status, run_parts, threads_for)
+                      is_buffer_source, key_columns, murmur3_32, plain_ints, raise_for_status, run_parts,
+                      threads_for)
 from .layout import Buckets, TopicLayout
 
 __all__ = ["bucket_entries", "EntryTable", "Entry", "EntryBucketBatcher"]
@@ -219,16 +220,18 @@ def _check_sizes(sizes: Any, n: int) -> np.ndarray | None:
     if sizes is None:
         return None
     if isinstance(sizes, (list, tuple)):
-        # one C-level pass over the types; the item-by-item walk only for other types (names the bad one)
-        if not set(map(type, sizes)) <= {int}:
+        plain = plain_ints(sizes)  # the common list: no item loop
+        if plain is not None:
+            arr = plain
+        else:
             for i, x in enumerate(sizes):
                 if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
                     raise TypeError(f"sizes[{i}] must be an int, not {type(x).__name__}")
-        try:
-            arr = np.array(sizes, dtype=np.int64) if sizes else np.zeros(0, dtype=np.int64)
-        except OverflowError:
-            bad = next(i for i, x in enumerate(sizes) if not -2**63 <= int(x) <= _INT64_MAX)
-            raise ValueError(f"sizes[{bad}] = {sizes[bad]} does not fit in 64 bits") from None
+            try:
+                arr = np.array(sizes, dtype=np.int64) if sizes else np.zeros(0, dtype=np.int64)
+            except OverflowError:
+                bad = next(i for i, x in enumerate(sizes) if not -2**63 <= int(x) <= _INT64_MAX)
+                raise ValueError(f"sizes[{bad}] = {sizes[bad]} does not fit in 64 bits") from None
     elif isinstance(sizes, np.ndarray):
         if sizes.dtype.kind not in "iu":
             raise TypeError(f"sizes must be integers, not an array of dtype {sizes.dtype}")
