@@ -54,11 +54,6 @@ def cpu_has_simd():
     return bool(bc_cpu_has_avx2())
 
 
-def get_path():
-    """The forced path's name, or "auto"."""
-    return {v: k for k, v in PATHS.items()}[hash_path]
-
-
 def resolved_path():
     """The path hashing takes now: the forced one, or the best for this CPU."""
     return {v: k for k, v in PATHS.items()}[hash_path if hash_path != BC_PATH_AUTO else bc_best_path()]

@@ -58,7 +58,6 @@ class Grouper:
         bucket_hash: npt.NDArray[np.uint16],
         sizes: npt.NDArray[np.int64] | None,
     ) -> bool: ...
-    def scan_one(self, seg: int, bucket: int, bucket_hash: int, size: int) -> bool: ...
     def set_routing(
         self,
         starts: npt.NDArray[np.uint16],

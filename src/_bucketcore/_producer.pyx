@@ -593,7 +593,7 @@ cdef tuple record_columns(GroupState *st, int64_t nrec):
 
 cdef class Grouper:
     """Streaming batch state over a fixed list of segments (bucket_offsets[s+1]-bucket_offsets[s]
-    buckets in segment s): ``scan`` / ``scan_one`` messages, ``finish`` at a flush, and
+    buckets in segment s): ``scan`` (or ``add_key``) messages, ``finish`` at a flush, and
     ``drain`` the entries emitted so far. With ``buffered`` (the default) the Grouper keeps the
     pending messages' segment, bucket and stream position itself, so a streaming caller only
     keeps its payloads in a list parallel to that buffer."""
@@ -827,25 +827,6 @@ cdef class Grouper:
             raise MemoryError()
         return self.st.nrec > 0
 
-    def scan_one(self, int32_t seg, int32_t bucket, uint16_t bucket_hash, int64_t size):
-        """Feed one message (the per-send path); returns whether entries are now emitted."""
-        self.check()
-        if seg < 0 or seg >= self.st.nseg:
-            raise ValueError(f"segment index {seg} is out of range")
-        if bucket < 0 or bucket >= self.st.segs[seg + 1].boff - self.st.segs[seg].boff:
-            raise ValueError(f"bucket index {bucket} is out of range for its segment")
-        if size < 0:
-            raise ValueError(f"size {size} is negative")
-        if self.buffered:
-            self.reserve(1)
-        cdef int64_t first = self.st.seq
-        if gs_scan(&self.st, 1, &seg if self.st.nseg > 1 else NULL, &bucket, &bucket_hash, &size) < 0:
-            self.ready = False
-            raise MemoryError()
-        if self.buffered:
-            self.push(1, &seg, &bucket, first)
-        return self.st.nrec > 0
-
     def finish(self):
         """Emit every open batch (end of input or an explicit flush)."""
         self.check()
@@ -1035,6 +1016,22 @@ cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *h
     rr[0] = r
 
 
+cdef inline void route_by_mode(int mode, Py_ssize_t m, const uint32_t *raw, const uint8_t *has_key,
+                               bint defer, const table_t *segment_table, const int32_t *rotation,
+                               int64_t nrotation, int64_t *rr, const table_t **tables,
+                               int32_t *seg, int32_t *bkt, uint16_t *bh) noexcept nogil:
+    # one call per mode with a constant: each inlined copy of the loop drops the other modes' tests
+    if mode == R_TABLE:
+        route_chunk(m, raw, has_key, R_TABLE, defer, segment_table, rotation, nrotation, rr, tables,
+                    seg, bkt, bh)
+    elif mode == R_LEGACY:
+        route_chunk(m, raw, has_key, R_LEGACY, defer, segment_table, rotation, nrotation, rr, tables,
+                    seg, bkt, bh)
+    else:
+        route_chunk(m, raw, has_key, R_ONE, defer, segment_table, rotation, nrotation, rr, tables,
+                    NULL, bkt, bh)
+
+
 cdef class Router:
     """How hashed keys reach (segment, bucket) for one producer target: the route mode, the 64 Ki
     segment table (ROUTE_TABLE), the keyless rotation and every segment's 64 Ki bucket table,
@@ -1088,26 +1085,12 @@ cdef class Router:
     cdef inline void route(self, Py_ssize_t m, const uint32_t *raw, const uint8_t *has_key,
                            bint defer, int64_t *rr, int32_t *seg, int32_t *bkt,
                            uint16_t *bh) noexcept nogil:
-        # one call per mode and width: each inlined copy of the loop drops the others' tests
         if self.narrow:
-            if self.mode == R_TABLE:
-                route_chunk(m, raw, has_key, R_TABLE, defer, <const uint8_t *>self.segment_table,
-                            self.rotation, self.nrotation, rr, <const uint8_t **>self.tables, seg, bkt, bh)
-            elif self.mode == R_LEGACY:
-                route_chunk(m, raw, has_key, R_LEGACY, defer, <const uint8_t *>self.segment_table,
-                            self.rotation, self.nrotation, rr, <const uint8_t **>self.tables, seg, bkt, bh)
-            else:
-                route_chunk(m, raw, has_key, R_ONE, defer, <const uint8_t *>self.segment_table,
-                            self.rotation, self.nrotation, rr, <const uint8_t **>self.tables, NULL, bkt, bh)
-        elif self.mode == R_TABLE:
-            route_chunk(m, raw, has_key, R_TABLE, defer, <const uint16_t *>self.segment_table,
-                        self.rotation, self.nrotation, rr, <const uint16_t **>self.tables, seg, bkt, bh)
-        elif self.mode == R_LEGACY:
-            route_chunk(m, raw, has_key, R_LEGACY, defer, <const uint16_t *>self.segment_table,
-                        self.rotation, self.nrotation, rr, <const uint16_t **>self.tables, seg, bkt, bh)
+            route_by_mode(self.mode, m, raw, has_key, defer, <const uint8_t *>self.segment_table,
+                          self.rotation, self.nrotation, rr, <const uint8_t **>self.tables, seg, bkt, bh)
         else:
-            route_chunk(m, raw, has_key, R_ONE, defer, <const uint16_t *>self.segment_table,
-                        self.rotation, self.nrotation, rr, <const uint16_t **>self.tables, NULL, bkt, bh)
+            route_by_mode(self.mode, m, raw, has_key, defer, <const uint16_t *>self.segment_table,
+                          self.rotation, self.nrotation, rr, <const uint16_t **>self.tables, seg, bkt, bh)
 
     cdef inline int32_t keyless_bucket(self, int32_t s) noexcept nogil:
         """The bucket of hash 0 in segment s (a keyless message's bucket)."""
