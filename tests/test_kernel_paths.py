@@ -83,6 +83,30 @@ def test_mixed_lengths_in_one_lane_group():
         assert got == expected, which
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 300), st.integers(1, 50), st.randoms(use_true_random=False))
+def test_paths_agree_on_groups_of_one_length(length, count, rnd):
+    # groups of 16 keys of one length take the windowed path from 16 bytes on; a stray
+    # key of another length sends its group back to the masked path
+    keys = [rnd.randbytes(length) for _ in range(count)]
+    if count > 20 and rnd.random() < 0.3:
+        keys[rnd.randrange(count)] = rnd.randbytes(rnd.randrange(301))
+    expected = ([oracle(k) for k in keys], [True] * len(keys))
+    for which, got in all_paths(keys).items():
+        assert got == expected, which
+    if pa is not None:
+        for which, got in all_paths(pa.array(keys, type=pa.binary())).items():
+            assert got == expected, which
+
+
+def test_every_length_in_full_groups_of_one_length():
+    for length in range(0, 130):
+        keys = [bytes((i * 31 + j * 7 + length) % 256 for j in range(length)) for i in range(48)]
+        expected = ([oracle(k) for k in keys], [True] * len(keys))
+        for which, got in all_paths(keys).items():
+            assert got == expected, (which, length)
+
+
 def test_large_column_threads_identical():
     keys = [f"user-{i}" for i in range(300_000)]
     one = bc.murmur3_32(keys, threads=1)
@@ -146,6 +170,26 @@ for count in (16, 32, 37, 128):
         for path in sys.argv[1:]:
             hashing.set_kernel_path(path)
             assert bc.murmur3_32(arr, threads=1).tolist() == expected, (path, count, last)
+# Groups of one length, the first key starting right after an unmapped page and the last
+# ending right before one (the windowed path must read only inside its keys).
+low = mmap.mmap(-1, 3 * page, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+base = ctypes.addressof(ctypes.c_char.from_buffer(low))
+assert libc.mprotect(ctypes.c_void_p(base), page, 0) == 0
+assert libc.mprotect(ctypes.c_void_p(base + 2 * page), page, 0) == 0
+for length in range(16, 90):
+    for count in (16, 32, 48):
+        if length * count > page:
+            continue
+        for start in (page, 2 * page - length * count):
+            data = bytes((i * 13 + length) % 256 for i in range(length * count))
+            low[start:start + len(data)] = data
+            offsets = np.arange(count + 1, dtype=np.int32) * length
+            buf = pa.py_buffer(memoryview(low)[start:start + len(data)])
+            arr = pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), buf])
+            expected = [mmh3.hash(data[i * length:(i + 1) * length], 0, signed=False) for i in range(count)]
+            for path in sys.argv[1:]:
+                hashing.set_kernel_path(path)
+                assert bc.murmur3_32(arr, threads=1).tolist() == expected, (path, length, count, start)
 print("ok")
 """
 

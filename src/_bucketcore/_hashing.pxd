@@ -76,6 +76,7 @@ cdef class KeyColumn:
     cdef Py_ssize_t array_offset
     cdef void **held
     cdef Py_ssize_t nheld
+    cdef readonly bint plain  # the last described chunk holds only byte keys (no None, no str to encode)
 
     cdef int describe_objects(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                               Py_ssize_t *err_index) except -2
@@ -84,6 +85,6 @@ cdef class KeyColumn:
     cdef void release(self)
 
 
-cdef int hash_run(bc_key *keys, Py_ssize_t n, int replace, bint allow_none,
+cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, int replace, bint allow_none,
                   bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                   Py_ssize_t *err_index) noexcept nogil

@@ -10,7 +10,7 @@ from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.list cimport PyList_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 cimport numpy as cnp
 
@@ -21,6 +21,9 @@ cdef extern from "Python.h":
 
 cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1
+    int bc_describe_objects(PyObject **items, const char *base, Py_ssize_t stride, size_t n,
+                            bc_key *keys, void **held, size_t *nheld, size_t *at,
+                            int *plain) except -1
 
 # Status of a kernel call, turned into an exception by bucketcore.hashing.
 STATUS_OK = 0
@@ -69,17 +72,24 @@ def set_path(str name):
     hash_path = PATHS[name]
 
 
-cdef int hash_run(bc_key *keys, Py_ssize_t n, int replace, bint allow_none,
+cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, int replace, bint allow_none,
                   bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                   Py_ssize_t *err_index) noexcept nogil:
     """Hash n described keys into out[base:base+n]; on failure set err_index and return a status.
 
     The chunk's str keys are first encoded to UTF-8 in the scratch arena, then every key is
     hashed by the multi-lane path. The first failing key (by index) is the one reported.
+    plain: the describer saw only byte keys, so there is nothing to look for or encode.
     """
     cdef Py_ssize_t i, first_none = -1
     cdef size_t at = 0
     cdef int rc
+    if plain:
+        bc_hash_bytes(keys, n, out.raw + base, hash_path)
+        split_out(out, base, n)
+        if out.has_key != NULL:
+            memset(out.has_key + base, 1, n)
+        return ST_OK
     if not allow_none:
         for i in range(n):
             if keys[i].kind == BC_KEY_NONE:
@@ -95,16 +105,22 @@ cdef int hash_run(bc_key *keys, Py_ssize_t n, int replace, bint allow_none,
         err_index[0] = base + first_none
         return ST_NONE
     bc_hash_bytes(keys, n, out.raw + base, hash_path)
+    split_out(out, base, n)
+    if out.has_key != NULL:
+        for i in range(n):
+            out.has_key[base + i] = keys[i].kind != BC_KEY_NONE
+    return ST_OK
+
+
+cdef inline void split_out(HashOut *out, Py_ssize_t base, Py_ssize_t n) noexcept nogil:
+    """The segment and bucket halves of out.raw[base:base+n], where asked for."""
+    cdef Py_ssize_t i
     if out.segment_hash != NULL:
         for i in range(n):
             out.segment_hash[base + i] = <uint16_t>(out.raw[base + i] >> 16)
     if out.bucket_hash != NULL:
         for i in range(n):
             out.bucket_hash[base + i] = <uint16_t>(out.raw[base + i] & 0xFFFF)
-    if out.has_key != NULL:
-        for i in range(n):
-            out.has_key[base + i] = keys[i].kind != BC_KEY_NONE
-    return ST_OK
 
 
 cdef void *column_ptr(object column, Py_ssize_t itemsize) except? NULL:
@@ -149,6 +165,44 @@ def hash_one(object key, bint replace):
     return STATUS_OK, h
 
 
+cdef inline bint all_valid(const uint8_t *bits, Py_ssize_t first, Py_ssize_t m) noexcept nogil:
+    """Whether validity bits [first, first+m) are all set (no bitmap: every value is valid)."""
+    if bits == NULL:
+        return True
+    cdef Py_ssize_t i = first, end = first + m
+    while i < end and (i & 7):
+        if not (bits[i >> 3] >> (i & 7)) & 1:
+            return False
+        i += 1
+    while i + 8 <= end:
+        if bits[i >> 3] != 0xFF:
+            return False
+        i += 8
+    while i < end:
+        if not (bits[i >> 3] >> (i & 7)) & 1:
+            return False
+        i += 1
+    return True
+
+
+cdef inline bint describe_offsets32(const int32_t *off, const uint8_t *values, int64_t nvalues,
+                                    Py_ssize_t m, bc_key *keys) noexcept nogil:
+    """Describe m valid Arrow values from int32 offsets in one branch-free pass; False (keys
+    undefined) when some offset is out of order or out of range, for the checking loop to name.
+    An int32 length is never over BC_KEY_MAX_BYTES."""
+    cdef Py_ssize_t j
+    cdef int32_t bad = (off[0] < 0) | (off[m] > nvalues)
+    for j in range(m):
+        bad |= off[j + 1] < off[j]
+    if bad:
+        return False
+    for j in range(m):
+        keys[j].data = values + off[j]
+        keys[j].len = <uint32_t>(off[j + 1] - off[j])
+        keys[j].kind = BC_KEY_BYTES
+    return True
+
+
 cdef class KeyColumn:
 
     def __cinit__(self):
@@ -165,30 +219,28 @@ cdef class KeyColumn:
     cdef int describe_objects(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                               Py_ssize_t *err_index) except -2:
         """Describe items [pos, pos+m) of an object column, holding each (GIL required)."""
-        cdef Py_ssize_t j
-        cdef PyObject *o
-        cdef int rc
+        cdef int rc, plain = 0
+        cdef size_t nheld = 0, at = 0
         self.release()
+        self.plain = False
         if self.mode == COL_LIST and PyList_GET_SIZE(self.source) != self.list_size:
             err_index[0] = pos
             return ST_CHANGED
-        # a list's or tuple's item array; an object array is read by byte stride (a field of a
-        # structured array may leave its pointers unaligned)
         cdef PyObject **items = NULL
-        if self.mode != COL_OBJECTS:
+        cdef const char *base = NULL
+        if self.mode == COL_OBJECTS:
+            base = self.base + pos * self.stride
+        else:
             items = PySequence_Fast_ITEMS(self.source) + pos
-        for j in range(m):
-            if items != NULL:
-                o = items[j]
-            else:
-                memcpy(&o, self.base + (pos + j) * self.stride, sizeof(PyObject *))
-            Py_INCREF(<object>o)
-            self.held[j] = <void *>o
-            self.nheld = j + 1
-            rc = bc_describe_key(o, &keys[j])
-            if rc != 0:
-                err_index[0] = pos + j
-                return ST_TOO_LONG if rc == 2 else ST_BAD_TYPE
+        try:
+            rc = bc_describe_objects(items, base, self.stride, <size_t>m,
+                                     keys, self.held, &nheld, &at, &plain)
+        finally:
+            self.nheld = <Py_ssize_t>nheld
+        if rc != 0:
+            err_index[0] = pos + <Py_ssize_t>at
+            return ST_TOO_LONG if rc == 2 else ST_BAD_TYPE
+        self.plain = plain
         return ST_OK
 
     cdef int describe_buffers(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
@@ -204,10 +256,16 @@ cdef class KeyColumn:
         cdef const int64_t *off64 = self.off64
         cdef int64_t nvalues = self.nvalues
         cdef Py_ssize_t first = self.array_offset + pos
+        self.plain = self.mode != COL_UCS4
         if self.mode == COL_ARROW:
+            if off32 != NULL and all_valid(bits, first, m) and describe_offsets32(
+                    off32 + first, values, nvalues, m, keys):
+                return ST_OK
+            self.plain = bits == NULL
             for j in range(m):
                 idx = first + j
                 if bits != NULL and not (bits[idx >> 3] >> (idx & 7)) & 1:
+                    self.plain = False
                     keys[j].kind = BC_KEY_NONE
                     keys[j].data = NULL
                     keys[j].len = 0
@@ -346,15 +404,15 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
                 st = col.describe_objects(pos, m, keys, &err_index)
                 if st == ST_OK:
                     with nogil:
-                        st = hash_run(keys, m, replace, allow_none, &scratch, &out, pos - start,
-                                      &out_index)
+                        st = hash_run(keys, m, col.plain, replace, allow_none, &scratch, &out,
+                                      pos - start, &out_index)
                 col.release()
             else:
                 with nogil:
                     st = col.describe_buffers(pos, m, keys, &err_index)
                     if st == ST_OK:
-                        st = hash_run(keys, m, replace, allow_none, &scratch, &out, pos - start,
-                                      &out_index)
+                        st = hash_run(keys, m, col.plain, replace, allow_none, &scratch, &out,
+                                      pos - start, &out_index)
             if out_index >= 0:
                 err_index = out_index + start  # hash_run names a position in the outputs
             pos += m

@@ -133,6 +133,34 @@ static BC_AVX2 inline void bc_v_load8x4(const bc_key *k, const uint32_t *len32, 
     c[3] = _mm256_unpackhi_epi64(t1, t3);
 }
 
+/* Blocks at byte offset off..off+15 of 8 keys, all 16 bytes inside every key: transposed so
+ * c[j] holds block j of the window for every key. */
+static BC_AVX2 inline void bc_v_window8x4(const bc_key *k, size_t off, __m256i c[4])
+{
+    __m256i y[4];
+    for (int l = 0; l < 4; l++)
+        y[l] = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)((const uint8_t *)k[l].data + off))),
+            _mm_loadu_si128((const __m128i *)((const uint8_t *)k[l + 4].data + off)), 1);
+    __m256i t0 = _mm256_unpacklo_epi32(y[0], y[1]), t1 = _mm256_unpackhi_epi32(y[0], y[1]);
+    __m256i t2 = _mm256_unpacklo_epi32(y[2], y[3]), t3 = _mm256_unpackhi_epi32(y[2], y[3]);
+    c[0] = _mm256_unpacklo_epi64(t0, t2);
+    c[1] = _mm256_unpackhi_epi64(t0, t2);
+    c[2] = _mm256_unpacklo_epi64(t1, t3);
+    c[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+/* The last 4 bytes of 8 keys of len bytes (len >= 16), one word per lane. */
+static BC_AVX2 inline __m256i bc_v_last_word8(const bc_key *k, size_t len)
+{
+    __m256i y[4];
+    for (int l = 0; l < 4; l++)
+        y[l] = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)((const uint8_t *)k[l].data + len - 16))),
+            _mm_loadu_si128((const __m128i *)((const uint8_t *)k[l + 4].data + len - 16)), 1);
+    return _mm256_unpackhi_epi64(_mm256_unpackhi_epi32(y[0], y[1]), _mm256_unpackhi_epi32(y[2], y[3]));
+}
+
 static BC_AVX2 inline __m256i bc_v_final(__m256i h, __m256i tw, __m256i vlen)
 {
     __m256i rembits = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(4), _mm256_and_si256(vlen, _mm256_set1_epi32(3))), 3);
@@ -149,68 +177,136 @@ static BC_AVX2 inline __m256i bc_v_final(__m256i h, __m256i tw, __m256i vlen)
     return _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
 }
 
-/* 16 keys as two groups of 8 whose hash chains run side by side (one chain alone leaves the
- * vector units waiting on its latency). */
+/* 16 keys of one length len >= 16 (UUIDs, fixed-format ids), as two 8-lane chains run side by
+ * side: one chain alone would wait on its own latency (about 6 cycles a block). Every load lies
+ * inside its key, so no lane needs a page check, a copy or a mask: blocks come 4 at a time from
+ * 16-byte windows (few registers live, so nothing spills), the blocks past the last whole 4 from
+ * a window ending at the last whole block, the tail bytes from one ending at len. */
+static BC_AVX2 inline void bc_hash16_same_len(const bc_key *k, size_t len, uint32_t *out)
+{
+    size_t nb = len >> 2, rem = len & 3, b = 0;
+    __m256i h0 = _mm256_setzero_si256(), h1 = _mm256_setzero_si256(), c0[4], c1[4];
+    for (; b + 4 <= nb; b += 4) {
+        bc_v_window8x4(k, 4 * b, c0);
+        bc_v_window8x4(k + 8, 4 * b, c1);
+        for (int j = 0; j < 4; j++) {
+            h0 = bc_v_block(h0, c0[j]);
+            h1 = bc_v_block(h1, c1[j]);
+        }
+    }
+    if (b < nb) {
+        bc_v_window8x4(k, 4 * (nb - 4), c0);
+        bc_v_window8x4(k + 8, 4 * (nb - 4), c1);
+        switch (nb - b) {
+        case 3:
+            h0 = bc_v_block(h0, c0[1]);
+            h1 = bc_v_block(h1, c1[1]);
+            /* fall through */
+        case 2:
+            h0 = bc_v_block(h0, c0[2]);
+            h1 = bc_v_block(h1, c1[2]);
+            /* fall through */
+        default:
+            h0 = bc_v_block(h0, c0[3]);
+            h1 = bc_v_block(h1, c1[3]);
+        }
+    }
+    __m256i tw0 = _mm256_setzero_si256(), tw1 = _mm256_setzero_si256();
+    if (rem) {
+        __m128i drop = _mm_cvtsi32_si128((int)(8 * (4 - rem)));
+        tw0 = _mm256_srl_epi32(bc_v_last_word8(k, len), drop);
+        tw1 = _mm256_srl_epi32(bc_v_last_word8(k + 8, len), drop);
+    }
+    __m256i vlen = _mm256_set1_epi32((int)len);
+    _mm256_storeu_si256((__m256i *)out, bc_v_final(h0, tw0, vlen));
+    _mm256_storeu_si256((__m256i *)(out + 8), bc_v_final(h1, tw1, vlen));
+}
+
+/* Whether 16 keys all have length len: the len words of the 16 descriptors (8 vectors of two
+ * descriptors) compared at once. */
+_Static_assert(sizeof(bc_key) == 16 && offsetof(bc_key, len) == 8, "bc_key layout the AVX2 path reads");
+static BC_AVX2 inline int bc_same_len16(const bc_key *k, uint32_t len)
+{
+    __m256i want = _mm256_set1_epi32((int)len), diff = _mm256_setzero_si256();
+    for (int v = 0; v < 8; v++)
+        diff = _mm256_or_si256(diff, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(k + 2 * v)), want));
+    /* the len word is the third 32-bit word of each 16-byte descriptor */
+    const __m256i len_words = _mm256_setr_epi32(0, 0, -1, 0, 0, 0, -1, 0);
+    return _mm256_testz_si256(diff, len_words);
+}
+
+/* 16 keys of any lengths: two 8-lane chains side by side; lanes whose keys are shorter than the
+ * group's longest are masked, and a 16-byte load that could cross into the next page past a key
+ * reads a copy instead. */
+static BC_AVX2 __attribute__((noinline)) void bc_hash16_mixed(const bc_key *k, uint32_t *out)
+{
+    uint32_t len32[16];
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (int l = 0; l < 16; l++) {
+        uint32_t len = (uint32_t)k[l].len;
+        len32[l] = len;
+        lo = len < lo ? len : lo;
+        hi = len > hi ? len : hi;
+    }
+    if (hi - lo > 64) {
+        for (int l = 0; l < 16; l++)
+            out[l] = bc_murmur3_32(k[l].data, (size_t)k[l].len);
+        return;
+    }
+    __m256i vlen0 = _mm256_loadu_si256((const __m256i *)len32);
+    __m256i vlen1 = _mm256_loadu_si256((const __m256i *)(len32 + 8));
+    __m256i vnb0 = _mm256_srli_epi32(vlen0, 2), vnb1 = _mm256_srli_epi32(vlen1, 2);
+    __m256i h0 = _mm256_setzero_si256(), h1 = _mm256_setzero_si256();
+    __m256i tw0 = _mm256_setzero_si256(), tw1 = _mm256_setzero_si256();
+    uint32_t b = 0;
+    for (; 4 * (b + 8) <= lo; b += 8) {
+        __m256i c0[8], c1[8];
+        bc_v_load8x8(k, b, c0);
+        bc_v_load8x8(k + 8, b, c1);
+        for (int j = 0; j < 8; j++) {
+            h0 = bc_v_block(h0, c0[j]);
+            h1 = bc_v_block(h1, c1[j]);
+        }
+    }
+    uint8_t tmp[16][16];
+    uint32_t same_nb = (lo >> 2) == (hi >> 2), nb = lo >> 2;
+    for (; 4 * b < hi; b += 4) {
+        __m256i c0[4], c1[4];
+        bc_v_load8x4(k, len32, b, tmp, c0);
+        bc_v_load8x4(k + 8, len32 + 8, b, tmp + 8, c1);
+        for (uint32_t j = 0; j < 4; j++) {
+            if (same_nb) {
+                if (b + j < nb) {
+                    h0 = bc_v_block(h0, c0[j]);
+                    h1 = bc_v_block(h1, c1[j]);
+                } else if (b + j == nb) {
+                    tw0 = c0[j];
+                    tw1 = c1[j];
+                }
+                continue;
+            }
+            __m256i bj = _mm256_set1_epi32((int)(b + j));
+            __m256i a0 = _mm256_cmpgt_epi32(vnb0, bj), a1 = _mm256_cmpgt_epi32(vnb1, bj);
+            h0 = _mm256_blendv_epi8(h0, bc_v_block(h0, c0[j]), a0);
+            h1 = _mm256_blendv_epi8(h1, bc_v_block(h1, c1[j]), a1);
+            tw0 = _mm256_blendv_epi8(tw0, c0[j], _mm256_cmpeq_epi32(vnb0, bj));
+            tw1 = _mm256_blendv_epi8(tw1, c1[j], _mm256_cmpeq_epi32(vnb1, bj));
+        }
+    }
+    _mm256_storeu_si256((__m256i *)out, bc_v_final(h0, tw0, vlen0));
+    _mm256_storeu_si256((__m256i *)(out + 8), bc_v_final(h1, tw1, vlen1));
+}
+
+/* Groups of 16 keys; the last n % 16 by the interleaved path. */
 static BC_AVX2 void bc_hash_bytes_avx2(const bc_key *keys, size_t n, uint32_t *out)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const bc_key *k = keys + i;
-        uint32_t len32[16];
-        uint32_t lo = UINT32_MAX, hi = 0;
-        for (int l = 0; l < 16; l++) {
-            uint32_t len = (uint32_t)k[l].len;
-            len32[l] = len;
-            lo = len < lo ? len : lo;
-            hi = len > hi ? len : hi;
-        }
-        if (hi - lo > 64) {
-            for (int l = 0; l < 16; l++)
-                out[i + l] = bc_murmur3_32(k[l].data, (size_t)k[l].len);
-            continue;
-        }
-        __m256i vlen0 = _mm256_loadu_si256((const __m256i *)len32);
-        __m256i vlen1 = _mm256_loadu_si256((const __m256i *)(len32 + 8));
-        __m256i vnb0 = _mm256_srli_epi32(vlen0, 2), vnb1 = _mm256_srli_epi32(vlen1, 2);
-        __m256i h0 = _mm256_setzero_si256(), h1 = _mm256_setzero_si256();
-        __m256i tw0 = _mm256_setzero_si256(), tw1 = _mm256_setzero_si256();
-        uint32_t b = 0;
-        for (; 4 * (b + 8) <= lo; b += 8) {
-            __m256i c0[8], c1[8];
-            bc_v_load8x8(k, b, c0);
-            bc_v_load8x8(k + 8, b, c1);
-            for (int j = 0; j < 8; j++) {
-                h0 = bc_v_block(h0, c0[j]);
-                h1 = bc_v_block(h1, c1[j]);
-            }
-        }
-        uint8_t tmp[16][16];
-        uint32_t same_nb = (lo >> 2) == (hi >> 2), nb = lo >> 2;
-        for (; 4 * b < hi; b += 4) {
-            __m256i c0[4], c1[4];
-            bc_v_load8x4(k, len32, b, tmp, c0);
-            bc_v_load8x4(k + 8, len32 + 8, b, tmp + 8, c1);
-            for (uint32_t j = 0; j < 4; j++) {
-                if (same_nb) {
-                    if (b + j < nb) {
-                        h0 = bc_v_block(h0, c0[j]);
-                        h1 = bc_v_block(h1, c1[j]);
-                    } else if (b + j == nb) {
-                        tw0 = c0[j];
-                        tw1 = c1[j];
-                    }
-                    continue;
-                }
-                __m256i bj = _mm256_set1_epi32((int)(b + j));
-                __m256i a0 = _mm256_cmpgt_epi32(vnb0, bj), a1 = _mm256_cmpgt_epi32(vnb1, bj);
-                h0 = _mm256_blendv_epi8(h0, bc_v_block(h0, c0[j]), a0);
-                h1 = _mm256_blendv_epi8(h1, bc_v_block(h1, c1[j]), a1);
-                tw0 = _mm256_blendv_epi8(tw0, c0[j], _mm256_cmpeq_epi32(vnb0, bj));
-                tw1 = _mm256_blendv_epi8(tw1, c1[j], _mm256_cmpeq_epi32(vnb1, bj));
-            }
-        }
-        _mm256_storeu_si256((__m256i *)(out + i), bc_v_final(h0, tw0, vlen0));
-        _mm256_storeu_si256((__m256i *)(out + i + 8), bc_v_final(h1, tw1, vlen1));
+        if (k[0].len >= 16 && bc_same_len16(k, k[0].len))
+            bc_hash16_same_len(k, k[0].len, out + i);
+        else
+            bc_hash16_mixed(k, out + i);
     }
     bc_hash_bytes_interleaved(keys + i, n - i, out + i);
 }
