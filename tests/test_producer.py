@@ -698,6 +698,34 @@ def test_threaded_routing_matches_one_pass(legacy: bool) -> None:
     assert as_tuples(single) == as_tuples(bucket_entries(keys, Buckets.equal_width(4), threads=1, max_messages=25))
 
 
+@pytest.mark.parametrize("policy", ["shared", "per_bucket"])
+def test_pipeline_over_many_steps_matches_one_pass(monkeypatch: pytest.MonkeyPatch, policy: str) -> None:
+    """threads=2: the calling thread hashes step k+1 while a worker routes and groups step k; with
+    short steps (not a multiple of the kernel's chunk) the hand-offs, the keyless rotation and the
+    byte limits must carry across steps exactly as in the one-pass kernel."""
+    pa = pytest.importorskip("pyarrow")
+    from bucketcore import producer
+
+    monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)
+    rng = random.Random(17)
+    keys = [None if rng.random() < 0.1 else f"user-{rng.randrange(3000)}" for _ in range(12000)]
+    sizes = [rng.randrange(0, 900) for _ in keys]
+    layout = TopicLayout(2, [Segment(1, 0, 0x3FFF, Buckets.equal_width(5)),
+                             Segment(2, 0x4000, 0xBFFF, Buckets([7, 0x7000])),
+                             Segment(3, 0xC000, 0xFFFF, Buckets.equal_width(2))])
+    for target in (layout, Buckets.equal_width(6)):
+        kw: dict[str, Any] = dict(max_messages=40, max_bytes=5000, policy=policy, round_robin=2, sizes=sizes)
+        one = bucket_entries(keys, target, threads=1, **kw)
+        for column in (keys, tuple(keys), pa.chunked_array([keys[:5000], keys[5000:5001], keys[5001:]])):
+            two = bucket_entries(column, target, threads=2, **kw)
+            assert as_tuples(two) == as_tuples(one)
+            assert two.next_round_robin == one.next_round_robin
+    with pytest.raises(bc.KeyEncodingError, match="index 9000"):
+        bucket_entries(keys[:9000] + ["\ud800"] + keys[9000:], layout, threads=2)
+    with pytest.raises(TypeError, match="index 5432 has type float"):
+        bucket_entries(keys[:5432] + [1.5] + keys[5432:], layout, threads=2)
+
+
 def test_threaded_routing_names_first_bad_key() -> None:
     keys = ["a"] * 5000 + [3.5] + ["b"] * 5000 + [b"\xff", None, 7]
     with pytest.raises(TypeError, match="index 5000 has type float"):

@@ -41,7 +41,7 @@ def hash_column(
     raw: npt.NDArray[np.uint32],
     segment_hash: npt.NDArray[np.uint16] | None,
     bucket_hash: npt.NDArray[np.uint16] | None,
-    has_key: npt.NDArray[np.bool_] | None,
+    has_key: npt.NDArray[np.bool_] | npt.NDArray[np.uint8] | None,
     replace: bool,
     allow_none: bool,
     start: int = 0,

@@ -131,3 +131,24 @@ def fused_entries(
     router: Router,
     round_robin: int,
 ) -> tuple[int, int, _Columns | None, int]: ...
+
+class ScanStage:
+    """Second stage of the two-thread pipeline: routes and groups published hashes."""
+
+    raw: npt.NDArray[np.uint32]
+    has_key: npt.NDArray[np.uint8]
+    def __init__(
+        self,
+        router: Router,
+        bucket_offsets: npt.NDArray[np.int64],
+        policy: int,
+        max_messages: int,
+        max_bytes: int,
+        sizes: npt.NDArray[np.int64] | None,
+        n: int,
+        round_robin: int,
+    ) -> None: ...
+    def publish(self, upto: int) -> None: ...
+    def abort(self) -> None: ...
+    def run(self) -> int: ...
+    def finish(self) -> tuple[_Columns, int]: ...

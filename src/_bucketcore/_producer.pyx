@@ -1235,7 +1235,6 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
     cdef KeyChunks chunks = KeyChunks()
     cdef int status = ST_OK, rc = 0
     cdef Py_ssize_t err_index = -1
-    cdef int64_t nrec = 0, kept = 0
     pos = 0
     for col in columns:
         cpos = 0
@@ -1256,15 +1255,143 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
             pos += m
         if status != ST_OK or rc != 0:
             break
-    if status == ST_OK and rc == 0 and n:
-        with nogil:
-            rc = close_and_place(st, n, segp, bktp, <int64_t *>cnp.PyArray_DATA(order), &nrec, &kept)
-    if status == ST_NOMEM or rc == -1:
+    if status == ST_NOMEM:
         raise MemoryError()
     if status != ST_OK:
         return status, err_index, None, rr
+    return ST_OK, -1, place_all(st, rc, n, a_seg, a_bkt, order, sizes), rr
+
+
+cdef tuple place_all(GroupState *st, int rc, Py_ssize_t n, cnp.ndarray a_seg, cnp.ndarray a_bkt,
+                     cnp.ndarray order, object sizes):
+    """End of a scanned stream (rc: the scan's result): flush, place every message in order and
+    return the entry columns (seg, bucket, hash_min, hash_max, start, count, nbytes, order)."""
+    cdef int64_t nrec = 0, kept = 0
+    cdef const int32_t *segp = NULL
+    if a_seg.shape[0]:
+        segp = <const int32_t *>cnp.PyArray_DATA(a_seg)
+    if rc == 0 and n:
+        with nogil:
+            rc = close_and_place(st, n, segp, <const int32_t *>cnp.PyArray_DATA(a_bkt),
+                                 <int64_t *>cnp.PyArray_DATA(order), &nrec, &kept)
+    if rc == -1:
+        raise MemoryError()
     if rc == -2:
         raise_bad_column(st.bad_what, st.bad_index, a_seg, a_bkt, sizes)
     if kept != 0:
         raise RuntimeError("internal error: messages left over after the final flush")
-    return ST_OK, -1, record_columns(st, nrec) + (order,), rr
+    return record_columns(st, nrec) + (order,)
+
+
+cdef extern from "handoff.h" nogil:
+    void bc_publish(int64_t *p, int64_t v)
+    int64_t bc_observe(int64_t *p)
+
+cdef extern from "pythread.h" nogil:
+    ctypedef void *PyThread_type_lock
+    PyThread_type_lock PyThread_allocate_lock()
+    void PyThread_free_lock(PyThread_type_lock lock)
+    int PyThread_acquire_lock_timed(PyThread_type_lock lock, long long microseconds, int intr_flag)
+    void PyThread_release_lock(PyThread_type_lock lock)
+
+
+cdef class ScanStage:
+    """The second stage of the two-thread pipeline (``bucket_entries(..., threads=2)``).
+
+    The calling thread hashes the stream into ``raw`` / ``has_key`` step by step and ``publish``es
+    how far it got; meanwhile ``run``, on a worker thread with the GIL released from start to
+    end, routes what was published, looks up the buckets and feeds the batch state machine, in
+    stream order. The worker never needs the GIL between steps (a Python-level hand-off would wait
+    for it while the calling thread describes Python objects); it sleeps on a lock the publisher
+    releases. ``abort`` stops it early; ``finish`` places the messages once it has returned."""
+
+    cdef Router router
+    cdef Grouper grouper
+    cdef object sizes
+    cdef const int64_t *szp
+    cdef Py_ssize_t n
+    cdef int64_t ready           # messages hashed and published (bc_publish / bc_observe)
+    cdef int64_t aborted
+    cdef Py_ssize_t scanned
+    cdef int64_t rr
+    cdef int rc
+    cdef PyThread_type_lock wake
+    cdef readonly cnp.ndarray raw, has_key
+    cdef cnp.ndarray a_seg, a_bkt, a_bh
+
+    def __cinit__(self, Router router, const int64_t[::1] bucket_offsets, int policy,
+                  int64_t max_messages, int64_t max_bytes, object sizes, Py_ssize_t n,
+                  int64_t round_robin):
+        if router.a_tables.shape[0] != bucket_offsets.shape[0] - 1:
+            raise ValueError("the router's bucket tables do not match the segments")
+        self.router = router
+        self.grouper = Grouper(bucket_offsets, policy, max_messages, max_bytes, False)
+        self.szp = opt_i64(sizes, n, "sizes")
+        self.sizes = sizes
+        self.n = n
+        self.rr = round_robin % router.nrotation if router.nrotation else 0
+        self.raw = np.empty(n, dtype=np.uint32)
+        self.has_key = np.empty(n, dtype=np.uint8)
+        self.a_seg = np.empty(0 if router.mode == R_ONE else n, dtype=np.int32)
+        self.a_bkt = np.empty(n, dtype=np.int32)
+        self.a_bh = np.empty(CHUNK, dtype=np.uint16)
+        self.wake = PyThread_allocate_lock()
+        if self.wake == NULL:
+            raise MemoryError()
+        PyThread_acquire_lock_timed(self.wake, 0, 0)  # held: the worker sleeps until a publish
+
+    def __dealloc__(self):
+        if self.wake != NULL:
+            PyThread_free_lock(self.wake)
+
+    def publish(self, Py_ssize_t upto):
+        """Messages [0, upto) are hashed: the worker may take them."""
+        if upto < self.ready or upto > self.n:
+            raise ValueError(f"cannot publish {upto} after {self.ready} of {self.n} messages")
+        bc_publish(&self.ready, upto)
+        PyThread_release_lock(self.wake)
+
+    def abort(self):
+        """Stop the worker (the calling thread failed); nothing more will be published."""
+        bc_publish(&self.aborted, 1)
+        PyThread_release_lock(self.wake)
+
+    def run(self):
+        """The worker: scan everything published, in order, until all n messages are or the
+        stage is aborted. Returns the number of messages scanned."""
+        cdef bint one = self.router.mode == R_ONE
+        cdef int32_t *segp = NULL if one else <int32_t *>cnp.PyArray_DATA(self.a_seg)
+        cdef int32_t *bktp = <int32_t *>cnp.PyArray_DATA(self.a_bkt)
+        cdef uint16_t *bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh)
+        cdef const uint32_t *raw = <const uint32_t *>cnp.PyArray_DATA(self.raw)
+        cdef const uint8_t *has = <const uint8_t *>cnp.PyArray_DATA(self.has_key)
+        cdef const int64_t *szp = self.szp
+        cdef GroupState *st = &self.grouper.st
+        cdef Py_ssize_t p = self.scanned, ready, m
+        cdef int rc = self.rc
+        with nogil:
+            while p < self.n and rc == 0:
+                ready = bc_observe(&self.ready)
+                if ready == p:
+                    if bc_observe(&self.aborted):
+                        break
+                    PyThread_acquire_lock_timed(self.wake, 1000, 0)
+                    continue
+                while p < ready and rc == 0:
+                    m = ready - p if ready - p < CHUNK else CHUNK
+                    self.router.route(m, raw + p, has + p, False, &self.rr,
+                                      NULL if one else segp + p, bktp + p, bh)
+                    rc = gs_scan(st, m, NULL if one else segp + p, bktp + p, bh,
+                                 szp + p if szp != NULL else NULL)
+                    p += m
+        self.scanned = p
+        self.rc = rc
+        return p
+
+    def finish(self):
+        """The entry columns and the next round-robin position, once run has scanned all."""
+        if self.scanned != self.n and self.rc == 0:
+            raise ValueError(f"{self.scanned} of {self.n} messages were scanned")
+        order = np.empty(self.n, dtype=np.int64)
+        return place_all(&self.grouper.st, self.rc, self.n, self.a_seg, self.a_bkt, order,
+                         self.sizes), self.rr

@@ -206,12 +206,15 @@ def column_parts(source: Any, start: int, stop: int) -> list[tuple[_hashing.KeyC
     return [(column, start, stop, start)]
 
 
-def threads_for(threads: int | None, n: int, buffers: bool) -> int:
-    """How many threads share a column of n keys (``threads=None``: automatic)."""
+def threads_for(threads: int | None, n: int, buffers: bool, pipeline: bool = False) -> int:
+    """How many threads share a column of n keys (``threads=None``: automatic). ``pipeline``: the
+    caller can run two threads as a pipeline (one hashes, one consumes the hashes)."""
     if threads is None:
-        # Python objects are described with the GIL held: a second thread mostly waits for it,
-        # so only buffer columns (Arrow, numpy S/U) are split by default.
-        return max(1, min(_CPUS, n // AUTO_THREADS_MIN_KEYS)) if buffers else 1
+        if buffers:
+            return max(1, min(_CPUS, n // AUTO_THREADS_MIN_KEYS))
+        # Python objects are described with the GIL held: a second thread splitting them mostly
+        # waits for it, but one that consumes what the first hashed does not need it.
+        return 2 if pipeline and _CPUS >= 2 and n >= AUTO_THREADS_MIN_KEYS else 1
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
     if threads < 1:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator, Sequence, overload
 
 import numpy as np
@@ -378,9 +379,11 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
     ``keys_or_hashes``: any key input of :func:`hash_keys` or a precomputed :class:`KeyHashes`.
     ``sizes``: per-message payload bytes (without it only ``max_messages`` applies).
     ``round_robin``: where the keyless round-robin starts; the table's ``next_round_robin``
-    is where the next call should continue. ``threads``: how many threads hash and route a
-    large key stream (None: automatic; the grouping itself is sequential); the result never
-    depends on it. Every argument is checked before any work.
+    is where the next call should continue. ``threads``: how many threads share the work on a
+    large key stream (None: automatic, two from 256 Ki messages on a machine with two cores or
+    more). Two run a pipeline: one hashes while the other routes and groups what is hashed;
+    more split the hashing of Arrow or numpy keys (the grouping itself is sequential). The
+    result never depends on it. Every argument is checked before any work.
     """
     max_messages = _check_int(max_messages, "max_messages", 1)
     max_bytes = _check_int(max_bytes, "max_bytes", 1)
@@ -407,9 +410,11 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
 def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: int, max_bytes: int,
                    round_robin: int, errors: str, threads: int | None) -> EntryTable:
     """Keys to entries with no column of hashes in between. One thread: the fused kernel hashes,
-    routes, looks up and groups a chunk at a time. Several: each thread hashes and routes its part
-    of the stream into (segment, bucket, bucket hash) columns, the keyless rotation is placed in
-    send order, and the grouping (sequential by nature) runs once over the columns."""
+    routes, looks up and groups a chunk at a time. Two (or more for Python objects, which one
+    thread at a time describes): a pipeline, see _pipelined_entries. More over buffers: each
+    thread hashes and routes its part of the stream into (segment, bucket, bucket hash) columns,
+    the keyless rotation is placed in send order, and the grouping (sequential by nature) runs
+    once over the columns."""
     replace = errors_flag(errors)
     if isinstance(keys, (str, bytes)):
         keys = [keys]
@@ -419,8 +424,15 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
     n = shape[0]
     size_arr = _check_sizes(sizes, n)
     router = plan.router()
-    parts = threads_for(threads, n, is_buffer_source(source))
-    if parts <= 1:
+    buffers = is_buffer_source(source)
+    parts = threads_for(threads, n, buffers, pipeline=True)
+    if parts == 2 or (parts > 2 and not buffers):
+        status, index, columns, next_rr = _pipelined_entries(
+            source, n, size_arr, plan, router, code, max_messages, max_bytes, round_robin, replace)
+        if columns is None:
+            raise_for_status(status, index, keys, shape, True)
+        assert columns is not None
+    elif parts <= 1:
         status, index, columns, next_rr = _producer.fused_entries(
             key_columns(source), size_arr, plan.bucket_offsets, code, max_messages, max_bytes, replace,
             router, round_robin)
@@ -450,6 +462,48 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
                                           max_messages, max_bytes)
     seg_idx, bkt, hmin, hmax, start, count, nbytes, order = columns
     return EntryTable(plan.segment_ids[seg_idx], bkt, hmin, hmax, start, count, nbytes, order, int(next_rr))
+
+
+# Messages per pipeline step: the worker starts after the first one.
+_PIPELINE_STEP = 1 << 14
+
+
+def _pipelined_entries(source: Any, n: int, size_arr: np.ndarray | None, plan: _Plan, router: Any,
+                       code: int, max_messages: int, max_bytes: int, round_robin: int,
+                       replace: bool) -> tuple[int, int, tuple[np.ndarray, ...] | None, int]:
+    """Two threads in a pipeline: this one describes and hashes the stream step by step (Python
+    objects need the GIL for that) while a worker routes what is hashed so far, looks up its
+    buckets and feeds the batch state machine with the GIL released throughout (ScanStage). The
+    worker takes the messages in stream order, so the entries are those of the one-thread
+    kernel. Returns (status, failing index, entry columns or None, next round robin)."""
+    stage = _producer.ScanStage(router, plan.bucket_offsets, code, max_messages, max_bytes, size_arr, n,
+                                round_robin)
+    raw, has_key = stage.raw, stage.has_key
+    status, index, published = _hashing.STATUS_OK, -1, 0
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bucketcore-scan") as worker:
+        scanning = worker.submit(stage.run)
+        try:
+            for start in range(0, n, _PIPELINE_STEP):
+                stop = min(n, start + _PIPELINE_STEP)
+                for column, lo, hi, out in column_parts(source, start, stop):
+                    end = out + hi - lo
+                    status, index = _hashing.hash_column(column, raw[out:end], None, None, has_key[out:end],
+                                                         replace, True, lo, hi)
+                    if status != _hashing.STATUS_OK:
+                        index = out + index - lo
+                        break
+                if status != _hashing.STATUS_OK:
+                    break
+                stage.publish(stop)
+                published = stop
+        finally:
+            if published != n:  # a bad key or an exception here: the worker must not wait on
+                stage.abort()
+            scanning.result()
+    if status != _hashing.STATUS_OK:
+        return status, index, None, round_robin
+    columns, next_rr = stage.finish()
+    return status, index, columns, next_rr
 
 
 # ----------------------------------------------------------------------------------------------
