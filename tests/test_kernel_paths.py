@@ -115,6 +115,38 @@ def test_large_column_threads_identical():
     assert one[:5].tolist() == [oracle(k) for k in keys[:5]]
 
 
+def test_object_pipeline_across_many_chunks():
+    # threads=2 over Python objects: the calling thread describes chunks of 1024 into a ring of
+    # 16 slots while a worker hashes; 60,000 keys wrap the ring several times
+    keys = [None if i % 97 == 0 else (f"k{i}" if i % 3 else f"ünï-{i}".encode()) for i in range(60_000)]
+    one = bc.hash_keys(keys, threads=1)
+    two = bc.hash_keys(keys, threads=2)
+    assert np.array_equal(one.raw, two.raw) and np.array_equal(one.has_key, two.has_key)
+    assert two.raw[:4].tolist() == [oracle(k) for k in keys[:4]]
+    plain = [k for k in keys if k is not None]
+    assert np.array_equal(bc.murmur3_32(plain, threads=2), bc.murmur3_32(plain, threads=1))
+
+
+@pytest.mark.parametrize("bad", [
+    # (what goes where, the error and index expected): the first bad key by index wins, whether
+    # the describing thread (types, lengths) or the worker (encoding, None) finds it
+    ({40_000: "\udcff", 50_000: 1.5}, bc.KeyEncodingError, "index 40000"),
+    ({20_000: 1.5, 45_000: "\udcff"}, TypeError, "index 20000 has type float"),
+    ({33_333: None, 50_000: 2}, TypeError, "index 33333"),
+    ({59_999: b"ok", 17_000: object()}, TypeError, "index 17000 has type object"),
+])
+def test_object_pipeline_names_first_bad_key(bad):
+    where, exc, match = bad
+    keys = [f"key-{i}" for i in range(60_000)]
+    for i, value in where.items():
+        keys[i] = value
+    with pytest.raises(exc, match=match):
+        bc.murmur3_32(keys, threads=2)
+    # the pipeline leaves nothing held or waiting: the same call works again
+    keys = [f"key-{i}" for i in range(60_000)]
+    assert bc.murmur3_32(keys, threads=2)[59_999] == oracle("key-59999")
+
+
 def test_thread_errors_report_first_index():
     keys = ["a"] * 1000 + [1] + ["b"] * 1000 + [2.0]
     with pytest.raises(TypeError, match="index 1000 has type int"):

@@ -33,6 +33,19 @@ cdef extern from "murmur3_lanes.h" nogil:
     int bc_cpu_has_avx2()
     void bc_hash_bytes(const bc_key *keys, size_t n, uint32_t *out, int path)
 
+# Hand-over between the two threads of a pipeline: a count published with release ordering and
+# observed with acquire ordering, and a lock the publisher releases to wake the waiting thread.
+cdef extern from "handoff.h" nogil:
+    void bc_publish(int64_t *p, int64_t v)
+    int64_t bc_observe(int64_t *p)
+
+cdef extern from "pythread.h" nogil:
+    ctypedef void *PyThread_type_lock
+    PyThread_type_lock PyThread_allocate_lock()
+    void PyThread_free_lock(PyThread_type_lock lock)
+    int PyThread_acquire_lock_timed(PyThread_type_lock lock, long long microseconds, int intr_flag)
+    void PyThread_release_lock(PyThread_type_lock lock)
+
 cdef extern from "murmur3.h" nogil:
     uint32_t bc_murmur3_32(const void *data, size_t len)
 
@@ -80,6 +93,8 @@ cdef class KeyColumn:
 
     cdef int describe_objects(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                               Py_ssize_t *err_index) except -2
+    cdef int describe_held(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys, void **held,
+                           Py_ssize_t *nheld, Py_ssize_t *err_index) except -2
     cdef int describe_buffers(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                               Py_ssize_t *err_index) noexcept nogil
     cdef void release(self)

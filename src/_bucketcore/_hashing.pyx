@@ -211,17 +211,23 @@ cdef class KeyColumn:
 
     def __dealloc__(self):
         # only reached with items still held if a caller raised between describe and release
-        cdef Py_ssize_t j
-        for j in range(self.nheld):
-            Py_DECREF(<object>self.held[j])
+        release_items(self.held, self.nheld)
         free(self.held)
 
     cdef int describe_objects(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                               Py_ssize_t *err_index) except -2:
-        """Describe items [pos, pos+m) of an object column, holding each (GIL required)."""
-        cdef int rc, plain = 0
-        cdef size_t nheld = 0, at = 0
+        """Describe items [pos, pos+m) of an object column, holding each (GIL required) until
+        the next describe or release."""
         self.release()
+        return self.describe_held(pos, m, keys, self.held, &self.nheld, err_index)
+
+    cdef int describe_held(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys, void **held,
+                           Py_ssize_t *nheld, Py_ssize_t *err_index) except -2:
+        """describe_objects into the caller's held array (m entries): *nheld items are held
+        there afterwards, also on failure, for the caller to release (release_items)."""
+        cdef int rc, plain = 0
+        cdef size_t count = 0, at = 0
+        nheld[0] = 0
         self.plain = False
         if self.mode == COL_LIST and PyList_GET_SIZE(self.source) != self.list_size:
             err_index[0] = pos
@@ -234,9 +240,9 @@ cdef class KeyColumn:
             items = PySequence_Fast_ITEMS(self.source) + pos
         try:
             rc = bc_describe_objects(items, base, self.stride, <size_t>m,
-                                     keys, self.held, &nheld, &at, &plain)
+                                     keys, held, &count, &at, &plain)
         finally:
-            self.nheld = <Py_ssize_t>nheld
+            nheld[0] = <Py_ssize_t>count
         if rc != 0:
             err_index[0] = pos + <Py_ssize_t>at
             return ST_TOO_LONG if rc == 2 else ST_BAD_TYPE
@@ -304,10 +310,15 @@ cdef class KeyColumn:
 
     cdef void release(self):
         """Drop the items held since the last describe_objects (GIL required)."""
-        cdef Py_ssize_t j
-        for j in range(self.nheld):
-            Py_DECREF(<object>self.held[j])
+        release_items(self.held, self.nheld)
         self.nheld = 0
+
+
+cdef inline void release_items(void **held, Py_ssize_t n):
+    """Drop n items held by a describe (GIL required)."""
+    cdef Py_ssize_t j
+    for j in range(n):
+        Py_DECREF(<object>held[j])
 
 
 def objects_column(object seq):
@@ -423,6 +434,140 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
     if st == ST_NOMEM:
         raise MemoryError()
     return st, err_index
+
+
+cdef enum:
+    PIPE_SLOTS = 16     # chunks in flight between the describing and the hashing thread
+
+
+cdef class HashStage:
+    """Two-thread pipeline over an object column (``murmur3_32(list, threads=2)``): describing a
+    Python object needs the GIL, hashing does not, so the calling thread describes chunk after
+    chunk into a ring of PIPE_SLOTS slots while a worker hashes the described chunks with the GIL
+    released from start to end. The calling thread keeps the GIL from the worker's start to the
+    last chunk hashed, so no Python code anywhere can change the column meanwhile and no item
+    needs holding: the workers never touch a refcount, and the objects' cache lines are only
+    read by both cores (holding them made every line travel between the cores twice). Counts are
+    handed over with release/acquire ordering; each side sleeps on a lock the other releases.
+    ``describe`` (calling thread) and ``run`` (worker) each return (status, failing key's index
+    in the column or -1)."""
+
+    cdef KeyColumn col
+    cdef HashOut out
+    cdef bint replace, allow_none
+    cdef Py_ssize_t start, stop
+    cdef bc_key *keys
+    cdef Py_ssize_t pos[PIPE_SLOTS]
+    cdef Py_ssize_t count[PIPE_SLOTS]
+    cdef bint plain[PIPE_SLOTS]
+    cdef int64_t described      # chunks published by the describing thread
+    cdef int64_t hashed         # chunks the worker is done with
+    cdef int64_t closed         # nothing more will be described
+    cdef int64_t failed         # the worker stopped at a bad key
+    cdef int64_t started        # the worker runs without the GIL
+    cdef PyThread_type_lock wake_worker, wake_describer
+    cdef object keep
+
+    def __cinit__(self, KeyColumn col, object raw, object segment_hash, object bucket_hash,
+                  object has_key, bint replace, bint allow_none, Py_ssize_t start, Py_ssize_t stop):
+        if not col.needs_gil:
+            raise ValueError("the hashing pipeline is for object columns")
+        self.col = col
+        self.keep = (raw, segment_hash, bucket_hash, has_key)
+        self.out = make_out(raw, segment_hash, bucket_hash, has_key)
+        self.replace = replace
+        self.allow_none = allow_none
+        self.start = start
+        self.stop = stop
+        self.keys = <bc_key *>malloc(PIPE_SLOTS * CHUNK * sizeof(bc_key))
+        self.wake_worker = PyThread_allocate_lock()
+        self.wake_describer = PyThread_allocate_lock()
+        if self.keys == NULL or self.wake_worker == NULL or self.wake_describer == NULL:
+            raise MemoryError()
+        PyThread_acquire_lock_timed(self.wake_worker, 0, 0)  # held: a waiter sleeps until released
+        PyThread_acquire_lock_timed(self.wake_describer, 0, 0)
+
+    def __dealloc__(self):
+        free(self.keys)
+        if self.wake_worker != NULL:
+            PyThread_free_lock(self.wake_worker)
+        if self.wake_describer != NULL:
+            PyThread_free_lock(self.wake_describer)
+
+    def close(self):
+        """No more chunks (also after an exception in the describing thread)."""
+        bc_publish(&self.closed, 1)
+        PyThread_release_lock(self.wake_worker)
+
+    def describe(self):
+        """The calling thread's part: describe every chunk, in order, waiting for a free slot."""
+        cdef int64_t c = 0
+        cdef Py_ssize_t p = self.start, m, err_index = -1, nheld = 0
+        cdef int s, st = ST_OK
+        try:
+            with nogil:  # the worker needs the GIL until it is inside run's nogil block
+                while not bc_observe(&self.started):
+                    PyThread_acquire_lock_timed(self.wake_describer, 1000, 0)
+            # from here on the GIL stays with this thread until every described chunk is hashed
+            while p < self.stop:
+                s = c % PIPE_SLOTS
+                # the slot's previous chunk must be hashed before it is reused
+                while (c >= PIPE_SLOTS and bc_observe(&self.hashed) <= c - PIPE_SLOTS
+                       and not bc_observe(&self.failed)):
+                    PyThread_acquire_lock_timed(self.wake_describer, 1000, 0)
+                if bc_observe(&self.failed):
+                    break
+                m = self.stop - p if self.stop - p < CHUNK else CHUNK
+                st = self.col.describe_held(p, m, self.keys + s * CHUNK, NULL, &nheld, &err_index)
+                if st != ST_OK:
+                    break
+                self.pos[s] = p
+                self.count[s] = m
+                self.plain[s] = self.col.plain
+                c += 1
+                p += m
+                bc_publish(&self.described, c)
+                PyThread_release_lock(self.wake_worker)
+        finally:
+            self.close()
+            # keep the GIL until the worker is done with every described chunk (also when an
+            # exception leaves this method)
+            while bc_observe(&self.hashed) < c and not bc_observe(&self.failed):
+                PyThread_acquire_lock_timed(self.wake_describer, 1000, 0)
+        return st, err_index
+
+    def run(self):
+        """The worker's part: hash the described chunks in order until the describer closes."""
+        cdef int64_t c = 0
+        cdef int s, st = ST_OK
+        cdef Py_ssize_t out_index = -1
+        cdef bc_scratch scratch
+        scratch.buf = NULL
+        scratch.cap = 0
+        with nogil:
+            bc_publish(&self.started, 1)
+            PyThread_release_lock(self.wake_describer)
+            while True:
+                if c < bc_observe(&self.described):
+                    s = c % PIPE_SLOTS
+                    st = hash_run(self.keys + s * CHUNK, self.count[s], self.plain[s], self.replace,
+                                  self.allow_none, &scratch, &self.out, self.pos[s] - self.start,
+                                  &out_index)
+                    if st != ST_OK:
+                        bc_publish(&self.failed, 1)
+                        PyThread_release_lock(self.wake_describer)
+                        break
+                    c += 1
+                    bc_publish(&self.hashed, c)
+                    PyThread_release_lock(self.wake_describer)
+                elif bc_observe(&self.closed) and c == bc_observe(&self.described):
+                    break
+                else:
+                    PyThread_acquire_lock_timed(self.wake_worker, 1000, 0)
+            bc_scratch_free(&scratch)
+        if st == ST_NOMEM:
+            raise MemoryError()
+        return st, (out_index + self.start if st != ST_OK else -1)
 
 
 def split_raw(const uint32_t[::1] raw, uint16_t[::1] segment_hash, uint16_t[::1] bucket_hash):

@@ -41,7 +41,9 @@ cdef extern from "lookup.h" nogil:
 # The shared key helpers and chunked hash run of the hashing kernel.
 from _bucketcore._hashing cimport (
     BC_ERR_NOMEM, BC_ERR_SURROGATE, BC_KEY_NONE, BC_OK, CHUNK, ST_NOMEM, ST_OK, HashOut, KeyColumn,
-    bc_hash_key, bc_key, bc_scratch, bc_scratch_free, hash_run,
+    PyThread_acquire_lock_timed, PyThread_allocate_lock, PyThread_free_lock, PyThread_release_lock,
+    PyThread_type_lock, bc_hash_key, bc_key, bc_observe, bc_publish, bc_scratch, bc_scratch_free,
+    hash_run,
 )
 
 cdef extern from "pykeys.h":
@@ -1281,18 +1283,6 @@ cdef tuple place_all(GroupState *st, int rc, Py_ssize_t n, cnp.ndarray a_seg, cn
     if kept != 0:
         raise RuntimeError("internal error: messages left over after the final flush")
     return record_columns(st, nrec) + (order,)
-
-
-cdef extern from "handoff.h" nogil:
-    void bc_publish(int64_t *p, int64_t v)
-    int64_t bc_observe(int64_t *p)
-
-cdef extern from "pythread.h" nogil:
-    ctypedef void *PyThread_type_lock
-    PyThread_type_lock PyThread_allocate_lock()
-    void PyThread_free_lock(PyThread_type_lock lock)
-    int PyThread_acquire_lock_timed(PyThread_type_lock lock, long long microseconds, int intr_flag)
-    void PyThread_release_lock(PyThread_type_lock lock)
 
 
 cdef class ScanStage:

@@ -56,7 +56,8 @@ static inline int bc_describe_key(PyObject *o, bc_key *k)
 }
 
 /* Describe n items, each held (INCREF) into held[] so a list changed by another thread while the
- * GIL is released cannot free a key under the kernel. The items are items[0..n), or when items
+ * GIL is released cannot free a key under the kernel (held NULL: the caller keeps the GIL until
+ * the keys are hashed, so nothing can change the column and nothing is held). The items are items[0..n), or when items
  * is NULL the object pointers at base + j * stride (a field of a structured array may leave them
  * unaligned). Returns 0, or the bc_describe_key code of the item at *at (held too). *nheld is
  * the number held; *plain is whether every key is bytes (nothing to encode, no None). */
@@ -71,18 +72,20 @@ static inline int bc_describe_objects(PyObject *const *items, const char *base, 
             o = items[j];
         else
             memcpy(&o, base + (Py_ssize_t)j * stride, sizeof o);
-        Py_INCREF(o);
-        held[j] = (void *)o;
+        if (held) {
+            Py_INCREF(o);
+            held[j] = (void *)o;
+        }
         int rc = bc_describe_key(o, &keys[j]);
         if (rc != 0) {
-            *nheld = j + 1;
+            *nheld = held ? j + 1 : 0;
             *at = j;
             *plain = 0;
             return rc;
         }
         all_bytes &= keys[j].kind == BC_KEY_BYTES;
     }
-    *nheld = n;
+    *nheld = held ? n : 0;
     *plain = all_bytes;
     return 0;
 }

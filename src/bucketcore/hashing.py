@@ -208,12 +208,13 @@ def column_parts(source: Any, start: int, stop: int) -> list[tuple[_hashing.KeyC
 
 def threads_for(threads: int | None, n: int, buffers: bool, pipeline: bool = False) -> int:
     """How many threads share a column of n keys (``threads=None``: automatic). ``pipeline``: the
-    caller can run two threads as a pipeline (one hashes, one consumes the hashes)."""
+    caller runs two threads over Python objects as a pipeline (one describes, one hashes or
+    consumes the hashes), which pays where splitting them would not."""
     if threads is None:
         if buffers:
             return max(1, min(_CPUS, n // AUTO_THREADS_MIN_KEYS))
         # Python objects are described with the GIL held: a second thread splitting them mostly
-        # waits for it, but one that consumes what the first hashed does not need it.
+        # waits for it, but one that works on what the first described does not need it.
         return 2 if pipeline and _CPUS >= 2 and n >= AUTO_THREADS_MIN_KEYS else 1
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
@@ -222,15 +223,20 @@ def threads_for(threads: int | None, n: int, buffers: bool, pipeline: bool = Fal
     return max(1, min(int(threads), n))
 
 
+def _pool() -> ThreadPoolExecutor:
+    """The worker threads every kernel shares (created on first use)."""
+    global _executor
+    if _executor is None:
+        _executor = ThreadPoolExecutor(max_workers=max(2, _CPUS), thread_name_prefix="bucketcore")
+    return _executor
+
+
 def run_parts(run: Callable[[int, int], tuple[int, int]], n: int, threads: int) -> tuple[int, int]:
     """Run the kernel over [0, n) in `threads` contiguous parts; the first failure by index wins."""
     if threads <= 1:
         return run(0, n)
-    global _executor
-    if _executor is None:
-        _executor = ThreadPoolExecutor(max_workers=max(2, _CPUS), thread_name_prefix="bucketcore")
     bounds = [n * t // threads for t in range(threads + 1)]
-    results = list(_executor.map(run, bounds[:-1], bounds[1:]))
+    results = list(_pool().map(run, bounds[:-1], bounds[1:]))
     for status, index in results:
         if status != _hashing.STATUS_OK:
             return status, index
@@ -242,7 +248,8 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
     replace = errors_flag(errors)
     shape, source = classify_keys(keys)
     n = math.prod(shape)
-    parts = threads_for(threads, n, is_buffer_source(source))
+    buffers = is_buffer_source(source)
+    parts = threads_for(threads, n, buffers, pipeline=True)
     raw = np.empty(n, dtype=np.uint32)
     segment_hash = np.empty(n, dtype=np.uint16) if split else None
     bucket_hash = np.empty(n, dtype=np.uint16) if split else None
@@ -261,8 +268,29 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
                 return status, out + index - lo
         return _hashing.STATUS_OK, -1
 
+    def pipeline() -> tuple[int, int]:
+        for column, lo, hi, out in column_parts(source, 0, n):
+            end = out + hi - lo
+            stage = _hashing.HashStage(column, raw[out:end], part(segment_hash, out, end),
+                                       part(bucket_hash, out, end), part(has_key, out, end),
+                                       replace, allow_none, lo, hi)
+            hashing = _pool().submit(stage.run)
+            try:
+                described, described_index = stage.describe()
+            finally:
+                stage.close()
+                hashed, hashed_index = hashing.result()
+            # the worker only hashes chunks before the one the describer failed at
+            for status, index in ((hashed, hashed_index), (described, described_index)):
+                if status != _hashing.STATUS_OK:
+                    return status, out + index - lo
+        return _hashing.STATUS_OK, -1
+
     if n:
-        status, index = run_parts(run, n, parts)
+        if parts > 1 and not buffers:
+            status, index = pipeline()
+        else:
+            status, index = run_parts(run, n, parts)
         raise_for_status(status, index, keys, shape, allow_none)
     return shape, raw, segment_hash, bucket_hash, has_key
 
@@ -279,8 +307,11 @@ def murmur3_32(keys: KeyInput, *, errors: str = "strict", threads: int | None = 
     A single ``str``/``bytes`` gives a Python int; a column gives a ``np.uint32`` array of the
     same shape. ``None`` has no hash here (``TypeError`` naming its index): use :func:`hash_keys`.
     ``errors="replace"`` encodes unpaired surrogates as ``?`` like Java's ``getBytes(UTF_8)``.
-    ``threads``: how many threads share a large column (None: one per core from
-    ``AUTO_THREADS_MIN_KEYS`` keys each); the result never depends on it.
+    ``threads``: how many threads share a large column (None: Arrow and numpy keys one thread
+    per core from ``AUTO_THREADS_MIN_KEYS`` keys each; Python objects two from that many keys).
+    Python objects take two threads at most, as a pipeline: the calling thread describes them
+    while a worker hashes, and the calling thread keeps the GIL until the last key is hashed.
+    The result never depends on it.
     """
     if isinstance(keys, (str, bytes)):
         return _hash_scalar(keys, errors)
