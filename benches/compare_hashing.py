@@ -44,17 +44,22 @@ def main() -> None:
         for name, column in inputs.items():
             rows.append((workload, f"murmur3_32 {name}", best_of(lambda: bc.murmur3_32(column, threads=1),
                                                                  args.repeat)))
+        rows.append((workload, "murmur3_32 list[str], 2 threads",
+                     best_of(lambda: bc.murmur3_32(keys, threads=2), args.repeat)))
         if pa is not None:
             column = inputs["arrow string"]
             rows.append((workload, "murmur3_32 arrow, 2 threads",
                          best_of(lambda: bc.murmur3_32(column, threads=2), args.repeat)))
-        rows.append((workload, "hash_keys list[str]", best_of(lambda: bc.hash_keys(keys), args.repeat)))
+        rows.append((workload, "hash_keys list[str], 1 thread",
+                     best_of(lambda: bc.hash_keys(keys, threads=1), args.repeat)))
+        rows.append((workload, "hash_keys list[str], auto",
+                     best_of(lambda: bc.hash_keys(keys), args.repeat)))
 
     print(f"bucketcore {bc.__version__}, n={args.n}, best of {args.repeat}")
-    print(f"{'workload':<8} {'what':<30} {'ns/key':>8} {'vs mmh3':>8}")
+    print(f"{'workload':<8} {'what':<32} {'ns/key':>8} {'vs mmh3':>8}")
     base = {w: t for w, what, t in rows if what == "mmh3 comprehension"}
     for workload, what, t in rows:
-        print(f"{workload:<8} {what:<30} {t / args.n * 1e9:8.2f} {base[workload] / t:7.1f}x")
+        print(f"{workload:<8} {what:<32} {t / args.n * 1e9:8.2f} {base[workload] / t:7.1f}x")
 
     if args.plot:
         import matplotlib

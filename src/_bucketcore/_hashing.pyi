@@ -50,3 +50,22 @@ def hash_column(
 def split_raw(
     raw: npt.NDArray[np.uint32], segment_hash: npt.NDArray[np.uint16], bucket_hash: npt.NDArray[np.uint16]
 ) -> None: ...
+
+class HashStage:
+    """Two-thread pipeline over an object column: describe (calling thread) / run (worker)."""
+
+    def __init__(
+        self,
+        col: KeyColumn,
+        raw: npt.NDArray[np.uint32],
+        segment_hash: npt.NDArray[np.uint16] | None,
+        bucket_hash: npt.NDArray[np.uint16] | None,
+        has_key: npt.NDArray[np.bool_] | None,
+        replace: bool,
+        allow_none: bool,
+        start: int,
+        stop: int,
+    ) -> None: ...
+    def describe(self) -> tuple[int, int]: ...
+    def run(self) -> tuple[int, int]: ...
+    def close(self) -> None: ...
