@@ -32,6 +32,7 @@ cdef extern from "murmur3_lanes.h" nogil:
     int bc_best_path()
     int bc_cpu_has_avx2()
     void bc_hash_bytes(const bc_key *keys, size_t n, uint32_t *out, int path)
+    void bc_hash_fixed(const uint8_t *base, size_t len, size_t n, uint32_t *out, int path)
 
 # Hand-over between the two threads of a pipeline: a count published with release ordering and
 # observed with acquire ordering, and a lock the publisher releases to wake the waiting thread.
@@ -90,6 +91,9 @@ cdef class KeyColumn:
     cdef void **held
     cdef Py_ssize_t nheld
     cdef readonly bint plain  # the last described chunk holds only byte keys (no None, no str to encode)
+    # the last described chunk's keys lie back to back with one length (no descriptors written)
+    cdef const uint8_t *fixed_base
+    cdef size_t fixed_len
 
     cdef int describe_objects(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                               Py_ssize_t *err_index) except -2
@@ -100,6 +104,7 @@ cdef class KeyColumn:
     cdef void release(self)
 
 
-cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, int replace, bint allow_none,
+cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, const uint8_t *fixed_base,
+                  size_t fixed_len, int replace, bint allow_none,
                   bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                   Py_ssize_t *err_index) noexcept nogil

@@ -72,20 +72,26 @@ def set_path(str name):
     hash_path = PATHS[name]
 
 
-cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, int replace, bint allow_none,
+cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, const uint8_t *fixed_base,
+                  size_t fixed_len, int replace, bint allow_none,
                   bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                   Py_ssize_t *err_index) noexcept nogil:
     """Hash n described keys into out[base:base+n]; on failure set err_index and return a status.
 
     The chunk's str keys are first encoded to UTF-8 in the scratch arena, then every key is
     hashed by the multi-lane path. The first failing key (by index) is the one reported.
-    plain: the describer saw only byte keys, so there is nothing to look for or encode.
+    plain: the describer saw only byte keys, so there is nothing to look for or encode;
+    fixed_base (not NULL): they are the n keys of fixed_len bytes back to back from there, and
+    keys holds nothing.
     """
     cdef Py_ssize_t i, first_none = -1
     cdef size_t at = 0
     cdef int rc
     if plain:
-        bc_hash_bytes(keys, n, out.raw + base, hash_path)
+        if fixed_base != NULL:
+            bc_hash_fixed(fixed_base, fixed_len, n, out.raw + base, hash_path)
+        else:
+            bc_hash_bytes(keys, n, out.raw + base, hash_path)
         split_out(out, base, n)
         if out.has_key != NULL:
             memset(out.has_key + base, 1, n)
@@ -185,22 +191,28 @@ cdef inline bint all_valid(const uint8_t *bits, Py_ssize_t first, Py_ssize_t m) 
     return True
 
 
-cdef inline bint describe_offsets32(const int32_t *off, const uint8_t *values, int64_t nvalues,
-                                    Py_ssize_t m, bc_key *keys) noexcept nogil:
-    """Describe m valid Arrow values from int32 offsets in one branch-free pass; False (keys
-    undefined) when some offset is out of order or out of range, for the checking loop to name.
-    An int32 length is never over BC_KEY_MAX_BYTES."""
+cdef inline int describe_offsets32(const int32_t *off, const uint8_t *values, int64_t nvalues,
+                                   Py_ssize_t m, bc_key *keys) noexcept nogil:
+    """Describe m valid Arrow values from int32 offsets, checked in one branch-free pass.
+    Returns 0 (keys undefined) when some offset is out of order or out of range, for the checking
+    loop to name; 2 when every value has the length off[1] - off[0] >= 16 (keys not written: the
+    values lie back to back, for bc_hash_fixed); 1 when keys are written. An int32 length is
+    never over BC_KEY_MAX_BYTES."""
     cdef Py_ssize_t j
     cdef int32_t bad = (off[0] < 0) | (off[m] > nvalues)
+    cdef int32_t first = off[1] - off[0], other = 0
     for j in range(m):
         bad |= off[j + 1] < off[j]
+        other |= (off[j + 1] - off[j]) ^ first
     if bad:
-        return False
+        return 0
+    if other == 0 and first >= 16:
+        return 2
     for j in range(m):
         keys[j].data = values + off[j]
         keys[j].len = <uint32_t>(off[j + 1] - off[j])
         keys[j].kind = BC_KEY_BYTES
-    return True
+    return 1
 
 
 cdef class KeyColumn:
@@ -229,6 +241,7 @@ cdef class KeyColumn:
         cdef size_t count = 0, at = 0
         nheld[0] = 0
         self.plain = False
+        self.fixed_base = NULL
         if self.mode == COL_LIST and PyList_GET_SIZE(self.source) != self.list_size:
             err_index[0] = pos
             return ST_CHANGED
@@ -262,11 +275,17 @@ cdef class KeyColumn:
         cdef const int64_t *off64 = self.off64
         cdef int64_t nvalues = self.nvalues
         cdef Py_ssize_t first = self.array_offset + pos
+        cdef int described
         self.plain = self.mode != COL_UCS4
+        self.fixed_base = NULL
         if self.mode == COL_ARROW:
-            if off32 != NULL and all_valid(bits, first, m) and describe_offsets32(
-                    off32 + first, values, nvalues, m, keys):
-                return ST_OK
+            if off32 != NULL and m > 0 and all_valid(bits, first, m):
+                described = describe_offsets32(off32 + first, values, nvalues, m, keys)
+                if described == 2:
+                    self.fixed_base = values + off32[first]
+                    self.fixed_len = <size_t>(off32[first + 1] - off32[first])
+                if described:
+                    return ST_OK
             self.plain = bits == NULL
             for j in range(m):
                 idx = first + j
@@ -415,14 +434,16 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
                 st = col.describe_objects(pos, m, keys, &err_index)
                 if st == ST_OK:
                     with nogil:
-                        st = hash_run(keys, m, col.plain, replace, allow_none, &scratch, &out,
+                        st = hash_run(keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
+                                      allow_none, &scratch, &out,
                                       pos - start, &out_index)
                 col.release()
             else:
                 with nogil:
                     st = col.describe_buffers(pos, m, keys, &err_index)
                     if st == ST_OK:
-                        st = hash_run(keys, m, col.plain, replace, allow_none, &scratch, &out,
+                        st = hash_run(keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
+                                      allow_none, &scratch, &out,
                                       pos - start, &out_index)
             if out_index >= 0:
                 err_index = out_index + start  # hash_run names a position in the outputs
@@ -550,9 +571,9 @@ cdef class HashStage:
             while True:
                 if c < bc_observe(&self.described):
                     s = c % PIPE_SLOTS
-                    st = hash_run(self.keys + s * CHUNK, self.count[s], self.plain[s], self.replace,
-                                  self.allow_none, &scratch, &self.out, self.pos[s] - self.start,
-                                  &out_index)
+                    st = hash_run(self.keys + s * CHUNK, self.count[s], self.plain[s], NULL, 0,
+                                  self.replace, self.allow_none, &scratch, &self.out,
+                                  self.pos[s] - self.start, &out_index)
                     if st != ST_OK:
                         bc_publish(&self.failed, 1)
                         PyThread_release_lock(self.wake_describer)

@@ -1140,14 +1140,16 @@ cdef class KeyChunks:
             status = col.describe_objects(cpos, m, self.keys, err_index)
             if status == ST_OK:
                 with nogil:
-                    status = hash_run(self.keys, m, col.plain, replace, True, &self.scratch, &self.out, 0,
+                    status = hash_run(self.keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
+                                      True, &self.scratch, &self.out, 0,
                                       &out_index)
             col.release()
         else:
             with nogil:
                 status = col.describe_buffers(cpos, m, self.keys, err_index)
                 if status == ST_OK:
-                    status = hash_run(self.keys, m, col.plain, replace, True, &self.scratch, &self.out, 0,
+                    status = hash_run(self.keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
+                                      True, &self.scratch, &self.out, 0,
                                       &out_index)
         if out_index >= 0:
             err_index[0] = cpos + out_index

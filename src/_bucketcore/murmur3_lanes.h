@@ -133,15 +133,14 @@ static BC_AVX2 inline void bc_v_load8x4(const bc_key *k, const uint32_t *len32, 
     c[3] = _mm256_unpackhi_epi64(t1, t3);
 }
 
-/* Blocks at byte offset off..off+15 of 8 keys, all 16 bytes inside every key: transposed so
- * c[j] holds block j of the window for every key. */
-static BC_AVX2 inline void bc_v_window8x4(const bc_key *k, size_t off, __m256i c[4])
+/* Blocks at byte offset off..off+15 of the 8 keys at p[0..7], all 16 bytes inside every key:
+ * transposed so c[j] holds block j of the window for every key. */
+static BC_AVX2 inline void bc_v_window8x4(const uint8_t *const *p, size_t off, __m256i c[4])
 {
     __m256i y[4];
     for (int l = 0; l < 4; l++)
-        y[l] = _mm256_inserti128_si256(
-            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)((const uint8_t *)k[l].data + off))),
-            _mm_loadu_si128((const __m128i *)((const uint8_t *)k[l + 4].data + off)), 1);
+        y[l] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p[l] + off))),
+                                       _mm_loadu_si128((const __m128i *)(p[l + 4] + off)), 1);
     __m256i t0 = _mm256_unpacklo_epi32(y[0], y[1]), t1 = _mm256_unpackhi_epi32(y[0], y[1]);
     __m256i t2 = _mm256_unpacklo_epi32(y[2], y[3]), t3 = _mm256_unpackhi_epi32(y[2], y[3]);
     c[0] = _mm256_unpacklo_epi64(t0, t2);
@@ -150,14 +149,13 @@ static BC_AVX2 inline void bc_v_window8x4(const bc_key *k, size_t off, __m256i c
     c[3] = _mm256_unpackhi_epi64(t1, t3);
 }
 
-/* The last 4 bytes of 8 keys of len bytes (len >= 16), one word per lane. */
-static BC_AVX2 inline __m256i bc_v_last_word8(const bc_key *k, size_t len)
+/* The last 4 bytes of the 8 keys of len bytes (len >= 16) at p[0..7], one word per lane. */
+static BC_AVX2 inline __m256i bc_v_last_word8(const uint8_t *const *p, size_t len)
 {
     __m256i y[4];
     for (int l = 0; l < 4; l++)
-        y[l] = _mm256_inserti128_si256(
-            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)((const uint8_t *)k[l].data + len - 16))),
-            _mm_loadu_si128((const __m128i *)((const uint8_t *)k[l + 4].data + len - 16)), 1);
+        y[l] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p[l] + len - 16))),
+                                       _mm_loadu_si128((const __m128i *)(p[l + 4] + len - 16)), 1);
     return _mm256_unpackhi_epi64(_mm256_unpackhi_epi32(y[0], y[1]), _mm256_unpackhi_epi32(y[2], y[3]));
 }
 
@@ -177,12 +175,13 @@ static BC_AVX2 inline __m256i bc_v_final(__m256i h, __m256i tw, __m256i vlen)
     return _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
 }
 
-/* 16 keys of one length len >= 16 (UUIDs, fixed-format ids), as two 8-lane chains run side by
- * side: one chain alone would wait on its own latency (about 6 cycles a block). Every load lies
- * inside its key, so no lane needs a page check, a copy or a mask: blocks come 4 at a time from
- * 16-byte windows (few registers live, so nothing spills), the blocks past the last whole 4 from
- * a window ending at the last whole block, the tail bytes from one ending at len. */
-static BC_AVX2 inline void bc_hash16_same_len(const bc_key *k, size_t len, uint32_t *out)
+/* The 16 keys at k[0..15], of one length len >= 16 (UUIDs, fixed-format ids), as two 8-lane
+ * chains run side by side: one chain alone would wait on its own latency (about 6 cycles a
+ * block). Every load lies inside its key, so no lane needs a page check, a copy or a mask:
+ * blocks come 4 at a time from 16-byte windows (few registers live, so nothing spills), the
+ * blocks past the last whole 4 from a window ending at the last whole block, the tail bytes
+ * from one ending at len. */
+static BC_AVX2 inline void bc_hash16_same_len(const uint8_t *const *k, size_t len, uint32_t *out)
 {
     size_t nb = len >> 2, rem = len & 3, b = 0;
     __m256i h0 = _mm256_setzero_si256(), h1 = _mm256_setzero_si256(), c0[4], c1[4];
@@ -303,12 +302,35 @@ static BC_AVX2 void bc_hash_bytes_avx2(const bc_key *keys, size_t n, uint32_t *o
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const bc_key *k = keys + i;
-        if (k[0].len >= 16 && bc_same_len16(k, k[0].len))
-            bc_hash16_same_len(k, k[0].len, out + i);
-        else
+        if (k[0].len >= 16 && bc_same_len16(k, k[0].len)) {
+            const uint8_t *p[16];
+            for (int l = 0; l < 16; l++)
+                p[l] = (const uint8_t *)k[l].data;
+            bc_hash16_same_len(p, k[0].len, out + i);
+        } else
             bc_hash16_mixed(k, out + i);
     }
     bc_hash_bytes_interleaved(keys + i, n - i, out + i);
+}
+
+/* n keys of len >= 16 bytes each, back to back from base (an Arrow column of one length): no
+ * descriptors to read, the lanes' addresses follow from the group's position. The bytes 128
+ * keys ahead are prefetched (past the end too: a prefetch never faults): the hardware prefetcher
+ * alone left about a fifth of the time waiting on memory. */
+static BC_AVX2 void bc_hash_fixed_avx2(const uint8_t *base, size_t len, size_t n, uint32_t *out)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        uintptr_t ahead = (uintptr_t)base + (i + 128) * len;  /* an address, never dereferenced */
+        for (size_t at = 0; at < 16 * len; at += 64)
+            __builtin_prefetch((const void *)(ahead + at));
+        const uint8_t *p[16];
+        for (int l = 0; l < 16; l++)
+            p[l] = base + (i + (size_t)l) * len;
+        bc_hash16_same_len(p, len, out + i);
+    }
+    for (const uint8_t *key = base + i * len; i < n; i++, key += len)
+        out[i] = bc_murmur3_32(key, len);
 }
 
 static inline int bc_cpu_has_avx2(void)
@@ -346,6 +368,29 @@ static inline void bc_hash_bytes(const bc_key *keys, size_t n, uint32_t *out, in
         bc_hash_bytes_interleaved(keys, n, out);
     else
         bc_hash_bytes_scalar(keys, n, out);
+}
+
+/* n keys of len bytes each, back to back from base, by the given path. */
+static inline void bc_hash_fixed(const uint8_t *base, size_t len, size_t n, uint32_t *out, int path)
+{
+    if (path == BC_PATH_AUTO)
+        path = bc_best_path();
+#if BC_HAVE_AVX2_PATH
+    if (path == BC_PATH_SIMD && len >= 16) {
+        bc_hash_fixed_avx2(base, len, n, out);
+        return;
+    }
+#endif
+    bc_key keys[64];
+    for (size_t i = 0; i < n; i += 64) {
+        size_t m = n - i < 64 ? n - i : 64;
+        for (size_t j = 0; j < m; j++) {
+            keys[j].data = base + (i + j) * len;
+            keys[j].len = (uint32_t)len;
+            keys[j].kind = BC_KEY_BYTES;
+        }
+        bc_hash_bytes(keys, m, out + i, path);
+    }
 }
 
 #endif

@@ -236,7 +236,13 @@ def run_parts(run: Callable[[int, int], tuple[int, int]], n: int, threads: int) 
     if threads <= 1:
         return run(0, n)
     bounds = [n * t // threads for t in range(threads + 1)]
-    results = list(_pool().map(run, bounds[:-1], bounds[1:]))
+    # the calling thread takes the first part itself: one thread fewer to wake and wait for
+    others = [_pool().submit(run, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    try:
+        first = run(bounds[0], bounds[1])
+    finally:
+        results = [part.result() for part in others]
+    results.insert(0, first)
     for status, index in results:
         if status != _hashing.STATUS_OK:
             return status, index
