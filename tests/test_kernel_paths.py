@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 
@@ -97,6 +98,22 @@ def test_paths_agree_on_groups_of_one_length(length, count, rnd):
     if pa is not None:
         for which, got in all_paths(pa.array(keys, type=pa.binary())).items():
             assert got == expected, which
+
+
+def test_arrow_chunks_of_one_length_among_others():
+    # a chunk (1024 keys) whose values all have one length is hashed straight from the values
+    # buffer; its neighbours are not, and a slice starts the chunks elsewhere in the buffer
+    if pa is None:
+        pytest.skip("pyarrow not installed")
+    rnd = random.Random(5)
+    keys = ([rnd.randbytes(20) for _ in range(1024)] + [rnd.randbytes(rnd.randrange(60)) for _ in range(1024)]
+            + [rnd.randbytes(40) for _ in range(1500)] + [rnd.randbytes(3) for _ in range(1024)])
+    arr = pa.array(keys, type=pa.binary())
+    for offset, length in ((0, len(keys)), (7, 3000), (2048, 1024), (2050, 1100)):
+        part = keys[offset:offset + length]
+        expected = ([oracle(k) for k in part], [True] * len(part))
+        for which, got in all_paths(arr.slice(offset, length)).items():
+            assert got == expected, (which, offset)
 
 
 def test_every_length_in_full_groups_of_one_length():
