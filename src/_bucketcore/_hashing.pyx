@@ -428,26 +428,27 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
     if keys == NULL:
         raise MemoryError()
     try:
-        while pos < stop and st == ST_OK:
-            m = stop - pos if stop - pos < CHUNK else CHUNK
-            if col.needs_gil:
+        if col.needs_gil:
+            while pos < stop and st == ST_OK:
+                m = stop - pos if stop - pos < CHUNK else CHUNK
                 st = col.describe_objects(pos, m, keys, &err_index)
                 if st == ST_OK:
                     with nogil:
                         st = hash_run(keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
-                                      allow_none, &scratch, &out,
-                                      pos - start, &out_index)
+                                      allow_none, &scratch, &out, pos - start, &out_index)
                 col.release()
-            else:
-                with nogil:
+                pos += m
+        else:
+            with nogil:  # once for the whole range: threads hashing parts never queue for the GIL
+                while pos < stop and st == ST_OK:
+                    m = stop - pos if stop - pos < CHUNK else CHUNK
                     st = col.describe_buffers(pos, m, keys, &err_index)
                     if st == ST_OK:
                         st = hash_run(keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
-                                      allow_none, &scratch, &out,
-                                      pos - start, &out_index)
-            if out_index >= 0:
-                err_index = out_index + start  # hash_run names a position in the outputs
-            pos += m
+                                      allow_none, &scratch, &out, pos - start, &out_index)
+                    pos += m
+        if out_index >= 0:
+            err_index = out_index + start  # hash_run names a position in the outputs
     finally:
         col.release()
         free(keys)
