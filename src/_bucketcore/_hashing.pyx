@@ -410,16 +410,19 @@ def arrow_column(cnp.ndarray offsets, object data, object validity, Py_ssize_t a
 
 def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_hash,
                 object has_key, bint replace, bint allow_none, Py_ssize_t start=0,
-                Py_ssize_t stop=-1):
+                Py_ssize_t stop=-1, bint keep_gil=False):
     """Hash keys [start, stop) of a column into output columns of stop - start values.
 
     Returns (status, index of the failing key in the column). Several threads may hash
-    disjoint ranges of one source, each through its own KeyColumn.
+    disjoint ranges of one source, each through its own KeyColumn. keep_gil: an object column's
+    chunks are hashed without releasing the GIL, so nothing can change the column between a
+    chunk's description and its hash and no item is held (for a caller whose other threads do
+    not need the GIL, such as the producer pipeline's hashing thread).
     """
     if stop < 0 or stop > col.length:
         stop = col.length
     cdef HashOut out = make_out(raw, segment_hash, bucket_hash, has_key)
-    cdef Py_ssize_t pos = start, m, err_index = -1, out_index = -1
+    cdef Py_ssize_t pos = start, m, err_index = -1, out_index = -1, nheld = 0
     cdef int st = ST_OK
     cdef bc_scratch scratch
     scratch.buf = NULL
@@ -428,7 +431,15 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
     if keys == NULL:
         raise MemoryError()
     try:
-        if col.needs_gil:
+        if col.needs_gil and keep_gil:
+            while pos < stop and st == ST_OK:
+                m = stop - pos if stop - pos < CHUNK else CHUNK
+                st = col.describe_held(pos, m, keys, NULL, &nheld, &err_index)
+                if st == ST_OK:
+                    st = hash_run(keys, m, col.plain, NULL, 0, replace, allow_none, &scratch, &out,
+                                  pos - start, &out_index)
+                pos += m
+        elif col.needs_gil:
             while pos < stop and st == ST_OK:
                 m = stop - pos if stop - pos < CHUNK else CHUNK
                 st = col.describe_objects(pos, m, keys, &err_index)

@@ -1304,6 +1304,8 @@ cdef class ScanStage:
     cdef Py_ssize_t n
     cdef int64_t ready           # messages hashed and published (bc_publish / bc_observe)
     cdef int64_t aborted
+    cdef int64_t started         # run is inside its nogil block
+    cdef PyThread_type_lock wake_publisher
     cdef Py_ssize_t scanned
     cdef int64_t rr
     cdef int rc
@@ -1328,13 +1330,25 @@ cdef class ScanStage:
         self.a_bkt = np.empty(n, dtype=np.int32)
         self.a_bh = np.empty(CHUNK, dtype=np.uint16)
         self.wake = PyThread_allocate_lock()
-        if self.wake == NULL:
+        self.wake_publisher = PyThread_allocate_lock()
+        if self.wake == NULL or self.wake_publisher == NULL:
             raise MemoryError()
         PyThread_acquire_lock_timed(self.wake, 0, 0)  # held: the worker sleeps until a publish
+        PyThread_acquire_lock_timed(self.wake_publisher, 0, 0)
 
     def __dealloc__(self):
         if self.wake != NULL:
             PyThread_free_lock(self.wake)
+        if self.wake_publisher != NULL:
+            PyThread_free_lock(self.wake_publisher)
+
+    def wait_started(self):
+        """Return once run no longer needs the GIL: the publisher may then keep it as long as
+        it likes (a thread waiting for the GIL gets it only at the interpreter's switch
+        interval, 5 ms by default, when its holder runs long C calls)."""
+        with nogil:
+            while not bc_observe(&self.started) and not bc_observe(&self.aborted):
+                PyThread_acquire_lock_timed(self.wake_publisher, 1000, 0)
 
     def publish(self, Py_ssize_t upto):
         """Messages [0, upto) are hashed: the worker may take them."""
@@ -1362,6 +1376,8 @@ cdef class ScanStage:
         cdef Py_ssize_t p = self.scanned, ready, m
         cdef int rc = self.rc
         with nogil:
+            bc_publish(&self.started, 1)
+            PyThread_release_lock(self.wake_publisher)
             while p < self.n and rc == 0:
                 ready = bc_observe(&self.ready)
                 if ready == p:

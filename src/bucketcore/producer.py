@@ -472,10 +472,11 @@ def _pipelined_entries(source: Any, n: int, size_arr: np.ndarray | None, plan: _
                        code: int, max_messages: int, max_bytes: int, round_robin: int,
                        replace: bool) -> tuple[int, int, tuple[np.ndarray, ...] | None, int]:
     """Two threads in a pipeline: this one describes and hashes the stream step by step (Python
-    objects need the GIL for that) while a worker routes what is hashed so far, looks up its
-    buckets and feeds the batch state machine with the GIL released throughout (ScanStage). The
-    worker takes the messages in stream order, so the entries are those of the one-thread
-    kernel. Returns (status, failing index, entry columns or None, next round robin)."""
+    objects need the GIL for that; it keeps it while hashing them, which the worker does not
+    need, so no key is held) while a worker routes what is hashed so far, looks up its buckets
+    and feeds the batch state machine with the GIL released throughout (ScanStage). The worker
+    takes the messages in stream order, so the entries are those of the one-thread kernel.
+    Returns (status, failing index, entry columns or None, next round robin)."""
     stage = _producer.ScanStage(router, plan.bucket_offsets, code, max_messages, max_bytes, size_arr, n,
                                 round_robin)
     raw, has_key = stage.raw, stage.has_key
@@ -483,12 +484,13 @@ def _pipelined_entries(source: Any, n: int, size_arr: np.ndarray | None, plan: _
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bucketcore-scan") as worker:
         scanning = worker.submit(stage.run)
         try:
+            stage.wait_started()
             for start in range(0, n, _PIPELINE_STEP):
                 stop = min(n, start + _PIPELINE_STEP)
                 for column, lo, hi, out in column_parts(source, start, stop):
                     end = out + hi - lo
                     status, index = _hashing.hash_column(column, raw[out:end], None, None, has_key[out:end],
-                                                         replace, True, lo, hi)
+                                                         replace, True, lo, hi, keep_gil=True)
                     if status != _hashing.STATUS_OK:
                         index = out + index - lo
                         break
