@@ -28,7 +28,7 @@ from cpython.bytearray cimport PyByteArray_GET_SIZE
 from cpython.object cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport qsort
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 cimport numpy as cnp
 import numpy as np
@@ -90,6 +90,8 @@ ctypedef struct BucketState:
     uint16_t hash_min
     uint16_t hash_max
     int32_t seg
+    int64_t *msgs        # placing on emit: the open batch's stream positions (cap of them)
+    int64_t cap
 
 
 ctypedef struct SegState:
@@ -116,6 +118,11 @@ ctypedef struct GroupState:
     int64_t nopen        # open batches
     int64_t bad_index    # scan: the message with a bad column value (rc -2) ...
     int bad_what         # ... 1 segment, 2 bucket, 3 size
+    # Placing on emit (one-shot streams; order NULL: off, the messages are drained afterwards):
+    # every open batch lists its messages' stream positions (BucketState.msgs), copied to
+    # order[placed:placed + count], the record's slots, when it is emitted.
+    int64_t *order
+    int64_t placed
 
 
 cdef int gs_init(GroupState *st, const int64_t *boff, int64_t nseg, int policy,
@@ -148,6 +155,10 @@ cdef int gs_init(GroupState *st, const int64_t *boff, int64_t nseg, int policy,
 
 
 cdef void gs_free(GroupState *st) noexcept nogil:
+    cdef int64_t g
+    if st.bk != NULL:
+        for g in range(st.nbuckets):
+            PyMem_RawFree(st.bk[g].msgs)
     PyMem_RawFree(st.segs)
     PyMem_RawFree(st.bk)
     PyMem_RawFree(st.olist)
@@ -176,6 +187,10 @@ cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
     r.nbytes = b.nbytes
     r.first = b.first
     r.next = -1
+    if st.order != NULL:
+        r.start = st.placed
+        memcpy(st.order + st.placed, b.msgs, b.count * sizeof(int64_t))
+        st.placed += b.count
     if b.tail >= 0:
         st.recs[b.tail].next = st.nrec
     else:
@@ -201,12 +216,25 @@ cdef int gs_flush_segment(GroupState *st, int32_t s) noexcept nogil:
     return 0
 
 
+cdef int gs_grow_msgs(BucketState *b) noexcept nogil:
+    """Room for one more message in an open batch's position list (placing on emit)."""
+    cdef int64_t cap = b.cap * 2 if b.cap else 16
+    cdef int64_t *grown = <int64_t *>PyMem_RawRealloc(b.msgs, cap * sizeof(int64_t))
+    if grown == NULL:
+        return -1
+    b.msgs = grown
+    b.cap = cap
+    return 0
+
+
 # The scan loop calls its rare, bulky paths (emitting batches) through these pointers: they are
 # then never inlined into the hot loop, which keeps its working values in registers.
 ctypedef int (*flush_fn_t)(GroupState *, int32_t) noexcept nogil
 ctypedef int (*emit_fn_t)(GroupState *, int64_t) noexcept nogil
+ctypedef int (*grow_fn_t)(BucketState *) noexcept nogil
 cdef flush_fn_t cold_flush = gs_flush_segment
 cdef emit_fn_t cold_emit = gs_emit
+cdef grow_fn_t cold_grow = gs_grow_msgs
 
 
 cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
@@ -227,6 +255,7 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, cons
     cdef int rc = 0
     cdef int32_t b
     cdef uint32_t nseg = <uint32_t>st.nseg
+    cdef bint place = st.order != NULL
     for i in range(n):
         # range checks cost two predictable compares; a bad value stops the scan (rc -2)
         if has_seg:
@@ -269,6 +298,11 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, cons
         else:
             B.hash_min = h if h < B.hash_min else B.hash_min
             B.hash_max = h if h > B.hash_max else B.hash_max
+        if place:
+            if B.count == B.cap and cold_grow(B) < 0:
+                rc = -1
+                break
+            B.msgs[B.count] = seq
         B.count += 1
         seq += 1
         if has_sizes:
@@ -1207,12 +1241,14 @@ def place_keyless(Router router, int32_t[::1] seg, int32_t[::1] bucket, int64_t 
 def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets, int policy,
                   int64_t max_messages, int64_t max_bytes, bint replace, Router router,
                   int64_t round_robin):
-    """Hash, route, look up and group a key stream a chunk at a time, then place the messages.
+    """Hash, route, look up and group a key stream a chunk at a time, placing messages as their
+    entries are emitted.
 
     Each chunk of keys is described, hashed (multi-lane), routed, looked up in its segment's
     64 Ki bucket table (Buckets.lookup_table) and fed to the batch state machine while it is in
-    L1; only each message's segment and bucket are kept (8 bytes) for the final placement pass.
-    The GIL is released except while an object column's chunk is described.
+    L1; an emitted entry's messages are copied to ``order`` at once (GroupState.order), so no
+    per-message column outlives its chunk and there is no placement pass. The GIL is released
+    except while an object column's chunk is described.
 
     Returns (status, err_index, columns or None, next_round_robin): status is a hashing
     STATUS_* code for the first bad key (err_index its stream position); the columns are those
@@ -1227,15 +1263,8 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
     cdef const int64_t *szp = opt_i64(sizes, n, "sizes")
     cdef int64_t rr = round_robin % router.nrotation if router.nrotation else 0
     cdef bint one = router.mode == R_ONE
-    cdef Grouper grouper = Grouper(bucket_offsets, policy, max_messages, max_bytes, False)
-    cdef GroupState *st = &grouper.st
-    cdef cnp.ndarray a_seg = np.empty(0 if one else n, dtype=np.int32)
-    cdef cnp.ndarray a_bkt = np.empty(n, dtype=np.int32)
-    cdef cnp.ndarray order = np.empty(n, dtype=np.int64)
-    cdef int32_t *segp = NULL if one else <int32_t *>cnp.PyArray_DATA(a_seg)
-    cdef int32_t *bktp = <int32_t *>cnp.PyArray_DATA(a_bkt)
-    cdef cnp.ndarray a_bh = np.empty(CHUNK, dtype=np.uint16)
-    cdef uint16_t *bh = <uint16_t *>cnp.PyArray_DATA(a_bh)
+    cdef OneShot shot = OneShot(bucket_offsets, policy, max_messages, max_bytes, n)
+    cdef GroupState *st = &shot.grouper.st
     cdef KeyChunks chunks = KeyChunks()
     cdef int status = ST_OK, rc = 0
     cdef Py_ssize_t err_index = -1
@@ -1250,8 +1279,8 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
                 break
             with nogil:
                 router.route(m, chunks.raw, chunks.has_key, False, &rr,
-                             NULL if one else segp + pos, bktp + pos, bh)
-                rc = gs_scan(st, m, NULL if one else segp + pos, bktp + pos, bh,
+                             NULL if one else shot.seg, shot.bkt, shot.bh)
+                rc = gs_scan(st, m, NULL if one else shot.seg, shot.bkt, shot.bh,
                              szp + pos if szp != NULL else NULL)
             if rc != 0:
                 break
@@ -1263,28 +1292,45 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
         raise MemoryError()
     if status != ST_OK:
         return status, err_index, None, rr
-    return ST_OK, -1, place_all(st, rc, n, a_seg, a_bkt, order, sizes), rr
+    return ST_OK, -1, shot.finish(rc), rr
 
 
-cdef tuple place_all(GroupState *st, int rc, Py_ssize_t n, cnp.ndarray a_seg, cnp.ndarray a_bkt,
-                     cnp.ndarray order, object sizes):
-    """End of a scanned stream (rc: the scan's result): flush, place every message in order and
-    return the entry columns (seg, bucket, hash_min, hash_max, start, count, nbytes, order)."""
-    cdef int64_t nrec = 0, kept = 0
-    cdef const int32_t *segp = NULL
-    if a_seg.shape[0]:
-        segp = <const int32_t *>cnp.PyArray_DATA(a_seg)
-    if rc == 0 and n:
-        with nogil:
-            rc = close_and_place(st, n, segp, <const int32_t *>cnp.PyArray_DATA(a_bkt),
-                                 <int64_t *>cnp.PyArray_DATA(order), &nrec, &kept)
-    if rc == -1:
-        raise MemoryError()
-    if rc == -2:
-        raise_bad_column(st.bad_what, st.bad_index, a_seg, a_bkt, sizes)
-    if kept != 0:
-        raise RuntimeError("internal error: messages left over after the final flush")
-    return record_columns(st, nrec) + (order,)
+cdef class OneShot:
+    """A one-shot stream's batch state, placing on emit: the order column, and one chunk's
+    routed (segment, bucket, bucket hash) columns."""
+
+    cdef Grouper grouper
+    cdef Py_ssize_t n
+    cdef cnp.ndarray a_order, a_seg, a_bkt, a_bh
+    cdef int32_t *seg
+    cdef int32_t *bkt
+    cdef uint16_t *bh
+
+    def __cinit__(self, const int64_t[::1] bucket_offsets, int policy, int64_t max_messages,
+                  int64_t max_bytes, Py_ssize_t n):
+        self.grouper = Grouper(bucket_offsets, policy, max_messages, max_bytes, False)
+        self.n = n
+        self.a_order = np.empty(n, dtype=np.int64)
+        self.a_seg = np.empty(CHUNK, dtype=np.int32)
+        self.a_bkt = np.empty(CHUNK, dtype=np.int32)
+        self.a_bh = np.empty(CHUNK, dtype=np.uint16)
+        self.seg = <int32_t *>cnp.PyArray_DATA(self.a_seg)
+        self.bkt = <int32_t *>cnp.PyArray_DATA(self.a_bkt)
+        self.bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh)
+        self.grouper.st.order = <int64_t *>cnp.PyArray_DATA(self.a_order)
+
+    cdef tuple finish(self, int rc):
+        """End of the stream (rc: the scan's result): emit every open batch and return the
+        entry columns (seg, bucket, hash_min, hash_max, start, count, nbytes, order)."""
+        cdef GroupState *st = &self.grouper.st
+        if rc == 0:
+            with nogil:
+                rc = gs_finish(st)
+        if rc == -1:
+            raise MemoryError()
+        if rc != 0 or st.placed != self.n or st.seq != self.n:
+            raise RuntimeError(f"internal error: {st.placed} of {self.n} messages placed (scan {rc})")
+        return record_columns(st, st.nrec) + (self.a_order,)
 
 
 cdef class ScanStage:
@@ -1295,11 +1341,10 @@ cdef class ScanStage:
     end, routes what was published, looks up the buckets and feeds the batch state machine, in
     stream order. The worker never needs the GIL between steps (a Python-level hand-off would wait
     for it while the calling thread describes Python objects); it sleeps on a lock the publisher
-    releases. ``abort`` stops it early; ``finish`` places the messages once it has returned."""
+    releases. ``abort`` stops it early; ``finish`` returns the entries once it has returned."""
 
     cdef Router router
-    cdef Grouper grouper
-    cdef object sizes
+    cdef OneShot shot
     cdef const int64_t *szp
     cdef Py_ssize_t n
     cdef int64_t ready           # messages hashed and published (bc_publish / bc_observe)
@@ -1311,7 +1356,7 @@ cdef class ScanStage:
     cdef int rc
     cdef PyThread_type_lock wake
     cdef readonly cnp.ndarray raw, has_key
-    cdef cnp.ndarray a_seg, a_bkt, a_bh
+    cdef object keep_sizes
 
     def __cinit__(self, Router router, const int64_t[::1] bucket_offsets, int policy,
                   int64_t max_messages, int64_t max_bytes, object sizes, Py_ssize_t n,
@@ -1319,16 +1364,13 @@ cdef class ScanStage:
         if router.a_tables.shape[0] != bucket_offsets.shape[0] - 1:
             raise ValueError("the router's bucket tables do not match the segments")
         self.router = router
-        self.grouper = Grouper(bucket_offsets, policy, max_messages, max_bytes, False)
+        self.shot = OneShot(bucket_offsets, policy, max_messages, max_bytes, n)
         self.szp = opt_i64(sizes, n, "sizes")
-        self.sizes = sizes
+        self.keep_sizes = sizes
         self.n = n
         self.rr = round_robin % router.nrotation if router.nrotation else 0
         self.raw = np.empty(n, dtype=np.uint32)
         self.has_key = np.empty(n, dtype=np.uint8)
-        self.a_seg = np.empty(0 if router.mode == R_ONE else n, dtype=np.int32)
-        self.a_bkt = np.empty(n, dtype=np.int32)
-        self.a_bh = np.empty(CHUNK, dtype=np.uint16)
         self.wake = PyThread_allocate_lock()
         self.wake_publisher = PyThread_allocate_lock()
         if self.wake == NULL or self.wake_publisher == NULL:
@@ -1366,13 +1408,13 @@ cdef class ScanStage:
         """The worker: scan everything published, in order, until all n messages are or the
         stage is aborted. Returns the number of messages scanned."""
         cdef bint one = self.router.mode == R_ONE
-        cdef int32_t *segp = NULL if one else <int32_t *>cnp.PyArray_DATA(self.a_seg)
-        cdef int32_t *bktp = <int32_t *>cnp.PyArray_DATA(self.a_bkt)
-        cdef uint16_t *bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh)
+        cdef int32_t *segp = NULL if one else self.shot.seg
+        cdef int32_t *bktp = self.shot.bkt
+        cdef uint16_t *bh = self.shot.bh
         cdef const uint32_t *raw = <const uint32_t *>cnp.PyArray_DATA(self.raw)
         cdef const uint8_t *has = <const uint8_t *>cnp.PyArray_DATA(self.has_key)
         cdef const int64_t *szp = self.szp
-        cdef GroupState *st = &self.grouper.st
+        cdef GroupState *st = &self.shot.grouper.st
         cdef Py_ssize_t p = self.scanned, ready, m
         cdef int rc = self.rc
         with nogil:
@@ -1387,10 +1429,8 @@ cdef class ScanStage:
                     continue
                 while p < ready and rc == 0:
                     m = ready - p if ready - p < CHUNK else CHUNK
-                    self.router.route(m, raw + p, has + p, False, &self.rr,
-                                      NULL if one else segp + p, bktp + p, bh)
-                    rc = gs_scan(st, m, NULL if one else segp + p, bktp + p, bh,
-                                 szp + p if szp != NULL else NULL)
+                    self.router.route(m, raw + p, has + p, False, &self.rr, segp, bktp, bh)
+                    rc = gs_scan(st, m, segp, bktp, bh, szp + p if szp != NULL else NULL)
                     p += m
         self.scanned = p
         self.rc = rc
@@ -1400,6 +1440,4 @@ cdef class ScanStage:
         """The entry columns and the next round-robin position, once run has scanned all."""
         if self.scanned != self.n and self.rc == 0:
             raise ValueError(f"{self.scanned} of {self.n} messages were scanned")
-        order = np.empty(self.n, dtype=np.int64)
-        return place_all(&self.grouper.st, self.rc, self.n, self.a_seg, self.a_bkt, order,
-                         self.sizes), self.rr
+        return self.shot.finish(self.rc), self.rr
