@@ -1357,13 +1357,20 @@ cdef class ScanStage:
     cdef PyThread_type_lock wake
     cdef readonly cnp.ndarray raw, has_key
     cdef object keep_sizes
+    cdef bint routed             # the publisher routes too (route_hashed); run only scans
+    cdef cnp.ndarray a_seg, a_bkt, a_bh
 
     def __cinit__(self, Router router, const int64_t[::1] bucket_offsets, int policy,
                   int64_t max_messages, int64_t max_bytes, object sizes, Py_ssize_t n,
-                  int64_t round_robin):
+                  int64_t round_robin, bint routed=False):
         if router.a_tables.shape[0] != bucket_offsets.shape[0] - 1:
             raise ValueError("the router's bucket tables do not match the segments")
         self.router = router
+        self.routed = routed
+        if routed:
+            self.a_seg = np.empty(0 if router.mode == R_ONE else n, dtype=np.int32)
+            self.a_bkt = np.empty(n, dtype=np.int32)
+            self.a_bh = np.empty(n, dtype=np.uint16)
         self.shot = OneShot(bucket_offsets, policy, max_messages, max_bytes, n)
         self.szp = opt_i64(sizes, n, "sizes")
         self.keep_sizes = sizes
@@ -1392,6 +1399,20 @@ cdef class ScanStage:
             while not bc_observe(&self.started) and not bc_observe(&self.aborted):
                 PyThread_acquire_lock_timed(self.wake_publisher, 1000, 0)
 
+    def route_hashed(self, Py_ssize_t lo, Py_ssize_t hi):
+        """The publisher routes messages [lo, hi) it hashed (a stage made with routed=True, for
+        keys whose hashing leaves the publisher time to spare), in stream order."""
+        if not self.routed or lo < self.ready or hi > self.n or lo > hi:
+            raise ValueError(f"cannot route [{lo}, {hi}) here")
+        cdef bint one = self.router.mode == R_ONE
+        cdef int32_t *segp = NULL if one else <int32_t *>cnp.PyArray_DATA(self.a_seg) + lo
+        cdef int32_t *bktp = <int32_t *>cnp.PyArray_DATA(self.a_bkt) + lo
+        cdef uint16_t *bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh) + lo
+        cdef const uint32_t *raw = <const uint32_t *>cnp.PyArray_DATA(self.raw) + lo
+        cdef const uint8_t *has = <const uint8_t *>cnp.PyArray_DATA(self.has_key) + lo
+        with nogil:
+            self.router.route(hi - lo, raw, has, False, &self.rr, segp, bktp, bh)
+
     def publish(self, Py_ssize_t upto):
         """Messages [0, upto) are hashed: the worker may take them."""
         if upto < self.ready or upto > self.n:
@@ -1416,6 +1437,15 @@ cdef class ScanStage:
         cdef const int64_t *szp = self.szp
         cdef GroupState *st = &self.shot.grouper.st
         cdef Py_ssize_t p = self.scanned, ready, m
+        cdef bint routed = self.routed
+        cdef const int32_t *rseg = NULL
+        cdef const int32_t *rbkt = NULL
+        cdef const uint16_t *rbh = NULL
+        if routed:
+            if not one:
+                rseg = <const int32_t *>cnp.PyArray_DATA(self.a_seg) + p
+            rbkt = <const int32_t *>cnp.PyArray_DATA(self.a_bkt)
+            rbh = <const uint16_t *>cnp.PyArray_DATA(self.a_bh)
         cdef int rc = self.rc
         with nogil:
             bc_publish(&self.started, 1)
@@ -1427,6 +1457,12 @@ cdef class ScanStage:
                         break
                     PyThread_acquire_lock_timed(self.wake, 1000, 0)
                     continue
+                if routed:
+                    rc = gs_scan(st, ready - p, rseg, rbkt + p, rbh + p,
+                                 szp + p if szp != NULL else NULL)
+                    if rseg != NULL:
+                        rseg += ready - p
+                    p = ready
                 while p < ready and rc == 0:
                     m = ready - p if ready - p < CHUNK else CHUNK
                     self.router.route(m, raw + p, has + p, False, &self.rr, segp, bktp, bh)
