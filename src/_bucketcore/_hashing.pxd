@@ -39,6 +39,7 @@ cdef extern from "murmur3_lanes.h" nogil:
 cdef extern from "handoff.h" nogil:
     void bc_publish(int64_t *p, int64_t v)
     int64_t bc_observe(int64_t *p)
+    bint bc_spin_for_change(int64_t *p, int64_t seen, int spins)
 
 cdef extern from "pythread.h" nogil:
     ctypedef void *PyThread_type_lock
@@ -66,6 +67,7 @@ cdef enum:
     ST_CHANGED = 4
     ST_TOO_LONG = 5
     ST_NOMEM = -1
+    SPINS = 4000        # rounds a pipeline thread spins for the other before it sleeps
 
 
 cdef class KeyColumn:

@@ -547,7 +547,8 @@ cdef class HashStage:
                 # the slot's previous chunk must be hashed before it is reused
                 while (c >= PIPE_SLOTS and bc_observe(&self.hashed) <= c - PIPE_SLOTS
                        and not bc_observe(&self.failed)):
-                    PyThread_acquire_lock_timed(self.wake_describer, 1000, 0)
+                    if not bc_spin_for_change(&self.hashed, bc_observe(&self.hashed), SPINS):
+                        PyThread_acquire_lock_timed(self.wake_describer, 1000, 0)
                 if bc_observe(&self.failed):
                     break
                 m = self.stop - p if self.stop - p < CHUNK else CHUNK
@@ -595,7 +596,7 @@ cdef class HashStage:
                     PyThread_release_lock(self.wake_describer)
                 elif bc_observe(&self.closed) and c == bc_observe(&self.described):
                     break
-                else:
+                elif not bc_spin_for_change(&self.described, c, SPINS):
                     PyThread_acquire_lock_timed(self.wake_worker, 1000, 0)
             bc_scratch_free(&scratch)
         if st == ST_NOMEM:

@@ -43,7 +43,7 @@ from _bucketcore._hashing cimport (
     BC_ERR_NOMEM, BC_ERR_SURROGATE, BC_KEY_NONE, BC_OK, CHUNK, ST_NOMEM, ST_OK, HashOut, KeyColumn,
     PyThread_acquire_lock_timed, PyThread_allocate_lock, PyThread_free_lock, PyThread_release_lock,
     PyThread_type_lock, bc_hash_key, bc_key, bc_observe, bc_publish, bc_scratch, bc_scratch_free,
-    hash_run,
+    SPINS, bc_spin_for_change, hash_run,
 )
 
 cdef extern from "pykeys.h":
@@ -1455,7 +1455,8 @@ cdef class ScanStage:
                 if ready == p:
                     if bc_observe(&self.aborted):
                         break
-                    PyThread_acquire_lock_timed(self.wake, 1000, 0)
+                    if not bc_spin_for_change(&self.ready, p, SPINS):
+                        PyThread_acquire_lock_timed(self.wake, 1000, 0)
                     continue
                 if routed:
                     rc = gs_scan(st, ready - p, rseg, rbkt + p, rbh + p,
