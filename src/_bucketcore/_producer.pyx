@@ -116,8 +116,6 @@ ctypedef struct GroupState:
     int64_t cap
     int64_t seq          # messages scanned so far (stream position of the next one)
     int64_t nopen        # open batches
-    int64_t bad_index    # scan: the message with a bad column value (rc -2) ...
-    int bad_what         # ... 1 segment, 2 bucket, 3 size
     # Placing on emit (one-shot streams; order NULL: off, the messages are drained afterwards):
     # every open batch lists its messages' stream positions (BucketState.msgs), copied to
     # order[placed:placed + count], the record's slots, when it is emitted.
@@ -253,31 +251,15 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, cons
     cdef int32_t *olist = st.olist
     cdef int64_t seq = st.seq, opened = 0
     cdef int rc = 0
-    cdef int32_t b
-    cdef uint32_t nseg = <uint32_t>st.nseg
     cdef bint place = st.order != NULL
     for i in range(n):
-        # range checks cost two predictable compares; a bad value stops the scan (rc -2)
         if has_seg:
-            if <uint32_t>seg[i] >= nseg:
-                st.bad_what = 1
-                rc = -2
-                break
             S = &segs[seg[i]]
-        b = bkt[i]
-        if <uint64_t>b >= <uint64_t>S.nb:
-            st.bad_what = 2
-            rc = -2
-            break
-        g = S.boff + b
+        g = S.boff + bkt[i]
         B = &bk[g]
         h = bh[i]
         if has_sizes:
             sz = sizes[i]
-            if sz < 0:
-                st.bad_what = 3
-                rc = -2
-                break
             if shared:
                 if S.wcount > 0 and sz > maxb - S.wbytes:
                     rc = cold_flush(st, B.seg)
@@ -323,8 +305,6 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, cons
             rc = cold_emit(st, g)
             if rc < 0:
                 break
-    if rc == -2:
-        st.bad_index = i
     st.seq = seq
     st.nopen += opened  # gs_emit decremented it per closed batch; only the sum matters
     return rc
@@ -338,9 +318,9 @@ cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t
     (shared) that it would push over max_bytes is emitted; after it is added, a batch or window
     that reached max_messages or max_bytes is emitted at once. So the overflowing message opens
     the next batch, and a message larger than max_bytes is an entry of its own.
-    Returns 0; -1 when the record buffer cannot grow; -2 at a segment or bucket index out of
-    range or a negative size (st.bad_index / st.bad_what say which). After -1 or -2 the state
-    holds part of the chunk: Grouper.scan validates first, the one-shot path discards it.
+    Every segment and bucket index must be in range and every size >= 0 (check_columns, or
+    the router's own output): the loop does not look. Returns 0, or -1 when memory ran out
+    (the state then holds part of the chunk and is discarded).
     """
     cdef bint shared = st.policy == P_SHARED
     if shared:
@@ -951,16 +931,18 @@ def group_entries(object seg, const int32_t[::1] bucket, const uint16_t[::1] buc
     cdef const int32_t *segp = opt_i32(seg, n, "seg")
     cdef const int64_t *szp = opt_i64(sizes, n, "sizes")
     cdef cnp.ndarray order = np.empty(n, dtype=np.int64)
-    cdef int64_t kept = 0, nrec = 0
-    cdef int rc = 0
+    cdef int64_t kept = 0, nrec = 0, bad = -1
+    cdef int rc = 0, what = 0
     if n:
         with nogil:
-            rc = gs_scan(st, n, segp, &bucket[0], &bucket_hash[0], szp)
-            if rc == 0:
-                rc = close_and_place(st, n, segp, &bucket[0], <int64_t *>cnp.PyArray_DATA(order),
-                                     &nrec, &kept)
-        if rc == -2:
-            raise_bad_column(st.bad_what, st.bad_index, seg, bucket, sizes)
+            bad = check_columns(st, n, segp, &bucket[0], szp, &what)
+            if bad < 0:
+                rc = gs_scan(st, n, segp, &bucket[0], &bucket_hash[0], szp)
+                if rc == 0:
+                    rc = close_and_place(st, n, segp, &bucket[0],
+                                         <int64_t *>cnp.PyArray_DATA(order), &nrec, &kept)
+        if bad >= 0:
+            raise_bad_column(what, bad, seg, bucket, sizes)
         if rc < 0:
             raise MemoryError()
         if kept != 0:
