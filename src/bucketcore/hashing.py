@@ -206,16 +206,15 @@ def column_parts(source: Any, start: int, stop: int) -> list[tuple[_hashing.KeyC
     return [(column, start, stop, start)]
 
 
-def threads_for(threads: int | None, n: int, buffers: bool, pipeline: bool = False) -> int:
-    """How many threads share a column of n keys (``threads=None``: automatic). ``pipeline``: the
-    caller runs two threads over Python objects as a pipeline (one describes, one hashes or
-    consumes the hashes), which pays where splitting them would not."""
+def threads_for(threads: int | None, n: int, buffers: bool) -> int:
+    """How many threads share a column of n keys (``threads=None``: automatic). Python objects
+    run on two at most, as a pipeline (one describes, one hashes or consumes the hashes)."""
     if threads is None:
         if buffers:
             return max(1, min(_CPUS, n // AUTO_THREADS_MIN_KEYS))
         # Python objects are described with the GIL held: a second thread splitting them mostly
         # waits for it, but one that works on what the first described does not need it.
-        return 2 if pipeline and _CPUS >= 2 and n >= AUTO_THREADS_MIN_KEYS else 1
+        return 2 if _CPUS >= 2 and n >= AUTO_THREADS_MIN_KEYS else 1
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
     if threads < 1:
@@ -255,7 +254,7 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
     shape, source = classify_keys(keys)
     n = math.prod(shape)
     buffers = is_buffer_source(source)
-    parts = threads_for(threads, n, buffers, pipeline=True)
+    parts = threads_for(threads, n, buffers)
     raw = np.empty(n, dtype=np.uint32)
     segment_hash = np.empty(n, dtype=np.uint16) if split else None
     bucket_hash = np.empty(n, dtype=np.uint16) if split else None

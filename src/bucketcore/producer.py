@@ -425,7 +425,7 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
     size_arr = _check_sizes(sizes, n)
     router = plan.router()
     buffers = is_buffer_source(source)
-    parts = threads_for(threads, n, buffers, pipeline=True)
+    parts = threads_for(threads, n, buffers)
     if parts == 2 or (parts > 2 and not buffers):
         status, index, columns, next_rr = _pipelined_entries(
             source, n, size_arr, plan, router, code, max_messages, max_bytes, round_robin, replace, buffers)
