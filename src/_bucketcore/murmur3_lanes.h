@@ -149,14 +149,13 @@ static BC_AVX2 inline void bc_v_window8x4(const uint8_t *const *p, size_t off, _
     c[3] = _mm256_unpackhi_epi64(t1, t3);
 }
 
-/* The last 4 bytes of the 8 keys of len bytes (len >= 16) at p[0..7], one word per lane. */
+/* The last 4 bytes of the 8 keys of len bytes (len >= 16) at p[0..7], one word per lane: the
+ * last column of the window ending at len (the compiler drops the other three). */
 static BC_AVX2 inline __m256i bc_v_last_word8(const uint8_t *const *p, size_t len)
 {
-    __m256i y[4];
-    for (int l = 0; l < 4; l++)
-        y[l] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p[l] + len - 16))),
-                                       _mm_loadu_si128((const __m128i *)(p[l + 4] + len - 16)), 1);
-    return _mm256_unpackhi_epi64(_mm256_unpackhi_epi32(y[0], y[1]), _mm256_unpackhi_epi32(y[2], y[3]));
+    __m256i c[4];
+    bc_v_window8x4(p, len - 16, c);
+    return c[3];
 }
 
 static BC_AVX2 inline __m256i bc_v_final(__m256i h, __m256i tw, __m256i vlen)
