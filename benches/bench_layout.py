@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+from compare_layout import python_route  # noqa: E402
 from workloads import tiled_layout  # noqa: E402
 
 import bucketcore as bc  # noqa: E402
@@ -79,28 +80,11 @@ def layout(request):
 
 def test_route_python_loop(benchmark, layout):
     benchmark.group = f"route {len(layout.active_segments)} segments{' legacy' if layout.is_legacy else ''}"
-    ids = [s.segment_id for s in layout.active_segments]
-    starts = [s.hash_start for s in layout.active_segments]
     seg_list, key_list = KEY_HASHES.segment_hash.tolist(), KEY_HASHES.has_key.tolist()
     raw_list = KEY_HASHES.raw.tolist()
 
     def loop():
-        out, rr = [], 0
-        if layout.is_legacy:  # v4 routing: signSafeMod(raw & 0x7FFFFFFF, n) in layout order
-            for r, k in zip(raw_list, key_list):
-                if k:
-                    out.append(ids[(r & 0x7FFFFFFF) % len(ids)])
-                else:
-                    out.append(ids[rr])
-                    rr = (rr + 1) % len(ids)
-            return out
-        for h, k in zip(seg_list, key_list):
-            if k:
-                out.append(ids[bisect.bisect_right(starts, h) - 1])
-            else:
-                out.append(ids[rr])
-                rr = (rr + 1) % len(ids)
-        return out
+        return python_route(layout, raw_list, seg_list, key_list)
 
     benchmark.pedantic(loop, rounds=3)
 

@@ -56,6 +56,31 @@ def compare_bucket_of(n: int, repeat: int) -> None:
         )
 
 
+def python_route(layout: bc.TopicLayout, raw: list[int], segment_hash: list[int],
+                 has_key: list[bool]) -> list[int]:
+    """The baseline: route each pre-hashed key in a Python loop (bisect over the active
+    segments' starts; v4 signSafeMod for an all-legacy layout; keyless round-robin)."""
+    ids = [s.segment_id for s in layout.active_segments]
+    starts = [s.hash_start for s in layout.active_segments]
+    parts = len(ids)
+    out, rr = [], 0
+    if layout.is_legacy:
+        for r, k in zip(raw, has_key):
+            if k:
+                out.append(ids[(r & 0x7FFFFFFF) % parts])
+            else:
+                out.append(ids[rr])
+                rr = (rr + 1) % parts
+        return out
+    for h, k in zip(segment_hash, has_key):
+        if k:
+            out.append(ids[bisect.bisect_right(starts, h) - 1])
+        else:
+            out.append(ids[rr])
+            rr = (rr + 1) % parts
+    return out
+
+
 def compare_route(n: int, repeat: int) -> None:
     rng = np.random.default_rng(2)
     raw = rng.integers(0, 1 << 32, size=n, dtype=np.uint64).astype(np.uint32)
@@ -69,27 +94,8 @@ def compare_route(n: int, repeat: int) -> None:
     layouts = [(f"{c} active", tiled_layout(c)) for c in (1, 16, 256)]
     layouts.append(("16 legacy", tiled_layout(16, legacy=True)))
     for name, layout in layouts:
-        ids = [s.segment_id for s in layout.active_segments]
-        starts = [s.hash_start for s in layout.active_segments]
-        parts = len(ids)
-
-        def loop() -> list[int]:
-            out, rr = [], 0
-            if layout.is_legacy:
-                for r, k in zip(raw_list, key_list):
-                    if k:
-                        out.append(ids[(r & 0x7FFFFFFF) % parts])
-                    else:
-                        out.append(ids[rr])
-                        rr = (rr + 1) % parts
-                return out
-            for h, k in zip(seg_list, key_list):
-                if k:
-                    out.append(ids[bisect.bisect_right(starts, h) - 1])
-                else:
-                    out.append(ids[rr])
-                    rr = (rr + 1) % parts
-            return out
+        def loop(layout: bc.TopicLayout = layout) -> list[int]:
+            return python_route(layout, raw_list, seg_list, key_list)
 
         assert loop() == layout.route(kh).tolist()
         baseline = best_of(loop, max(2, repeat // 2))
