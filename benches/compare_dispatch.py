@@ -186,14 +186,19 @@ def run_churn(make, n_entries: int, n_consumers: int = 16, churn_every: int = 10
     delivered = 0
     checksum = 0  # which entries went to which consumer, order-insensitive
     events = ("leave", "join", "crash", "join")
-    for r, start in enumerate(range(0, n_entries, churn_every)):
-        stop = min(start + churn_every, n_entries)
-        d.offer(np.arange(start, stop), hash_min[start:stop])
+
+    def collect() -> None:
+        nonlocal delivered, checksum
         for c, batch in d.poll().items():
             got = batch.entry_ids if hasattr(batch, "entry_ids") else np.asarray(batch, dtype=np.int64)
             delivered += got.size
             checksum += int(got.sum()) * (c[1] + 1)
             unacked.setdefault(c, []).append(got)
+
+    for r, start in enumerate(range(0, n_entries, churn_every)):
+        stop = min(start + churn_every, n_entries)
+        d.offer(np.arange(start, stop), hash_min[start:stop])
+        collect()
         # Every consumer acks what it holds except the newest 10% (in flight across the churn).
         for c in list(unacked):
             held = np.sort(np.concatenate(unacked[c]))  # order-insensitive: hold the highest ids
@@ -215,11 +220,7 @@ def run_churn(make, n_entries: int, n_consumers: int = 16, churn_every: int = 10
                 unacked.pop(c, None)
     # Drain: everyone still connected acks the rest.
     for _ in range(4):
-        for c, batch in d.poll().items():
-            got = batch.entry_ids if hasattr(batch, "entry_ids") else np.asarray(batch, dtype=np.int64)
-            delivered += got.size
-            checksum += int(got.sum()) * (c[1] + 1)
-            unacked.setdefault(c, []).append(got)
+        collect()
         for c in list(unacked):
             held = np.concatenate(unacked.pop(c))
             if held.size:
