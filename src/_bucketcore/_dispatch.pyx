@@ -320,6 +320,13 @@ cdef class DispatchCore:
 
     # -- small helpers ---------------------------------------------------------------------------
 
+    cdef inline void _move_outbox_row(self, Py_ssize_t i, Py_ssize_t j) noexcept:
+        """Outbox row i to slot j (j <= i: compacting the outbox in place)."""
+        self.ob_key[j] = self.ob_key[i]
+        self.ob_id[j] = self.ob_id[i]
+        self.ob_hash[j] = self.ob_hash[i]
+        self.ob_redelivered[j] = self.ob_redelivered[i]
+
     cdef inline void _update_ready(self, Py_ssize_t b) noexcept:
         cdef int32_t o = self.owner[b], h = self.holder[b]
         self.ready[b] = o >= 0 and (h < 0 or h == o)
@@ -441,10 +448,7 @@ cdef class DispatchCore:
         self.kstats[key, 5] = 0
         for i in range(self.ob_len):
             if self.ob_key[i] != key:
-                self.ob_key[j] = self.ob_key[i]
-                self.ob_id[j] = self.ob_id[i]
-                self.ob_hash[j] = self.ob_hash[i]
-                self.ob_redelivered[j] = self.ob_redelivered[i]
+                self._move_outbox_row(i, j)
                 j += 1
         self.ob_len = j
         self.release_all()
@@ -638,10 +642,7 @@ cdef class DispatchCore:
                 orr[m] = self.ob_redelivered[i]
                 m += 1
             else:
-                self.ob_key[j] = self.ob_key[i]
-                self.ob_id[j] = self.ob_id[i]
-                self.ob_hash[j] = self.ob_hash[i]
-                self.ob_redelivered[j] = self.ob_redelivered[i]
+                self._move_outbox_row(i, j)
                 j += 1
         self.ob_len = j
         return out_id, out_hash, out_red
