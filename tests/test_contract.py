@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bucketcore as bc
+from design_vectors import MURMUR3_VECTORS as VECTORS  # DESIGN.md §3.1
 
 try:  # pyarrow is optional for bucketcore (musllinux CI runs without it)
     import pyarrow as pa
@@ -24,16 +25,6 @@ except ImportError:  # pragma: no cover
 
 # --- oracles -------------------------------------------------------------------------------------
 
-VECTORS = {  # DESIGN.md §3.1, raw (unmasked) Murmur3_32 seed 0 of the UTF-8 bytes
-    "": 0x00000000,
-    "a": 0x3C2569B2,
-    "key-1": 0x98B115A0,
-    "some-routing-key": 0x73DFD1D5,
-    "orders/customer-42": 0xF039F16A,
-    "ключ": 0x9A592042,
-    "键🔑": 0xA8ECFF40,
-    "550e8400-e29b-41d4-a716-446655440000": 0x38D60CDC,
-}
 SURROGATE_REPLACED = 0x11508252  # "\ud800x" with errors="replace" (Java getBytes(UTF_8): '?')
 
 
