@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from bucketcore.controller import AssignedSegment, Assignment, assignable_segments, compute_assignment
 from bucketcore.dispatch import EntryBucketSelector
 from bucketcore.layout import Buckets, Segment, TopicLayout
+from layout_histories import evolve
 
 FULL = 0xFFFF
 TOPIC = "persistent://tenant/ns/orders"
@@ -287,21 +288,7 @@ def layouts_with_history(draw: st.DrawFn) -> tuple[TopicLayout, set[int]]:
     cuts = sorted(draw(st.sets(st.integers(1, FULL), min_size=n - 1, max_size=n - 1)))
     counts = draw(st.lists(st.integers(1, 9), min_size=n, max_size=n))
     layout = tiling_layout(counts, epoch=draw(st.integers(0, 50)), cuts=cuts)
-    for _ in range(draw(st.integers(0, 3))):
-        active = layout.active_segments
-        op = draw(st.sampled_from(["split", "merge", "rebucket"]))
-        if op == "split" and any(s.hash_end > s.hash_start for s in active):
-            target = draw(st.sampled_from([s for s in active if s.hash_end > s.hash_start]))
-            layout = layout.split(target.segment_id)
-        elif op == "merge" and len(active) > 1:
-            i = draw(st.integers(0, len(active) - 2))
-            layout = layout.merge(active[i].segment_id, active[i + 1].segment_id)
-        else:
-            target = draw(st.sampled_from(active))
-            layout = layout.rebucket(target.segment_id, Buckets.equal_width(draw(st.integers(1, 9))))
-    sealed = [s.segment_id for s in layout.segments if s.state == "sealed"]
-    drained = set(draw(st.lists(st.sampled_from(sealed), unique=True))) if sealed else set()
-    return layout, drained
+    return evolve(draw, layout, steps=3, max_buckets=9)
 
 
 @settings(max_examples=300, deadline=None)

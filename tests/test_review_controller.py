@@ -44,6 +44,7 @@ def test_surplus_consumers_share_the_only_replayable_segment_of_a_chain():
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from layout_histories import evolve  # noqa: E402
 
 
 def spec_assignment(layout: TopicLayout, names: list[str], drained: set[int]) -> dict[str, list[tuple[int, bool]]]:
@@ -79,21 +80,7 @@ def spec_assignment(layout: TopicLayout, names: list[str], drained: set[int]) ->
 @st.composite
 def history(draw):
     layout = TopicLayout(1, [Segment(0, 0, 0xFFFF, Buckets.equal_width(draw(st.integers(1, 6))))], TOPIC)
-    for _ in range(draw(st.integers(0, 5))):
-        active = list(layout.active_segments)
-        op = draw(st.sampled_from(["split", "merge", "rebucket"]))
-        if op == "split" and any(s.hash_end > s.hash_start for s in active):
-            t = draw(st.sampled_from([s for s in active if s.hash_end > s.hash_start]))
-            layout = layout.split(t.segment_id)
-        elif op == "merge" and len(active) > 1:
-            i = draw(st.integers(0, len(active) - 2))
-            layout = layout.merge(active[i].segment_id, active[i + 1].segment_id)
-        else:
-            t = draw(st.sampled_from(active))
-            layout = layout.rebucket(t.segment_id, Buckets.equal_width(draw(st.integers(1, 6))))
-    sealed = [s.segment_id for s in layout.segments if s.state == "sealed"]
-    drained = set(draw(st.lists(st.sampled_from(sealed), unique=True))) if sealed else set()
-    return layout, drained
+    return evolve(draw, layout, steps=5, max_buckets=6)
 
 
 @settings(max_examples=200, deadline=None)
