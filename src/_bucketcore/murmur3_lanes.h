@@ -102,6 +102,22 @@ static BC_AVX2 inline void bc_v_load8x8(const bc_key *k, uint32_t b, __m256i c[8
     }
 }
 
+/* Blocks at byte offset off..off+15 of the 8 keys at p[0..7], all 16 bytes inside every key:
+ * transposed so c[j] holds block j of the window for every key. */
+static BC_AVX2 inline void bc_v_window8x4(const uint8_t *const *p, size_t off, __m256i c[4])
+{
+    __m256i y[4];
+    for (int l = 0; l < 4; l++)
+        y[l] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p[l] + off))),
+                                       _mm_loadu_si128((const __m128i *)(p[l + 4] + off)), 1);
+    __m256i t0 = _mm256_unpacklo_epi32(y[0], y[1]), t1 = _mm256_unpackhi_epi32(y[0], y[1]);
+    __m256i t2 = _mm256_unpacklo_epi32(y[2], y[3]), t3 = _mm256_unpackhi_epi32(y[2], y[3]);
+    c[0] = _mm256_unpacklo_epi64(t0, t2);
+    c[1] = _mm256_unpackhi_epi64(t0, t2);
+    c[2] = _mm256_unpacklo_epi64(t1, t3);
+    c[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
 /* Blocks b..b+3 of 8 keys from one 16-byte load each, transposed. A load may run past a key's
  * end only inside the same 4 KiB page (never faults); a key ending near a page end is copied. */
 static BC_AVX2 inline void bc_v_load8x4(const bc_key *k, const uint32_t *len32, uint32_t b,
@@ -121,32 +137,7 @@ static BC_AVX2 inline void bc_v_load8x4(const bc_key *k, const uint32_t *len32, 
             src[l] = tmp[l];
         }
     }
-    __m256i y[4];
-    for (int l = 0; l < 4; l++)
-        y[l] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)src[l])),
-                                       _mm_loadu_si128((const __m128i *)src[l + 4]), 1);
-    __m256i t0 = _mm256_unpacklo_epi32(y[0], y[1]), t1 = _mm256_unpackhi_epi32(y[0], y[1]);
-    __m256i t2 = _mm256_unpacklo_epi32(y[2], y[3]), t3 = _mm256_unpackhi_epi32(y[2], y[3]);
-    c[0] = _mm256_unpacklo_epi64(t0, t2);
-    c[1] = _mm256_unpackhi_epi64(t0, t2);
-    c[2] = _mm256_unpacklo_epi64(t1, t3);
-    c[3] = _mm256_unpackhi_epi64(t1, t3);
-}
-
-/* Blocks at byte offset off..off+15 of the 8 keys at p[0..7], all 16 bytes inside every key:
- * transposed so c[j] holds block j of the window for every key. */
-static BC_AVX2 inline void bc_v_window8x4(const uint8_t *const *p, size_t off, __m256i c[4])
-{
-    __m256i y[4];
-    for (int l = 0; l < 4; l++)
-        y[l] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p[l] + off))),
-                                       _mm_loadu_si128((const __m128i *)(p[l + 4] + off)), 1);
-    __m256i t0 = _mm256_unpacklo_epi32(y[0], y[1]), t1 = _mm256_unpackhi_epi32(y[0], y[1]);
-    __m256i t2 = _mm256_unpacklo_epi32(y[2], y[3]), t3 = _mm256_unpackhi_epi32(y[2], y[3]);
-    c[0] = _mm256_unpacklo_epi64(t0, t2);
-    c[1] = _mm256_unpackhi_epi64(t0, t2);
-    c[2] = _mm256_unpacklo_epi64(t1, t3);
-    c[3] = _mm256_unpackhi_epi64(t1, t3);
+    bc_v_window8x4(src, 0, c);
 }
 
 /* The last 4 bytes of the 8 keys of len bytes (len >= 16) at p[0..7], one word per lane: the
