@@ -165,7 +165,8 @@ cdef void gs_free(GroupState *st) noexcept nogil:
 
 
 cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
-    """Close bucket g's open batch into a record, appended to g's undrained FIFO."""
+    """Close bucket g's open batch into a record: its messages placed at once (placing on
+    emit), or the record appended to g's undrained FIFO for a later drain."""
     cdef int64_t cap
     cdef Rec *grown
     cdef BucketState *b = &st.bk[g]
@@ -189,11 +190,11 @@ cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
         r.start = st.placed
         memcpy(st.order + st.placed, b.msgs, b.count * sizeof(int64_t))
         st.placed += b.count
-    if b.tail >= 0:
+    elif b.tail >= 0:
         st.recs[b.tail].next = st.nrec
+        b.tail = st.nrec
     else:
-        b.head = st.nrec
-    b.tail = st.nrec
+        b.head = b.tail = st.nrec
     st.nrec += 1
     b.count = 0
     b.nbytes = 0
@@ -1332,11 +1333,11 @@ cdef class ScanStage:
     cdef int64_t ready           # messages hashed and published (bc_publish / bc_observe)
     cdef int64_t aborted
     cdef int64_t started         # run is inside its nogil block
-    cdef PyThread_type_lock wake_publisher
+    cdef PyThread_type_lock wake              # released by the publisher: the worker may go on
+    cdef PyThread_type_lock wake_publisher    # released by the worker once it has started
     cdef Py_ssize_t scanned
     cdef int64_t rr
     cdef int rc
-    cdef PyThread_type_lock wake
     cdef readonly cnp.ndarray raw, has_key
     cdef object keep_sizes
     cdef bint routed             # the publisher routes too (route_hashed); run only scans
