@@ -98,9 +98,7 @@ cdef class KeyColumn:
     cdef size_t fixed_len
 
     cdef int describe_objects(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
-                              Py_ssize_t *err_index) except -2
-    cdef int describe_held(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys, void **held,
-                           Py_ssize_t *nheld, Py_ssize_t *err_index) except -2
+                              Py_ssize_t *err_index, bint hold=*) except -2
     cdef int describe_buffers(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                               Py_ssize_t *err_index) noexcept nogil
     cdef void release(self)

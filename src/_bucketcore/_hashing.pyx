@@ -223,23 +223,17 @@ cdef class KeyColumn:
 
     def __dealloc__(self):
         # only reached with items still held if a caller raised between describe and release
-        release_items(self.held, self.nheld)
+        self.release()
         free(self.held)
 
     cdef int describe_objects(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
-                              Py_ssize_t *err_index) except -2:
-        """Describe items [pos, pos+m) of an object column, holding each (GIL required) until
-        the next describe or release."""
-        self.release()
-        return self.describe_held(pos, m, keys, self.held, &self.nheld, err_index)
-
-    cdef int describe_held(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys, void **held,
-                           Py_ssize_t *nheld, Py_ssize_t *err_index) except -2:
-        """describe_objects into the caller's held array (m entries): *nheld items are held
-        there afterwards, also on failure, for the caller to release (release_items)."""
+                              Py_ssize_t *err_index, bint hold=True) except -2:
+        """Describe items [pos, pos+m) of an object column (GIL required). hold: each item is
+        held until the next describe or release; without, the caller keeps the GIL until the
+        keys are hashed (nothing can change the column meanwhile)."""
         cdef int rc, plain = 0
         cdef size_t count = 0, at = 0
-        nheld[0] = 0
+        self.release()
         self.plain = False
         self.fixed_base = NULL
         if self.mode == COL_LIST and PyList_GET_SIZE(self.source) != self.list_size:
@@ -253,9 +247,9 @@ cdef class KeyColumn:
             items = PySequence_Fast_ITEMS(self.source) + pos
         try:
             rc = bc_describe_objects(items, base, self.stride, <size_t>m,
-                                     keys, held, &count, &at, &plain)
+                                     keys, self.held if hold else NULL, &count, &at, &plain)
         finally:
-            nheld[0] = <Py_ssize_t>count
+            self.nheld = <Py_ssize_t>count
         if rc != 0:
             err_index[0] = pos + <Py_ssize_t>at
             return ST_TOO_LONG if rc == 2 else ST_BAD_TYPE
@@ -329,15 +323,10 @@ cdef class KeyColumn:
 
     cdef void release(self):
         """Drop the items held since the last describe_objects (GIL required)."""
-        release_items(self.held, self.nheld)
+        cdef Py_ssize_t j
+        for j in range(self.nheld):
+            Py_DECREF(<object>self.held[j])
         self.nheld = 0
-
-
-cdef inline void release_items(void **held, Py_ssize_t n):
-    """Drop n items held by a describe (GIL required)."""
-    cdef Py_ssize_t j
-    for j in range(n):
-        Py_DECREF(<object>held[j])
 
 
 def objects_column(object seq):
@@ -422,7 +411,7 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
     if stop < 0 or stop > col.length:
         stop = col.length
     cdef HashOut out = make_out(raw, segment_hash, bucket_hash, has_key)
-    cdef Py_ssize_t pos = start, m, err_index = -1, out_index = -1, nheld = 0
+    cdef Py_ssize_t pos = start, m, err_index = -1, out_index = -1
     cdef int st = ST_OK
     cdef bc_scratch scratch
     scratch.buf = NULL
@@ -434,7 +423,7 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
         if col.needs_gil and keep_gil:
             while pos < stop and st == ST_OK:
                 m = stop - pos if stop - pos < CHUNK else CHUNK
-                st = col.describe_held(pos, m, keys, NULL, &nheld, &err_index)
+                st = col.describe_objects(pos, m, keys, &err_index, False)
                 if st == ST_OK:
                     st = hash_run(keys, m, col.plain, NULL, 0, replace, allow_none, &scratch, &out,
                                   pos - start, &out_index)
@@ -535,7 +524,7 @@ cdef class HashStage:
     def describe(self):
         """The calling thread's part: describe every chunk, in order, waiting for a free slot."""
         cdef int64_t c = 0
-        cdef Py_ssize_t p = self.start, m, err_index = -1, nheld = 0
+        cdef Py_ssize_t p = self.start, m, err_index = -1
         cdef int s, st = ST_OK
         try:
             with nogil:  # the worker needs the GIL until it is inside run's nogil block
@@ -552,7 +541,7 @@ cdef class HashStage:
                 if bc_observe(&self.failed):
                     break
                 m = self.stop - p if self.stop - p < CHUNK else CHUNK
-                st = self.col.describe_held(p, m, self.keys + s * CHUNK, NULL, &nheld, &err_index)
+                st = self.col.describe_objects(p, m, self.keys + s * CHUNK, &err_index, False)
                 if st != ST_OK:
                     break
                 self.pos[s] = p
