@@ -93,6 +93,7 @@ def group_entries(
     policy: int,
     max_messages: int,
     max_bytes: int,
+    global_index: bool = False,
 ) -> _Columns: ...
 
 def payload_sizes(payloads: Sequence[object], out: npt.NDArray[np.int64]) -> int: ...
@@ -113,13 +114,10 @@ def route_keys(
     lo: int,
     hi: int,
     replace: bool,
-    seg: npt.NDArray[np.int32] | None,
-    bucket: npt.NDArray[np.int32],
+    gidx: npt.NDArray[np.int32],
     bucket_hash: npt.NDArray[np.uint16],
 ) -> tuple[int, int]: ...
-def place_keyless(
-    router: Router, seg: npt.NDArray[np.int32], bucket: npt.NDArray[np.int32], round_robin: int
-) -> int: ...
+def place_keyless(router: Router, gidx: npt.NDArray[np.int32], round_robin: int) -> int: ...
 def fused_entries(
     columns: list[KeyColumn],
     sizes: npt.NDArray[np.int64] | None,

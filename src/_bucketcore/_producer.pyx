@@ -78,20 +78,20 @@ ctypedef struct Rec:
 
 
 # Per (segment, bucket): the open batch, the FIFO of its emitted and undrained records, and the
-# drain cursor. One struct per bucket keeps a message's state in one cache line.
+# drain cursor. What the scan touches for every message comes first (one cache line).
 ctypedef struct BucketState:
     int64_t count        # messages in the open batch (0: none open)
+    int64_t *msgs        # placing on emit: the open batch's stream positions (cap of them)
+    int64_t cap
     int64_t nbytes
+    int32_t seg
+    uint16_t hash_min
+    uint16_t hash_max
     int64_t first        # stream position of the open batch's first message
     int64_t head         # oldest undrained record, -1: none
     int64_t tail         # newest undrained record, -1: none
     int64_t cur          # drain: next slot of the head record
     int64_t end          # drain: one past the head record's last slot
-    uint16_t hash_min
-    uint16_t hash_max
-    int32_t seg
-    int64_t *msgs        # placing on emit: the open batch's stream positions (cap of them)
-    int64_t cap
 
 
 ctypedef struct SegState:
@@ -236,32 +236,31 @@ cdef emit_fn_t cold_emit = gs_emit
 cdef grow_fn_t cold_grow = gs_grow_msgs
 
 
-cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
-                          const uint16_t *bh, const int64_t *sizes, bint shared, bint has_seg,
-                          bint has_sizes) noexcept nogil:
+cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *gidx, const uint16_t *bh,
+                          const int64_t *sizes, bint shared, bint has_sizes, bint place) noexcept nogil:
     """The state machine of gs_scan; inlined with constant flags so each variant drops its
-    unused loads, stores and tests (the common one, without sizes, never touches bytes)."""
+    unused loads, stores and tests (the common one, without sizes, never touches bytes).
+    A message arrives as its global bucket index, so the bucket's state is one load away and
+    the segment (for the shared window) is read from there."""
     cdef Py_ssize_t i
-    cdef int64_t g, sz = 0
+    cdef int64_t g, c, sz = 0
     cdef uint16_t h
     cdef int64_t maxm = st.max_messages, maxb = st.max_bytes
     cdef SegState *segs = st.segs
-    cdef SegState *S = segs
+    cdef SegState *S
     cdef BucketState *bk = st.bk
     cdef BucketState *B
     cdef int32_t *olist = st.olist
     cdef int64_t seq = st.seq, opened = 0
     cdef int rc = 0
-    cdef bint place = st.order != NULL
     for i in range(n):
-        if has_seg:
-            S = &segs[seg[i]]
-        g = S.boff + bkt[i]
+        g = gidx[i]
         B = &bk[g]
         h = bh[i]
         if has_sizes:
             sz = sizes[i]
             if shared:
+                S = &segs[B.seg]
                 if S.wcount > 0 and sz > maxb - S.wbytes:
                     rc = cold_flush(st, B.seg)
                     if rc < 0:
@@ -270,27 +269,30 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, cons
                 rc = cold_emit(st, g)
                 if rc < 0:
                     break
-        if B.count == 0:
+        c = B.count
+        if c == 0:
             B.first = seq
             B.hash_min = h
             B.hash_max = h
             opened += 1
             if shared:
+                S = &segs[B.seg]
                 olist[S.boff + S.olen] = <int32_t>g
                 S.olen += 1
         else:
             B.hash_min = h if h < B.hash_min else B.hash_min
             B.hash_max = h if h > B.hash_max else B.hash_max
         if place:
-            if B.count == B.cap and cold_grow(B) < 0:
+            if c == B.cap and cold_grow(B) < 0:
                 rc = -1
                 break
-            B.msgs[B.count] = seq
-        B.count += 1
+            B.msgs[c] = seq
+        B.count = c + 1
         seq += 1
         if has_sizes:
             B.nbytes += sz
         if shared:
+            S = &segs[B.seg]
             S.wcount += 1
             if has_sizes:
                 S.wbytes += sz
@@ -302,7 +304,7 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, cons
                 rc = cold_flush(st, B.seg)
                 if rc < 0:
                     break
-        elif B.count >= maxm or (has_sizes and B.nbytes >= maxb):
+        elif c + 1 >= maxm or (has_sizes and B.nbytes >= maxb):
             rc = cold_emit(st, g)
             if rc < 0:
                 break
@@ -311,34 +313,35 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, cons
     return rc
 
 
-cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
-                 const uint16_t *bh, const int64_t *sizes) noexcept nogil:
-    """Feed n messages in send order (seg may be NULL: one segment; sizes NULL: 0 bytes each).
+cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *gidx, const uint16_t *bh,
+                 const int64_t *sizes) noexcept nogil:
+    """Feed n messages in send order: global bucket index (segs[s].boff + bucket), bucket hash
+    and size (sizes NULL: 0 bytes each).
 
     Limits (both policies): before a message is added, a non-empty batch (per_bucket) or window
     (shared) that it would push over max_bytes is emitted; after it is added, a batch or window
     that reached max_messages or max_bytes is emitted at once. So the overflowing message opens
     the next batch, and a message larger than max_bytes is an entry of its own.
-    Every segment and bucket index must be in range and every size >= 0 (check_columns, or
-    the router's own output): the loop does not look. Returns 0, or -1 when memory ran out
-    (the state then holds part of the chunk and is discarded).
+    Every index must be in range and every size >= 0 (check_columns, or the router's own
+    output): the loop does not look. Returns 0, or -1 when memory ran out (the state then holds
+    part of the chunk and is discarded).
     """
     cdef bint shared = st.policy == P_SHARED
-    if shared:
-        if seg != NULL:
+    if st.order != NULL:
+        if shared:
             if sizes != NULL:
-                return scan_loop(st, n, seg, bkt, bh, sizes, True, True, True)
-            return scan_loop(st, n, seg, bkt, bh, sizes, True, True, False)
+                return scan_loop(st, n, gidx, bh, sizes, True, True, True)
+            return scan_loop(st, n, gidx, bh, sizes, True, False, True)
         if sizes != NULL:
-            return scan_loop(st, n, seg, bkt, bh, sizes, True, False, True)
-        return scan_loop(st, n, seg, bkt, bh, sizes, True, False, False)
-    if seg != NULL:
+            return scan_loop(st, n, gidx, bh, sizes, False, True, True)
+        return scan_loop(st, n, gidx, bh, sizes, False, False, True)
+    if shared:
         if sizes != NULL:
-            return scan_loop(st, n, seg, bkt, bh, sizes, False, True, True)
-        return scan_loop(st, n, seg, bkt, bh, sizes, False, True, False)
+            return scan_loop(st, n, gidx, bh, sizes, True, True, False)
+        return scan_loop(st, n, gidx, bh, sizes, True, False, False)
     if sizes != NULL:
-        return scan_loop(st, n, seg, bkt, bh, sizes, False, False, True)
-    return scan_loop(st, n, seg, bkt, bh, sizes, False, False, False)
+        return scan_loop(st, n, gidx, bh, sizes, False, True, False)
+    return scan_loop(st, n, gidx, bh, sizes, False, False, False)
 
 
 ctypedef struct OpenRef:
@@ -395,20 +398,24 @@ cdef int64_t gs_assign_slots(GroupState *st) noexcept nogil:
     return pos
 
 
-cdef inline int64_t drain_loop(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
-                               int64_t *take, int64_t *keep, bint has_seg) noexcept nogil:
+cdef int64_t gs_drain(GroupState *st, Py_ssize_t n, const int32_t *gidx, int64_t *take,
+                      int64_t *keep) noexcept nogil:
+    """Place the n buffered messages (send order, by global bucket index) of the emitted records
+    into ``take``.
+
+    A bucket's buffered messages are, in send order, those of its emitted records (oldest first)
+    followed by those of its open batch; the per-bucket FIFO says which record is next, so one
+    pass suffices (gs_assign_slots first). Messages of open batches go to ``keep`` (may be NULL
+    when there are none). Returns the number kept, or -1 if the messages do not match the
+    records (a caller's bug).
+    """
     # a bucket with no undrained record has cur == end (zeroed at init, exhausted after a drain)
     cdef Py_ssize_t p
-    cdef int64_t r, c, k = 0
+    cdef int64_t r, c, g, k = 0
     cdef Rec *recs = st.recs
-    cdef SegState *segs = st.segs
-    cdef SegState *S = segs
-    cdef BucketState *bk = st.bk
     cdef BucketState *B
     for p in range(n):
-        if has_seg:
-            S = &segs[seg[p]]
-        B = &bk[S.boff + bkt[p]]
+        B = &st.bk[gidx[p]]
         c = B.cur
         if c < B.end:
             take[c] = p
@@ -427,26 +434,8 @@ cdef inline int64_t drain_loop(GroupState *st, Py_ssize_t n, const int32_t *seg,
                 return -1
             keep[k] = p
             k += 1
-    return k
-
-
-cdef int64_t gs_drain(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
-                      int64_t *take, int64_t *keep) noexcept nogil:
-    """Place the n buffered messages (send order) of the emitted records into ``take``.
-
-    A bucket's buffered messages are, in send order, those of its emitted records (oldest first)
-    followed by those of its open batch; the per-bucket FIFO says which record is next, so one
-    pass suffices (gs_assign_slots first). Messages of open batches go to ``keep`` (may be NULL
-    when there are none). Returns the number kept, or -1 if the messages do not match the
-    records (a caller's bug).
-    """
-    cdef int64_t r, g
-    cdef int64_t k = drain_loop(st, n, seg, bkt, take, keep, True) if seg != NULL \
-        else drain_loop(st, n, seg, bkt, take, keep, False)
-    if k < 0:
-        return -1
     for r in range(st.nrec):
-        g = st.segs[st.recs[r].seg].boff + st.recs[r].bucket
+        g = st.segs[recs[r].seg].boff + recs[r].bucket
         if st.bk[g].head >= 0:
             return -1
     st.nrec = 0
@@ -550,18 +539,35 @@ def bucket_index(object seg, const uint16_t[::1] bucket_hash, const uint16_t[::1
 
 
 cdef int64_t check_columns(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
-                           const int64_t *sizes, int *what) noexcept nogil:
-    """Index of the first message with a bad segment, bucket or size (what = 1, 2, 3), else -1."""
+                           const int64_t *sizes, int32_t *gidx, int *what) noexcept nogil:
+    """Index of the first message with a bad segment, bucket or size (what = 1, 2, 3), else -1.
+    gidx[i]: the message's global bucket index (written up to the first bad message)."""
     cdef Py_ssize_t i
-    cdef int32_t s = 0
+    cdef int32_t s = 0, b
     for i in range(n):
         if seg != NULL:
             s = seg[i]
             if s < 0 or s >= st.nseg:
                 what[0] = 1
                 return i
-        if bkt[i] < 0 or bkt[i] >= st.segs[s + 1].boff - st.segs[s].boff:
+        b = bkt[i]
+        if b < 0 or b >= st.segs[s].nb:
             what[0] = 2
+            return i
+        if sizes != NULL and sizes[i] < 0:
+            what[0] = 3
+            return i
+        gidx[i] = <int32_t>(st.segs[s].boff + b)
+    return -1
+
+
+cdef int64_t check_global(GroupState *st, Py_ssize_t n, const int32_t *gidx, const int64_t *sizes,
+                          int *what) noexcept nogil:
+    """check_columns for messages given by global bucket index (what = 4: bad index)."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        if gidx[i] < 0 or gidx[i] >= st.nbuckets:
+            what[0] = 4
             return i
         if sizes != NULL and sizes[i] < 0:
             what[0] = 3
@@ -574,6 +580,8 @@ cdef raise_bad_column(int what, int64_t index, object seg, object bkt, object si
         raise ValueError(f"segment index {seg[index]} at message {index} is out of range")
     if what == 2:
         raise ValueError(f"bucket index {bkt[index]} at message {index} is out of range for its segment")
+    if what == 4:
+        raise ValueError(f"global bucket index {bkt[index]} at message {index} is out of range")
     raise ValueError(f"size {sizes[index]} at message {index} is negative")
 
 
@@ -619,8 +627,7 @@ cdef class Grouper:
     cdef bint ready
     cdef bint buffered
     cdef bint busy          # a call is running with the GIL released: refuse re-entry
-    cdef int32_t *pseg      # pending messages, send order (pseg NULL with one segment)
-    cdef int32_t *pbkt
+    cdef int32_t *pg        # pending messages in send order: global bucket index, stream position
     cdef int64_t *pidx
     cdef int64_t plen
     cdef int64_t pcap
@@ -654,8 +661,7 @@ cdef class Grouper:
 
     def __dealloc__(self):
         gs_free(&self.st)
-        PyMem_RawFree(self.pseg)
-        PyMem_RawFree(self.pbkt)
+        PyMem_RawFree(self.pg)
         PyMem_RawFree(self.pidx)
         PyMem_RawFree(self.rstarts)
         PyMem_RawFree(self.rlegacy)
@@ -746,13 +752,16 @@ cdef class Grouper:
                                            <uint32_t>(self.rsoff[idx + 1] - self.rsoff[idx]), h)
         if self.buffered:
             self.reserve(1)
+        cdef int32_t g = <int32_t>(self.st.segs[idx].boff + bucket)
         cdef int64_t first = self.st.seq
-        if gs_scan(&self.st, 1, &idx if nseg > 1 else NULL, &bucket, &h, &size) < 0:
+        if gs_scan(&self.st, 1, &g, &h, &size) < 0:
             self.ready = False
             raise MemoryError()
         if self.buffered:
-            self.push(1, &idx, &bucket, first)
-        return 0, self.st.nrec > 0, round_robin, self.st.segs[idx].boff + bucket
+            self.pg[self.plen] = g
+            self.pidx[self.plen] = first
+            self.plen += 1
+        return 0, self.st.nrec > 0, round_robin, g
 
     cdef check(self):
         if not self.ready:
@@ -767,31 +776,16 @@ cdef class Grouper:
         if need <= self.pcap:
             return 0
         cap = max(need, 2 * self.pcap, 256)
-        if self.st.nseg > 1:
-            a = PyMem_RawRealloc(self.pseg, cap * sizeof(int32_t))
-            if a == NULL:
-                raise MemoryError()
-            self.pseg = <int32_t *>a
-        a = PyMem_RawRealloc(self.pbkt, cap * sizeof(int32_t))
+        a = PyMem_RawRealloc(self.pg, cap * sizeof(int32_t))
         if a == NULL:
             raise MemoryError()
-        self.pbkt = <int32_t *>a
+        self.pg = <int32_t *>a
         a = PyMem_RawRealloc(self.pidx, cap * sizeof(int64_t))
         if a == NULL:
             raise MemoryError()
         self.pidx = <int64_t *>a
         self.pcap = cap
         return 0
-
-    cdef void push(self, Py_ssize_t n, const int32_t *seg, const int32_t *bkt, int64_t first) noexcept nogil:
-        cdef Py_ssize_t i
-        cdef int64_t base = self.plen
-        for i in range(n):
-            if self.pseg != NULL:
-                self.pseg[base + i] = seg[i] if seg != NULL else 0
-            self.pbkt[base + i] = bkt[i]
-            self.pidx[base + i] = first + i
-        self.plen = base + n
 
     @property
     def position(self) -> int:
@@ -824,19 +818,29 @@ cdef class Grouper:
         cdef const int64_t *szp = opt_i64(sizes, n, "sizes")
         if n == 0:
             return self.st.nrec > 0
+        cdef int32_t *gidx
         if self.buffered:
             self.reserve(n)
+            gidx = self.pg + self.plen  # checked indexes land in the pending buffer directly
+        else:
+            gidx = <int32_t *>PyMem_RawMalloc(n * sizeof(int32_t))
+            if gidx == NULL:
+                raise MemoryError()
         cdef int what = 0
-        cdef int64_t bad, first = self.st.seq
+        cdef int64_t bad, i, first = self.st.seq
         cdef int rc = 0
         self.busy = True
         with nogil:
-            bad = check_columns(&self.st, n, segp, &bucket[0], szp, &what)
+            bad = check_columns(&self.st, n, segp, &bucket[0], szp, gidx, &what)
             if bad < 0:
-                rc = gs_scan(&self.st, n, segp, &bucket[0], &bucket_hash[0], szp)
+                rc = gs_scan(&self.st, n, gidx, &bucket_hash[0], szp)
                 if rc == 0 and self.buffered:
-                    self.push(n, segp, &bucket[0], first)
+                    for i in range(n):
+                        self.pidx[self.plen + i] = first + i
+                    self.plen += n
         self.busy = False
+        if not self.buffered:
+            PyMem_RawFree(gidx)
         if bad >= 0:
             raise_bad_column(what, bad, seg, bucket, sizes)
         if rc < 0:
@@ -888,15 +892,13 @@ cdef class Grouper:
         cdef int64_t *ip = <int64_t *>cnp.PyArray_DATA(index)
         if n:
             with nogil:
-                kept = gs_drain(&self.st, n, self.pseg, self.pbkt, tp, kp if n > total else NULL)
+                kept = gs_drain(&self.st, n, self.pg, tp, kp if n > total else NULL)
                 if kept == n - total:
                     for j in range(total):
                         ip[j] = self.pidx[tp[j]]
                     # keep is ascending, so compacting in place never overwrites a later source
                     for j in range(kept):
-                        if self.pseg != NULL:
-                            self.pseg[j] = self.pseg[kp[j]]
-                        self.pbkt[j] = self.pbkt[kp[j]]
+                        self.pg[j] = self.pg[kp[j]]
                         self.pidx[j] = self.pidx[kp[j]]
                     self.plen = kept
         if kept != n - total:
@@ -905,51 +907,50 @@ cdef class Grouper:
         return cols + (take, keep, index)
 
 
-cdef int close_and_place(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bkt,
-                         int64_t *order, int64_t *nrec, int64_t *kept) noexcept nogil:
-    """End of a one-shot stream: flush every open batch, then place all n messages in ``order``."""
-    if gs_finish(st) < 0:
-        return -1
-    nrec[0] = st.nrec
-    gs_assign_slots(st)
-    kept[0] = gs_drain(st, n, seg, bkt, order, NULL)
-    return 0
-
-
 def group_entries(object seg, const int32_t[::1] bucket, const uint16_t[::1] bucket_hash,
                   object sizes, const int64_t[::1] bucket_offsets, int policy,
-                  int64_t max_messages, int64_t max_bytes):
+                  int64_t max_messages, int64_t max_bytes, bint global_index=False):
     """One-shot grouping of a whole message stream, flushed at the end.
 
+    Each message is (segment index, bucket index in that segment) from ``seg`` (None: one
+    segment) and ``bucket``, or with ``global_index`` its global bucket index
+    bucket_offsets[segment] + bucket in ``bucket`` alone (seg None). Every index and size is
+    checked, a chunk at a time, before that chunk is scanned.
     Returns (seg, bucket, hash_min, hash_max, start, count, nbytes, order): one row per entry in
     emission order, and ``order`` the message indices entry after entry (send order inside each).
     """
-    cdef Grouper grouper = Grouper(bucket_offsets, policy, max_messages, max_bytes, False)
-    cdef GroupState *st = &grouper.st
-    cdef Py_ssize_t n = bucket.shape[0]
+    cdef Py_ssize_t n = bucket.shape[0], pos = 0, m
     if bucket_hash.shape[0] != n:
         raise ValueError(f"bucket_hash has {bucket_hash.shape[0]} values for {n} messages")
+    if global_index and seg is not None:
+        raise ValueError("seg must be None with global bucket indexes")
     cdef const int32_t *segp = opt_i32(seg, n, "seg")
     cdef const int64_t *szp = opt_i64(sizes, n, "sizes")
-    cdef cnp.ndarray order = np.empty(n, dtype=np.int64)
-    cdef int64_t kept = 0, nrec = 0, bad = -1
+    cdef OneShot shot = OneShot(bucket_offsets, policy, max_messages, max_bytes, n)
+    cdef GroupState *st = &shot.grouper.st
+    cdef const int32_t *gidx
+    cdef int64_t bad = -1
     cdef int rc = 0, what = 0
-    if n:
-        with nogil:
-            bad = check_columns(st, n, segp, &bucket[0], szp, &what)
-            if bad < 0:
-                rc = gs_scan(st, n, segp, &bucket[0], &bucket_hash[0], szp)
-                if rc == 0:
-                    rc = close_and_place(st, n, segp, &bucket[0],
-                                         <int64_t *>cnp.PyArray_DATA(order), &nrec, &kept)
-        if bad >= 0:
-            raise_bad_column(what, bad, seg, bucket, sizes)
-        if rc < 0:
-            raise MemoryError()
-        if kept != 0:
-            raise RuntimeError("internal error: messages left over after the final flush")
-    # the drain consumed the records but left them in place: copy them out now
-    return record_columns(st, nrec) + (order,)
+    with nogil:
+        while pos < n:
+            m = n - pos if n - pos < CHUNK else CHUNK
+            if global_index:
+                gidx = &bucket[pos]
+                bad = check_global(st, m, gidx, szp + pos if szp != NULL else NULL, &what)
+            else:
+                gidx = shot.gidx
+                bad = check_columns(st, m, segp + pos if segp != NULL else NULL, &bucket[pos],
+                                    szp + pos if szp != NULL else NULL, shot.gidx, &what)
+            if bad >= 0:
+                bad += pos
+                break
+            rc = gs_scan(st, m, gidx, &bucket_hash[pos], szp + pos if szp != NULL else NULL)
+            if rc != 0:
+                break
+            pos += m
+    if bad >= 0:
+        raise_bad_column(what, bad, seg, bucket, sizes)
+    return shot.finish(rc)
 
 
 def payload_sizes(object payloads, int64_t[::1] out):
@@ -1001,13 +1002,13 @@ ctypedef fused table_t:
 cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *has_key, int mode,
                              bint defer, const table_t *segment_table, const int32_t *rotation,
                              int64_t nrotation, int64_t *rr, const table_t **tables,
-                             int32_t *seg, int32_t *bkt, uint16_t *bh) noexcept nogil:
-    """Segment, bucket and bucket hash of m hashed messages (seg NULL for one segment).
+                             const int32_t *boff, int32_t *gidx, uint16_t *bh) noexcept nogil:
+    """Global bucket index (boff[segment] + bucket) and bucket hash of m hashed messages.
 
     rotation: the segments keyless messages take in turn (legacy: the legacy order, which is
     also what keyed legacy routing indexes); *rr is the next keyless position. With defer, a
-    keyless message gets segment and bucket -1 instead, for place_keyless to fill in send order
-    (a thread routing a later part of the stream cannot know where the rotation stands)."""
+    keyless message gets index -1 instead, for place_keyless to fill in send order (a thread
+    routing a later part of the stream cannot know where the rotation stands)."""
     cdef Py_ssize_t i
     cdef uint32_t h
     cdef int32_t s = 0
@@ -1017,8 +1018,7 @@ cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *h
         if mode != R_ONE:
             if not has_key[i]:
                 if defer:
-                    seg[i] = -1
-                    bkt[i] = -1
+                    gidx[i] = -1
                     bh[i] = 0
                     continue
                 s = rotation[r]
@@ -1029,32 +1029,32 @@ cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *h
                 s = segment_table[h >> 16]
             else:
                 s = rotation[(h & 0x7FFFFFFFu) % <uint32_t>nrotation]
-            seg[i] = s
         bh[i] = <uint16_t>(h & 0xFFFF)
-        bkt[i] = tables[s][h & 0xFFFF]
+        gidx[i] = boff[s] + tables[s][h & 0xFFFF]
     rr[0] = r
 
 
 cdef inline void route_by_mode(int mode, Py_ssize_t m, const uint32_t *raw, const uint8_t *has_key,
                                bint defer, const table_t *segment_table, const int32_t *rotation,
                                int64_t nrotation, int64_t *rr, const table_t **tables,
-                               int32_t *seg, int32_t *bkt, uint16_t *bh) noexcept nogil:
+                               const int32_t *boff, int32_t *gidx, uint16_t *bh) noexcept nogil:
     # one call per mode with a constant: each inlined copy of the loop drops the other modes' tests
     if mode == R_TABLE:
         route_chunk(m, raw, has_key, R_TABLE, defer, segment_table, rotation, nrotation, rr, tables,
-                    seg, bkt, bh)
+                    boff, gidx, bh)
     elif mode == R_LEGACY:
         route_chunk(m, raw, has_key, R_LEGACY, defer, segment_table, rotation, nrotation, rr, tables,
-                    seg, bkt, bh)
+                    boff, gidx, bh)
     else:
         route_chunk(m, raw, has_key, R_ONE, defer, segment_table, rotation, nrotation, rr, tables,
-                    NULL, bkt, bh)
+                    boff, gidx, bh)
 
 
 cdef class Router:
-    """How hashed keys reach (segment, bucket) for one producer target: the route mode, the 64 Ki
-    segment table (ROUTE_TABLE), the keyless rotation and every segment's 64 Ki bucket table,
-    narrowed to 8-bit entries when every segment and bucket index fits."""
+    """How hashed keys reach their global bucket index for one producer target: the route mode,
+    the 64 Ki segment table (ROUTE_TABLE), the keyless rotation, every segment's 64 Ki bucket
+    table, narrowed to 8-bit entries when every segment and bucket index fits, and each
+    segment's first global index (its bucket count is its table's last entry + 1)."""
 
     cdef int mode
     cdef bint narrow
@@ -1064,6 +1064,8 @@ cdef class Router:
     cdef int64_t nrotation
     cdef const void **tables
     cdef cnp.ndarray a_tables
+    cdef cnp.ndarray a_boff
+    cdef const int32_t *boff
 
     def __cinit__(self, int route_mode, object segment_table, const int32_t[::1] rotation,
                   list bucket_tables):
@@ -1081,6 +1083,12 @@ cdef class Router:
             segment_table = np.asarray(segment_table)
             if segment_table.dtype != np.uint16 or segment_table.shape != (0x10000,):
                 raise ValueError("the segment table must be 65536 uint16 entries")
+        self.a_boff = np.zeros(nseg + 1, dtype=np.int64)
+        np.cumsum([int(t[0xFFFF]) + 1 for t in tables], out=self.a_boff[1:])
+        if self.a_boff[nseg] > 0x7FFFFFFF:
+            raise ValueError("more than 2**31-1 buckets in total")
+        self.a_boff = self.a_boff.astype(np.int32)
+        self.boff = <const int32_t *>cnp.PyArray_DATA(self.a_boff)
         self.narrow = nseg <= 256 and all(int(t.max()) <= 0xFF for t in tables)
         if self.narrow:
             tables = [t.astype(np.uint8) for t in tables]
@@ -1101,21 +1109,31 @@ cdef class Router:
         self.rotation = &rotation[0] if rotation.shape[0] else NULL
         self.nrotation = rotation.shape[0]
 
+    cdef check_offsets(self, const int64_t[::1] bucket_offsets):
+        """The grouping's segments must be the router's."""
+        cdef Py_ssize_t s
+        if bucket_offsets.shape[0] != self.a_boff.shape[0]:
+            raise ValueError("the router's bucket tables do not match the segments")
+        for s in range(bucket_offsets.shape[0]):
+            if bucket_offsets[s] != self.boff[s]:
+                raise ValueError("the router's bucket tables do not match the segments")
+
     cdef inline void route(self, Py_ssize_t m, const uint32_t *raw, const uint8_t *has_key,
-                           bint defer, int64_t *rr, int32_t *seg, int32_t *bkt,
-                           uint16_t *bh) noexcept nogil:
+                           bint defer, int64_t *rr, int32_t *gidx, uint16_t *bh) noexcept nogil:
         if self.narrow:
             route_by_mode(self.mode, m, raw, has_key, defer, <const uint8_t *>self.segment_table,
-                          self.rotation, self.nrotation, rr, <const uint8_t **>self.tables, seg, bkt, bh)
+                          self.rotation, self.nrotation, rr, <const uint8_t **>self.tables, self.boff,
+                          gidx, bh)
         else:
             route_by_mode(self.mode, m, raw, has_key, defer, <const uint16_t *>self.segment_table,
-                          self.rotation, self.nrotation, rr, <const uint16_t **>self.tables, seg, bkt, bh)
+                          self.rotation, self.nrotation, rr, <const uint16_t **>self.tables, self.boff,
+                          gidx, bh)
 
-    cdef inline int32_t keyless_bucket(self, int32_t s) noexcept nogil:
-        """The bucket of hash 0 in segment s (a keyless message's bucket)."""
+    cdef inline int32_t keyless_index(self, int32_t s) noexcept nogil:
+        """The global bucket index of hash 0 in segment s (a keyless message's bucket)."""
         if self.narrow:
-            return (<const uint8_t **>self.tables)[s][0]
-        return (<const uint16_t **>self.tables)[s][0]
+            return self.boff[s] + (<const uint8_t **>self.tables)[s][0]
+        return self.boff[s] + (<const uint16_t **>self.tables)[s][0]
 
 
 cdef class KeyChunks:
@@ -1174,16 +1192,13 @@ cdef class KeyChunks:
 
 
 def route_keys(Router router, KeyColumn col, Py_ssize_t lo, Py_ssize_t hi, bint replace,
-               object seg, int32_t[::1] bucket, uint16_t[::1] bucket_hash):
-    """Hash and route keys [lo, hi) of a column into seg / bucket / bucket_hash (hi - lo values
-    each; seg None for one segment). Keyless messages are left at segment and bucket -1 for
-    place_keyless. Several threads may route disjoint parts at once. Returns (status, index of
-    the failing key in the column)."""
-    if bucket.shape[0] != hi - lo or bucket_hash.shape[0] != hi - lo:
+               int32_t[::1] gidx, uint16_t[::1] bucket_hash):
+    """Hash and route keys [lo, hi) of a column into global bucket indexes and bucket hashes
+    (hi - lo values each). Keyless messages are left at index -1 for place_keyless. Several
+    threads may route disjoint parts at once. Returns (status, index of the failing key in the
+    column)."""
+    if gidx.shape[0] != hi - lo or bucket_hash.shape[0] != hi - lo:
         raise ValueError("output columns do not match the key range")
-    cdef int32_t *segp = <int32_t *>opt_i32(seg, hi - lo, "seg")
-    if (segp == NULL) != (router.mode == R_ONE) and hi > lo:
-        raise ValueError("seg must be given exactly when there is more than one segment")
     cdef KeyChunks chunks = KeyChunks()
     cdef Py_ssize_t cpos = lo, m, done, err_index = -1
     cdef int64_t rr = 0
@@ -1195,29 +1210,25 @@ def route_keys(Router router, KeyColumn col, Py_ssize_t lo, Py_ssize_t hi, bint 
             break
         done = cpos - lo
         with nogil:
-            router.route(m, chunks.raw, chunks.has_key, True, &rr,
-                         segp + done if segp != NULL else NULL, &bucket[done], &bucket_hash[done])
+            router.route(m, chunks.raw, chunks.has_key, True, &rr, &gidx[done], &bucket_hash[done])
         cpos += m
     if status == ST_NOMEM:
         raise MemoryError()
     return status, err_index
 
 
-def place_keyless(Router router, int32_t[::1] seg, int32_t[::1] bucket, int64_t round_robin):
-    """Give the keyless messages route_keys deferred (segment -1) their round-robin segment in
-    send order, starting at round_robin; returns the next position."""
-    cdef Py_ssize_t i, n = seg.shape[0]
+def place_keyless(Router router, int32_t[::1] gidx, int64_t round_robin):
+    """Give the keyless messages route_keys deferred (index -1) their round-robin segment's
+    keyless bucket in send order, starting at round_robin; returns the next position."""
+    cdef Py_ssize_t i, n = gidx.shape[0]
     cdef int64_t r = round_robin % router.nrotation if router.nrotation else 0
-    cdef int32_t s
     with nogil:
         for i in range(n):
-            if seg[i] < 0:
-                s = router.rotation[r]
+            if gidx[i] < 0:
+                gidx[i] = router.keyless_index(router.rotation[r])
                 r += 1
                 if r == router.nrotation:
                     r = 0
-                seg[i] = s
-                bucket[i] = router.keyless_bucket(s)
     return r
 
 
@@ -1241,11 +1252,9 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
     cdef KeyColumn col
     for col in columns:
         n += col.length
-    if router.a_tables.shape[0] != bucket_offsets.shape[0] - 1:
-        raise ValueError("the router's bucket tables do not match the segments")
+    router.check_offsets(bucket_offsets)
     cdef const int64_t *szp = opt_i64(sizes, n, "sizes")
     cdef int64_t rr = round_robin % router.nrotation if router.nrotation else 0
-    cdef bint one = router.mode == R_ONE
     cdef OneShot shot = OneShot(bucket_offsets, policy, max_messages, max_bytes, n)
     cdef GroupState *st = &shot.grouper.st
     cdef KeyChunks chunks = KeyChunks()
@@ -1261,10 +1270,8 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
                 err_index += pos - cpos  # the key's stream position
                 break
             with nogil:
-                router.route(m, chunks.raw, chunks.has_key, False, &rr,
-                             NULL if one else shot.seg, shot.bkt, shot.bh)
-                rc = gs_scan(st, m, NULL if one else shot.seg, shot.bkt, shot.bh,
-                             szp + pos if szp != NULL else NULL)
+                router.route(m, chunks.raw, chunks.has_key, False, &rr, shot.gidx, shot.bh)
+                rc = gs_scan(st, m, shot.gidx, shot.bh, szp + pos if szp != NULL else NULL)
             if rc != 0:
                 break
             cpos += m
@@ -1280,13 +1287,12 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
 
 cdef class OneShot:
     """A one-shot stream's batch state, placing on emit: the order column, and one chunk's
-    routed (segment, bucket, bucket hash) columns."""
+    routed (global bucket index, bucket hash) columns."""
 
     cdef Grouper grouper
     cdef Py_ssize_t n
-    cdef cnp.ndarray a_order, a_seg, a_bkt, a_bh
-    cdef int32_t *seg
-    cdef int32_t *bkt
+    cdef cnp.ndarray a_order, a_gidx, a_bh
+    cdef int32_t *gidx
     cdef uint16_t *bh
 
     def __cinit__(self, const int64_t[::1] bucket_offsets, int policy, int64_t max_messages,
@@ -1294,11 +1300,9 @@ cdef class OneShot:
         self.grouper = Grouper(bucket_offsets, policy, max_messages, max_bytes, False)
         self.n = n
         self.a_order = np.empty(n, dtype=np.int64)
-        self.a_seg = np.empty(CHUNK, dtype=np.int32)
-        self.a_bkt = np.empty(CHUNK, dtype=np.int32)
+        self.a_gidx = np.empty(CHUNK, dtype=np.int32)
         self.a_bh = np.empty(CHUNK, dtype=np.uint16)
-        self.seg = <int32_t *>cnp.PyArray_DATA(self.a_seg)
-        self.bkt = <int32_t *>cnp.PyArray_DATA(self.a_bkt)
+        self.gidx = <int32_t *>cnp.PyArray_DATA(self.a_gidx)
         self.bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh)
         self.grouper.st.order = <int64_t *>cnp.PyArray_DATA(self.a_order)
 
@@ -1341,18 +1345,16 @@ cdef class ScanStage:
     cdef readonly cnp.ndarray raw, has_key
     cdef object keep_sizes
     cdef bint routed             # the publisher routes too (route_hashed); run only scans
-    cdef cnp.ndarray a_seg, a_bkt, a_bh
+    cdef cnp.ndarray a_gidx, a_bh
 
     def __cinit__(self, Router router, const int64_t[::1] bucket_offsets, int policy,
                   int64_t max_messages, int64_t max_bytes, object sizes, Py_ssize_t n,
                   int64_t round_robin, bint routed=False):
-        if router.a_tables.shape[0] != bucket_offsets.shape[0] - 1:
-            raise ValueError("the router's bucket tables do not match the segments")
+        router.check_offsets(bucket_offsets)
         self.router = router
         self.routed = routed
         if routed:
-            self.a_seg = np.empty(0 if router.mode == R_ONE else n, dtype=np.int32)
-            self.a_bkt = np.empty(n, dtype=np.int32)
+            self.a_gidx = np.empty(n, dtype=np.int32)
             self.a_bh = np.empty(n, dtype=np.uint16)
         self.shot = OneShot(bucket_offsets, policy, max_messages, max_bytes, n)
         self.szp = opt_i64(sizes, n, "sizes")
@@ -1387,14 +1389,12 @@ cdef class ScanStage:
         keys whose hashing leaves the publisher time to spare), in stream order."""
         if not self.routed or lo < self.ready or hi > self.n or lo > hi:
             raise ValueError(f"cannot route [{lo}, {hi}) here")
-        cdef bint one = self.router.mode == R_ONE
-        cdef int32_t *segp = NULL if one else <int32_t *>cnp.PyArray_DATA(self.a_seg) + lo
-        cdef int32_t *bktp = <int32_t *>cnp.PyArray_DATA(self.a_bkt) + lo
+        cdef int32_t *gidx = <int32_t *>cnp.PyArray_DATA(self.a_gidx) + lo
         cdef uint16_t *bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh) + lo
         cdef const uint32_t *raw = <const uint32_t *>cnp.PyArray_DATA(self.raw) + lo
         cdef const uint8_t *has = <const uint8_t *>cnp.PyArray_DATA(self.has_key) + lo
         with nogil:
-            self.router.route(hi - lo, raw, has, False, &self.rr, segp, bktp, bh)
+            self.router.route(hi - lo, raw, has, False, &self.rr, gidx, bh)
 
     def publish(self, Py_ssize_t upto):
         """Messages [0, upto) are hashed: the worker may take them."""
@@ -1411,9 +1411,7 @@ cdef class ScanStage:
     def run(self):
         """The worker: scan everything published, in order, until all n messages are or the
         stage is aborted. Returns the number of messages scanned."""
-        cdef bint one = self.router.mode == R_ONE
-        cdef int32_t *segp = NULL if one else self.shot.seg
-        cdef int32_t *bktp = self.shot.bkt
+        cdef int32_t *gidx = self.shot.gidx
         cdef uint16_t *bh = self.shot.bh
         cdef const uint32_t *raw = <const uint32_t *>cnp.PyArray_DATA(self.raw)
         cdef const uint8_t *has = <const uint8_t *>cnp.PyArray_DATA(self.has_key)
@@ -1421,13 +1419,10 @@ cdef class ScanStage:
         cdef GroupState *st = &self.shot.grouper.st
         cdef Py_ssize_t p = self.scanned, ready, m
         cdef bint routed = self.routed
-        cdef const int32_t *rseg = NULL
-        cdef const int32_t *rbkt = NULL
+        cdef const int32_t *rgidx = NULL
         cdef const uint16_t *rbh = NULL
         if routed:
-            if not one:
-                rseg = <const int32_t *>cnp.PyArray_DATA(self.a_seg) + p
-            rbkt = <const int32_t *>cnp.PyArray_DATA(self.a_bkt)
+            rgidx = <const int32_t *>cnp.PyArray_DATA(self.a_gidx)
             rbh = <const uint16_t *>cnp.PyArray_DATA(self.a_bh)
         cdef int rc = self.rc
         with nogil:
@@ -1442,15 +1437,12 @@ cdef class ScanStage:
                         PyThread_acquire_lock_timed(self.wake, 1000, 0)
                     continue
                 if routed:
-                    rc = gs_scan(st, ready - p, rseg, rbkt + p, rbh + p,
-                                 szp + p if szp != NULL else NULL)
-                    if rseg != NULL:
-                        rseg += ready - p
+                    rc = gs_scan(st, ready - p, rgidx + p, rbh + p, szp + p if szp != NULL else NULL)
                     p = ready
                 while p < ready and rc == 0:
                     m = ready - p if ready - p < CHUNK else CHUNK
-                    self.router.route(m, raw + p, has + p, False, &self.rr, segp, bktp, bh)
-                    rc = gs_scan(st, m, segp, bktp, bh, szp + p if szp != NULL else NULL)
+                    self.router.route(m, raw + p, has + p, False, &self.rr, gidx, bh)
+                    rc = gs_scan(st, m, gidx, bh, szp + p if szp != NULL else NULL)
                     p += m
         self.scanned = p
         self.rc = rc

@@ -440,16 +440,13 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
             raise_for_status(status, index, keys, shape, True)
         assert columns is not None  # a failed status raised above
     else:
-        one = plan.single or plan.layout is None
-        seg = None if one else np.empty(n, dtype=np.int32)
-        bucket = np.empty(n, dtype=np.int32)
+        bucket = np.empty(n, dtype=np.int32)  # global bucket indexes
         bucket_hash = np.empty(n, dtype=np.uint16)
 
         def run(start: int, stop: int) -> tuple[int, int]:
             for column, lo, hi, out in column_parts(source, start, stop):
                 end = out + hi - lo
                 status, index = _producer.route_keys(router, column, lo, hi, replace,
-                                                     None if seg is None else seg[out:end],
                                                      bucket[out:end], bucket_hash[out:end])
                 if status != _hashing.STATUS_OK:
                     return status, out + index - lo
@@ -457,9 +454,9 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
 
         status, index = run_parts(run, n, parts)
         raise_for_status(status, index, keys, shape, True)
-        next_rr = 0 if seg is None else _producer.place_keyless(router, seg, bucket, round_robin)
-        columns = _producer.group_entries(seg, bucket, bucket_hash, size_arr, plan.bucket_offsets, code,
-                                          max_messages, max_bytes)
+        next_rr = _producer.place_keyless(router, bucket, round_robin)
+        columns = _producer.group_entries(None, bucket, bucket_hash, size_arr, plan.bucket_offsets, code,
+                                          max_messages, max_bytes, True)
     seg_idx, bkt, hmin, hmax, start, count, nbytes, order = columns
     return EntryTable(plan.segment_ids[seg_idx], bkt, hmin, hmax, start, count, nbytes, order, int(next_rr))
 
