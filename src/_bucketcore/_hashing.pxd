@@ -108,3 +108,7 @@ cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, const uint8_t *fixed_b
                   size_t fixed_len, int replace, bint allow_none,
                   bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                   Py_ssize_t *err_index) noexcept nogil
+
+cdef int hash_range(KeyColumn col, Py_ssize_t start, Py_ssize_t stop, HashOut *out, Py_ssize_t base,
+                    bc_key *keys, bc_scratch *scratch, bint replace, bint allow_none, bint keep_gil,
+                    Py_ssize_t *err_index) except -2

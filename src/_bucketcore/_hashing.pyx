@@ -397,6 +397,50 @@ def arrow_column(cnp.ndarray offsets, object data, object validity, Py_ssize_t a
     return col
 
 
+cdef int hash_range(KeyColumn col, Py_ssize_t start, Py_ssize_t stop, HashOut *out, Py_ssize_t base,
+                    bc_key *keys, bc_scratch *scratch, bint replace, bint allow_none, bint keep_gil,
+                    Py_ssize_t *err_index) except -2:
+    """Hash keys [start, stop) of a column into out[base:base + stop - start], CHUNK keys at a
+    time through ``keys`` (CHUNK descriptors). Returns a status; on failure *err_index is the
+    failing key's position in the column. keep_gil: see hash_column."""
+    cdef Py_ssize_t pos = start, m, out_index = -1
+    cdef int st = ST_OK
+    base -= start  # hash_run writes key pos + i at out[base + pos - start + i]
+    try:
+        if col.needs_gil and keep_gil:
+            while pos < stop and st == ST_OK:
+                m = stop - pos if stop - pos < CHUNK else CHUNK
+                st = col.describe_objects(pos, m, keys, err_index, False)
+                if st == ST_OK:
+                    st = hash_run(keys, m, col.plain, NULL, 0, replace, allow_none, scratch, out,
+                                  base + pos, &out_index)
+                pos += m
+        elif col.needs_gil:
+            while pos < stop and st == ST_OK:
+                m = stop - pos if stop - pos < CHUNK else CHUNK
+                st = col.describe_objects(pos, m, keys, err_index)
+                if st == ST_OK:
+                    with nogil:
+                        st = hash_run(keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
+                                      allow_none, scratch, out, base + pos, &out_index)
+                col.release()
+                pos += m
+        else:
+            with nogil:  # once for the whole range: threads hashing parts never queue for the GIL
+                while pos < stop and st == ST_OK:
+                    m = stop - pos if stop - pos < CHUNK else CHUNK
+                    st = col.describe_buffers(pos, m, keys, err_index)
+                    if st == ST_OK:
+                        st = hash_run(keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
+                                      allow_none, scratch, out, base + pos, &out_index)
+                    pos += m
+    finally:
+        col.release()
+    if out_index >= 0:
+        err_index[0] = out_index - base  # hash_run names a position in the outputs
+    return st
+
+
 def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_hash,
                 object has_key, bint replace, bint allow_none, Py_ssize_t start=0,
                 Py_ssize_t stop=-1, bint keep_gil=False):
@@ -411,8 +455,8 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
     if stop < 0 or stop > col.length:
         stop = col.length
     cdef HashOut out = make_out(raw, segment_hash, bucket_hash, has_key)
-    cdef Py_ssize_t pos = start, m, err_index = -1, out_index = -1
-    cdef int st = ST_OK
+    cdef Py_ssize_t err_index = -1
+    cdef int st
     cdef bc_scratch scratch
     scratch.buf = NULL
     scratch.cap = 0
@@ -420,37 +464,9 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
     if keys == NULL:
         raise MemoryError()
     try:
-        if col.needs_gil and keep_gil:
-            while pos < stop and st == ST_OK:
-                m = stop - pos if stop - pos < CHUNK else CHUNK
-                st = col.describe_objects(pos, m, keys, &err_index, False)
-                if st == ST_OK:
-                    st = hash_run(keys, m, col.plain, NULL, 0, replace, allow_none, &scratch, &out,
-                                  pos - start, &out_index)
-                pos += m
-        elif col.needs_gil:
-            while pos < stop and st == ST_OK:
-                m = stop - pos if stop - pos < CHUNK else CHUNK
-                st = col.describe_objects(pos, m, keys, &err_index)
-                if st == ST_OK:
-                    with nogil:
-                        st = hash_run(keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
-                                      allow_none, &scratch, &out, pos - start, &out_index)
-                col.release()
-                pos += m
-        else:
-            with nogil:  # once for the whole range: threads hashing parts never queue for the GIL
-                while pos < stop and st == ST_OK:
-                    m = stop - pos if stop - pos < CHUNK else CHUNK
-                    st = col.describe_buffers(pos, m, keys, &err_index)
-                    if st == ST_OK:
-                        st = hash_run(keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
-                                      allow_none, &scratch, &out, pos - start, &out_index)
-                    pos += m
-        if out_index >= 0:
-            err_index = out_index + start  # hash_run names a position in the outputs
+        st = hash_range(col, start, stop, &out, 0, keys, &scratch, replace, allow_none, keep_gil,
+                        &err_index)
     finally:
-        col.release()
         free(keys)
         bc_scratch_free(&scratch)
     if st == ST_NOMEM:

@@ -43,7 +43,7 @@ from _bucketcore._hashing cimport (
     BC_ERR_NOMEM, BC_ERR_SURROGATE, BC_KEY_NONE, BC_OK, CHUNK, ST_NOMEM, ST_OK, HashOut, KeyColumn,
     PyThread_acquire_lock_timed, PyThread_allocate_lock, PyThread_free_lock, PyThread_release_lock,
     PyThread_type_lock, bc_hash_key, bc_key, bc_observe, bc_publish, bc_scratch, bc_scratch_free,
-    SPINS, bc_spin_for_change, hash_run,
+    SPINS, bc_spin_for_change, hash_range, hash_run,
 )
 
 cdef extern from "pykeys.h":
@@ -1220,15 +1220,10 @@ def route_keys(Router router, KeyColumn col, Py_ssize_t lo, Py_ssize_t hi, bint 
 def place_keyless(Router router, int32_t[::1] gidx, int64_t round_robin):
     """Give the keyless messages route_keys deferred (index -1) their round-robin segment's
     keyless bucket in send order, starting at round_robin; returns the next position."""
-    cdef Py_ssize_t i, n = gidx.shape[0]
     cdef int64_t r = round_robin % router.nrotation if router.nrotation else 0
-    with nogil:
-        for i in range(n):
-            if gidx[i] < 0:
-                gidx[i] = router.keyless_index(router.rotation[r])
-                r += 1
-                if r == router.nrotation:
-                    r = 0
+    if gidx.shape[0]:
+        with nogil:
+            r = fill_keyless(router, &gidx[0], gidx.shape[0], r)
     return r
 
 
@@ -1320,21 +1315,42 @@ cdef class OneShot:
         return record_columns(st, st.nrec) + (self.a_order,)
 
 
-cdef class ScanStage:
-    """The second stage of the two-thread pipeline (``bucket_entries(..., threads=2)``).
+cdef inline int64_t fill_keyless(Router router, int32_t *gidx, Py_ssize_t n, int64_t r) noexcept nogil:
+    """Give the keyless messages the router deferred (index -1) their round-robin segment's
+    keyless bucket in send order from rotation position r; returns the next position."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        if gidx[i] < 0:
+            gidx[i] = router.keyless_index(router.rotation[r])
+            r += 1
+            if r == router.nrotation:
+                r = 0
+    return r
 
-    The calling thread hashes the stream into ``raw`` / ``has_key`` step by step and ``publish``es
-    how far it got; meanwhile ``run``, on a worker thread with the GIL released from start to
-    end, routes what was published, looks up the buckets and feeds the batch state machine, in
-    stream order. The worker never needs the GIL between steps (a Python-level hand-off would wait
-    for it while the calling thread describes Python objects); it sleeps on a lock the publisher
-    releases. ``abort`` stops it early; ``finish`` returns the entries once it has returned."""
+
+cdef class ScanStage:
+    """The two-thread pipeline of ``bucket_entries`` (``threads=2``).
+
+    ``feed`` (the calling thread) hashes the key columns a step at a time into ``raw`` /
+    ``has_key`` and publishes how far it got; it also routes a step itself whenever the worker
+    is a full step behind. Meanwhile ``run``, on a worker thread with the GIL released from
+    start to end, takes the published steps in stream order: it routes those the publisher left,
+    gives the keyless messages of the others their round-robin bucket (the rotation is only
+    known in stream order) and feeds the batch state machine. So the routing goes to whichever
+    thread has time for it: hashing Arrow keys takes about as long as routing and grouping them,
+    and which side is slower changes with the machine's load.
+    The hand-off is an atomic count; a thread that waits spins briefly, then sleeps on a lock the
+    other releases (a Python-level hand-off would wait for the GIL, which a thread in long C calls
+    yields only at the interpreter's switch interval). ``finish`` returns the entries."""
 
     cdef Router router
     cdef OneShot shot
     cdef const int64_t *szp
+    cdef object keep_sizes
     cdef Py_ssize_t n
+    cdef Py_ssize_t step
     cdef int64_t ready           # messages hashed and published (bc_publish / bc_observe)
+    cdef int64_t taken           # messages the worker has taken to route or scan (same)
     cdef int64_t aborted
     cdef int64_t started         # run is inside its nogil block
     cdef PyThread_type_lock wake              # released by the publisher: the worker may go on
@@ -1342,27 +1358,36 @@ cdef class ScanStage:
     cdef Py_ssize_t scanned
     cdef int64_t rr
     cdef int rc
-    cdef readonly cnp.ndarray raw, has_key
-    cdef object keep_sizes
-    cdef bint routed             # the publisher routes too (route_hashed); run only scans
-    cdef cnp.ndarray a_gidx, a_bh
+    cdef cnp.ndarray a_raw, a_has, a_gidx, a_bh, a_deferred
+    cdef uint32_t *raw
+    cdef uint8_t *has_key
+    cdef int32_t *gidx           # steps the publisher routed: global bucket index, bucket hash
+    cdef uint16_t *bh
+    cdef int64_t *deferred       # per step: -1 the worker routes it, else keyless messages left
 
     def __cinit__(self, Router router, const int64_t[::1] bucket_offsets, int policy,
                   int64_t max_messages, int64_t max_bytes, object sizes, Py_ssize_t n,
-                  int64_t round_robin, bint routed=False):
+                  int64_t round_robin, Py_ssize_t step):
+        if step < 1:
+            raise ValueError("step must be >= 1")
         router.check_offsets(bucket_offsets)
         self.router = router
-        self.routed = routed
-        if routed:
-            self.a_gidx = np.empty(n, dtype=np.int32)
-            self.a_bh = np.empty(n, dtype=np.uint16)
         self.shot = OneShot(bucket_offsets, policy, max_messages, max_bytes, n)
         self.szp = opt_i64(sizes, n, "sizes")
         self.keep_sizes = sizes
         self.n = n
+        self.step = step
         self.rr = round_robin % router.nrotation if router.nrotation else 0
-        self.raw = np.empty(n, dtype=np.uint32)
-        self.has_key = np.empty(n, dtype=np.uint8)
+        self.a_raw = np.empty(n, dtype=np.uint32)
+        self.a_has = np.empty(n, dtype=np.uint8)
+        self.a_deferred = np.full((n + step - 1) // step, -1, dtype=np.int64)
+        self.a_gidx = np.empty(n, dtype=np.int32)
+        self.a_bh = np.empty(n, dtype=np.uint16)
+        self.raw = <uint32_t *>cnp.PyArray_DATA(self.a_raw)
+        self.has_key = <uint8_t *>cnp.PyArray_DATA(self.a_has)
+        self.gidx = <int32_t *>cnp.PyArray_DATA(self.a_gidx)
+        self.bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh)
+        self.deferred = <int64_t *>cnp.PyArray_DATA(self.a_deferred)
         self.wake = PyThread_allocate_lock()
         self.wake_publisher = PyThread_allocate_lock()
         if self.wake == NULL or self.wake_publisher == NULL:
@@ -1376,54 +1401,89 @@ cdef class ScanStage:
         if self.wake_publisher != NULL:
             PyThread_free_lock(self.wake_publisher)
 
-    def wait_started(self):
-        """Return once run no longer needs the GIL: the publisher may then keep it as long as
-        it likes (a thread waiting for the GIL gets it only at the interpreter's switch
-        interval, 5 ms by default, when its holder runs long C calls)."""
-        with nogil:
-            while not bc_observe(&self.started) and not bc_observe(&self.aborted):
-                PyThread_acquire_lock_timed(self.wake_publisher, 1000, 0)
-
-    def route_hashed(self, Py_ssize_t lo, Py_ssize_t hi):
-        """The publisher routes messages [lo, hi) it hashed (a stage made with routed=True, for
-        keys whose hashing leaves the publisher time to spare), in stream order."""
-        if not self.routed or lo < self.ready or hi > self.n or lo > hi:
-            raise ValueError(f"cannot route [{lo}, {hi}) here")
-        cdef int32_t *gidx = <int32_t *>cnp.PyArray_DATA(self.a_gidx) + lo
-        cdef uint16_t *bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh) + lo
-        cdef const uint32_t *raw = <const uint32_t *>cnp.PyArray_DATA(self.raw) + lo
-        cdef const uint8_t *has = <const uint8_t *>cnp.PyArray_DATA(self.has_key) + lo
-        with nogil:
-            self.router.route(hi - lo, raw, has, False, &self.rr, gidx, bh)
-
-    def publish(self, Py_ssize_t upto):
-        """Messages [0, upto) are hashed: the worker may take them."""
-        if upto < self.ready or upto > self.n:
-            raise ValueError(f"cannot publish {upto} after {self.ready} of {self.n} messages")
+    cdef void publish(self, Py_ssize_t upto) noexcept nogil:
         bc_publish(&self.ready, upto)
         PyThread_release_lock(self.wake)
 
-    def abort(self):
-        """Stop the worker (the calling thread failed); nothing more will be published."""
+    cdef void abort(self) noexcept nogil:
         bc_publish(&self.aborted, 1)
         PyThread_release_lock(self.wake)
 
+    cdef void route_step(self, Py_ssize_t k, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+        """The publisher routes step k, messages [lo, hi), leaving the keyless to the worker."""
+        cdef int64_t unused = 0, left = 0
+        cdef Py_ssize_t i
+        self.router.route(hi - lo, self.raw + lo, self.has_key + lo, True, &unused,
+                          self.gidx + lo, self.bh + lo)
+        if self.router.mode != R_ONE:
+            for i in range(lo, hi):
+                left += self.has_key[i] == 0
+        self.deferred[k] = left
+
+    def feed(self, list columns, bint replace, bint keep_gil):
+        """The publisher: hash (and partly route) the key columns, which cover the n messages
+        in order, publishing step after step. keep_gil: Python keys are hashed with the GIL
+        held (see hash_column). Returns (status, stream position of the first bad key or -1);
+        on any failure the worker is stopped."""
+        cdef HashOut out
+        out.raw = self.raw
+        out.has_key = self.has_key
+        out.segment_hash = NULL
+        out.bucket_hash = NULL
+        cdef bc_scratch scratch
+        scratch.buf = NULL
+        scratch.cap = 0
+        cdef bc_key *keys = <bc_key *>PyMem_RawMalloc(CHUNK * sizeof(bc_key))
+        cdef Py_ssize_t pos = 0, stop, m, cpos = 0, ci = 0, k = 0, err_index = -1
+        cdef KeyColumn col
+        cdef int status = ST_OK
+        try:
+            if keys == NULL:
+                raise MemoryError()
+            total = sum([(<KeyColumn>c).length for c in columns])
+            if total != self.n:
+                raise ValueError(f"the key columns hold {total} keys for {self.n} messages")
+            with nogil:
+                while not bc_observe(&self.started) and not bc_observe(&self.aborted):
+                    PyThread_acquire_lock_timed(self.wake_publisher, 1000, 0)
+            while pos < self.n and status == ST_OK:
+                stop = self.n if self.n - pos < self.step else pos + self.step
+                while pos < stop:
+                    col = columns[ci]
+                    m = col.length - cpos if col.length - cpos < stop - pos else stop - pos
+                    status = hash_range(col, cpos, cpos + m, &out, pos, keys, &scratch, replace, True,
+                                        keep_gil, &err_index)
+                    if status != ST_OK:
+                        err_index += pos - cpos  # the key's stream position
+                        break
+                    pos += m
+                    cpos += m
+                    if cpos == col.length:
+                        ci += 1
+                        cpos = 0
+                if status == ST_OK:
+                    with nogil:
+                        # the worker has a whole published step left to take: route this one here
+                        if bc_observe(&self.ready) - bc_observe(&self.taken) >= self.step:
+                            self.route_step(k, k * self.step, stop)
+                        self.publish(stop)
+                    k += 1
+        finally:
+            if bc_observe(&self.ready) != self.n:  # a bad key or an exception: stop the worker
+                self.abort()
+            PyMem_RawFree(keys)
+            bc_scratch_free(&scratch)
+        if status == ST_NOMEM:
+            raise MemoryError()
+        return status, err_index if status != ST_OK else -1
+
     def run(self):
-        """The worker: scan everything published, in order, until all n messages are or the
+        """The worker: scan every published step, in order, until all n messages are or the
         stage is aborted. Returns the number of messages scanned."""
-        cdef int32_t *gidx = self.shot.gidx
-        cdef uint16_t *bh = self.shot.bh
-        cdef const uint32_t *raw = <const uint32_t *>cnp.PyArray_DATA(self.raw)
-        cdef const uint8_t *has = <const uint8_t *>cnp.PyArray_DATA(self.has_key)
-        cdef const int64_t *szp = self.szp
         cdef GroupState *st = &self.shot.grouper.st
-        cdef Py_ssize_t p = self.scanned, ready, m
-        cdef bint routed = self.routed
-        cdef const int32_t *rgidx = NULL
-        cdef const uint16_t *rbh = NULL
-        if routed:
-            rgidx = <const int32_t *>cnp.PyArray_DATA(self.a_gidx)
-            rbh = <const uint16_t *>cnp.PyArray_DATA(self.a_bh)
+        cdef const int64_t *szp = self.szp
+        cdef Py_ssize_t p = self.scanned, ready, e, m
+        cdef int64_t left
         cdef int rc = self.rc
         with nogil:
             bc_publish(&self.started, 1)
@@ -1436,14 +1496,23 @@ cdef class ScanStage:
                     if not bc_spin_for_change(&self.ready, p, SPINS):
                         PyThread_acquire_lock_timed(self.wake, 1000, 0)
                     continue
-                if routed:
-                    rc = gs_scan(st, ready - p, rgidx + p, rbh + p, szp + p if szp != NULL else NULL)
-                    p = ready
-                while p < ready and rc == 0:
-                    m = ready - p if ready - p < CHUNK else CHUNK
-                    self.router.route(m, raw + p, has + p, False, &self.rr, gidx, bh)
-                    rc = gs_scan(st, m, gidx, bh, szp + p if szp != NULL else NULL)
-                    p += m
+                while p < ready and rc == 0:  # published counts end steps
+                    e = p + self.step if self.n - p > self.step else self.n
+                    left = self.deferred[p // self.step]
+                    bc_publish(&self.taken, e)
+                    if left < 0:
+                        while p < e and rc == 0:
+                            m = e - p if e - p < CHUNK else CHUNK
+                            self.router.route(m, self.raw + p, self.has_key + p, False, &self.rr,
+                                              self.shot.gidx, self.shot.bh)
+                            rc = gs_scan(st, m, self.shot.gidx, self.shot.bh,
+                                         szp + p if szp != NULL else NULL)
+                            p += m
+                    else:
+                        if left > 0:
+                            self.rr = fill_keyless(self.router, self.gidx + p, e - p, self.rr)
+                        rc = gs_scan(st, e - p, self.gidx + p, self.bh + p, szp + p if szp != NULL else NULL)
+                        p = e
         self.scanned = p
         self.rc = rc
         return p

@@ -428,7 +428,7 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
     parts = threads_for(threads, n, buffers)
     if parts == 2 or (parts > 2 and not buffers):
         status, index, columns, next_rr = _pipelined_entries(
-            source, n, size_arr, plan, router, code, max_messages, max_bytes, round_robin, replace, buffers)
+            source, n, size_arr, plan, router, code, max_messages, max_bytes, round_robin, replace)
         if columns is None:
             raise_for_status(status, index, keys, shape, True)
         assert columns is not None
@@ -467,42 +467,20 @@ _PIPELINE_STEP = 1 << 14
 
 def _pipelined_entries(source: Any, n: int, size_arr: np.ndarray | None, plan: _Plan, router: Any,
                        code: int, max_messages: int, max_bytes: int, round_robin: int,
-                       replace: bool, route_here: bool) -> tuple[int, int, tuple[np.ndarray, ...] | None, int]:
-    """Two threads in a pipeline: this one describes and hashes the stream step by step (Python
-    objects need the GIL for that; it keeps it while hashing them, which the worker does not
-    need, so no key is held) while a worker routes what is hashed so far, looks up its buckets
-    and feeds the batch state machine with the GIL released throughout (ScanStage). The worker
-    takes the messages in stream order, so the entries are those of the one-thread kernel.
-    route_here: this thread also routes (Arrow and numpy keys hash fast enough to leave it the
-    time; the worker then only groups). Returns (status, failing index, entry columns or None,
-    next round robin)."""
+                       replace: bool) -> tuple[int, int, tuple[np.ndarray, ...] | None, int]:
+    """Two threads in a pipeline (ScanStage): this one hashes the stream step by step while a
+    worker, with the GIL released throughout, routes what is hashed and feeds the batch state
+    machine in stream order, so the entries are those of the one-thread kernel; this thread also
+    routes a step whenever the worker falls behind. Python keys are hashed with the GIL held, so
+    nothing can change them and no item is held. Returns (status, failing index, entry columns or None, next round robin)."""
     stage = _producer.ScanStage(router, plan.bucket_offsets, code, max_messages, max_bytes, size_arr, n,
-                                round_robin, route_here)
-    raw, has_key = stage.raw, stage.has_key
-    status, index, published = _hashing.STATUS_OK, -1, 0
+                                round_robin, _PIPELINE_STEP)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bucketcore-scan") as worker:
         scanning = worker.submit(stage.run)
         try:
-            stage.wait_started()
-            for start in range(0, n, _PIPELINE_STEP):
-                stop = min(n, start + _PIPELINE_STEP)
-                for column, lo, hi, out in column_parts(source, start, stop):
-                    end = out + hi - lo
-                    status, index = _hashing.hash_column(column, raw[out:end], None, None, has_key[out:end],
-                                                         replace, True, lo, hi, keep_gil=True)
-                    if status != _hashing.STATUS_OK:
-                        index = out + index - lo
-                        break
-                if status != _hashing.STATUS_OK:
-                    break
-                if route_here:
-                    stage.route_hashed(start, stop)
-                stage.publish(stop)
-                published = stop
+            status, index = stage.feed(key_columns(source), replace, True)
         finally:
-            if published != n:  # a bad key or an exception here: the worker must not wait on
-                stage.abort()
-            scanning.result()
+            scanning.result()  # feed stopped the worker on any failure
     if status != _hashing.STATUS_OK:
         return status, index, None, round_robin
     columns, next_rr = stage.finish()
