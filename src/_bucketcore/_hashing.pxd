@@ -1,4 +1,5 @@
 # Shared declarations of the hashing kernel: the C key descriptor and the per-column hash run.
+from cpython.object cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 cdef extern from "keys.h" nogil:
@@ -66,8 +67,30 @@ cdef enum:
     ST_SURROGATE = 3
     ST_CHANGED = 4
     ST_TOO_LONG = 5
+    ST_NEEDS_GIL = 7    # a legacy (not ready) str met without the GIL: describe it with the GIL
     ST_NOMEM = -1
     SPINS = 4000        # rounds a pipeline thread spins for the other before it sleeps
+
+
+# What describing a column reads, as plain C: a KeyColumn's own, and the copy a pipeline worker
+# describes from without the GIL (while the calling thread keeps it and runs no Python code).
+cdef struct ColumnView:
+    int mode
+    PyObject **items            # list / tuple items (as of the last describe_objects)
+    const char *base            # object array / numpy S, U: first item
+    Py_ssize_t stride
+    Py_ssize_t width            # numpy S, U: characters per item
+    const int32_t *off32        # Arrow: offsets (one of the two), values, validity bits
+    const int64_t *off64
+    const uint8_t *values
+    int64_t nvalues
+    const uint8_t *bits
+    Py_ssize_t array_offset
+    # the last described run: only byte keys (no None, no str to encode); or keys of one length
+    # back to back from fixed_base (no descriptors written)
+    bint plain
+    const uint8_t *fixed_base
+    size_t fixed_len
 
 
 cdef class KeyColumn:
@@ -78,30 +101,21 @@ cdef class KeyColumn:
     """
     cdef readonly Py_ssize_t length
     cdef readonly bint needs_gil
-    cdef int mode
     cdef object source
     cdef Py_ssize_t list_size
-    cdef const char *base
-    cdef Py_ssize_t stride
-    cdef Py_ssize_t width
-    cdef const int32_t *off32
-    cdef const int64_t *off64
-    cdef const uint8_t *values
-    cdef int64_t nvalues
-    cdef const uint8_t *bits
-    cdef Py_ssize_t array_offset
+    cdef ColumnView view
     cdef void **held
     cdef Py_ssize_t nheld
-    cdef readonly bint plain  # the last described chunk holds only byte keys (no None, no str to encode)
-    # the last described chunk's keys lie back to back with one length (no descriptors written)
-    cdef const uint8_t *fixed_base
-    cdef size_t fixed_len
 
     cdef int describe_objects(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                               Py_ssize_t *err_index, bint hold=*) except -2
     cdef int describe_buffers(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                               Py_ssize_t *err_index) noexcept nogil
     cdef void release(self)
+    cdef int pin(self, ColumnView *out) except -2
+
+cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
+                       Py_ssize_t *err_index) noexcept nogil
 
 
 cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, const uint8_t *fixed_base,

@@ -23,7 +23,11 @@ cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1
     int bc_describe_objects(PyObject **items, const char *base, Py_ssize_t stride, size_t n,
                             bc_key *keys, void **held, size_t *nheld, size_t *at,
-                            int *plain) except -1
+                            int *plain, int may_ready) except -1
+    # the same, declared for describe_view: with may_ready 0 and held NULL it only reads
+    int bc_describe_objects_read "bc_describe_objects" (
+        PyObject **items, const char *base, Py_ssize_t stride, size_t n, bc_key *keys, void **held,
+        size_t *nheld, size_t *at, int *plain, int may_ready) noexcept nogil
 
 # Status of a kernel call, turned into an exception by bucketcore.hashing.
 STATUS_OK = 0
@@ -32,6 +36,7 @@ STATUS_NONE = 2
 STATUS_SURROGATE = 3
 STATUS_CHANGED = 4
 STATUS_TOO_LONG = 5
+STATUS_NEEDS_GIL = 7
 
 STATUS_BAD_OFFSETS = 6
 
@@ -215,6 +220,89 @@ cdef inline int describe_offsets32(const int32_t *off, const uint8_t *values, in
     return 1
 
 
+cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
+                       Py_ssize_t *err_index) noexcept nogil:
+    """Describe keys [pos, pos+m) of a column from its view, without the GIL.
+
+    Buffer columns (numpy S/U, Arrow) any time. Object columns only while the thread holding the
+    GIL runs no Python code and has described the column once (its items are then fixed), e.g.
+    a pipeline worker's part of a stream: a legacy str that is not ready (only before Python
+    3.12) would need the GIL to be readied and returns ST_NEEDS_GIL, naming it."""
+    cdef int rc, plain = 0
+    cdef size_t count = 0, at = 0
+    cdef Py_ssize_t j, idx
+    cdef int64_t start, end, length
+    cdef const char *item
+    # locals, not attributes: the stores into keys would otherwise force a reload of each
+    cdef const uint8_t *bits = v.bits
+    cdef const uint8_t *values = v.values
+    cdef const int32_t *off32 = v.off32
+    cdef const int64_t *off64 = v.off64
+    cdef int64_t nvalues = v.nvalues
+    cdef Py_ssize_t first = v.array_offset + pos
+    cdef int described
+    v.plain = v.mode != COL_UCS4
+    v.fixed_base = NULL
+    if v.mode == COL_LIST or v.mode == COL_TUPLE or v.mode == COL_OBJECTS:
+        rc = bc_describe_objects_read(v.items + pos if v.mode != COL_OBJECTS else NULL,
+                                      v.base + pos * v.stride, v.stride, <size_t>m, keys, NULL,
+                                      &count, &at, &plain, 0)
+        if rc != 0:
+            err_index[0] = pos + <Py_ssize_t>at
+            v.plain = False
+            return ST_TOO_LONG if rc == 2 else ST_NEEDS_GIL if rc == 3 else ST_BAD_TYPE
+        v.plain = plain
+        return ST_OK
+    if v.mode == COL_ARROW:
+        if off32 != NULL and m > 0 and all_valid(bits, first, m):
+            described = describe_offsets32(off32 + first, values, nvalues, m, keys)
+            if described == 2:
+                v.fixed_base = values + off32[first]
+                v.fixed_len = <size_t>(off32[first + 1] - off32[first])
+            if described:
+                return ST_OK
+        v.plain = bits == NULL
+        for j in range(m):
+            idx = first + j
+            if bits != NULL and not (bits[idx >> 3] >> (idx & 7)) & 1:
+                v.plain = False
+                keys[j].kind = BC_KEY_NONE
+                keys[j].data = NULL
+                keys[j].len = 0
+                continue
+            if off64 != NULL:
+                start = off64[idx]
+                end = off64[idx + 1]
+            else:
+                start = off32[idx]
+                end = off32[idx + 1]
+            if start < 0 or end < start or end > nvalues:
+                err_index[0] = pos + j
+                return ST_BAD_OFFSETS
+            if end - start > BC_KEY_MAX_BYTES:
+                err_index[0] = pos + j
+                return ST_TOO_LONG
+            keys[j].kind = BC_KEY_BYTES
+            keys[j].data = values + start
+            keys[j].len = <uint32_t>(end - start)
+        return ST_OK
+    # numpy S/U: trailing NULs are not part of a value, exactly as numpy reads items back
+    for j in range(m):
+        item = v.base + (pos + j) * v.stride
+        length = v.width
+        if v.mode == COL_UCS4:
+            while length > 0 and (<const uint32_t *>item)[length - 1] == 0:
+                length -= 1
+            keys[j].kind = BC_KEY_UCS4
+        else:
+            while length > 0 and item[length - 1] == 0:
+                length -= 1
+            keys[j].kind = BC_KEY_BYTES
+        keys[j].data = item
+        keys[j].len = <uint32_t>length
+    return ST_OK
+
+
 cdef class KeyColumn:
 
     def __cinit__(self):
@@ -234,91 +322,43 @@ cdef class KeyColumn:
         cdef int rc, plain = 0
         cdef size_t count = 0, at = 0
         self.release()
-        self.plain = False
-        self.fixed_base = NULL
-        if self.mode == COL_LIST and PyList_GET_SIZE(self.source) != self.list_size:
+        self.view.plain = False
+        self.view.fixed_base = NULL
+        if self.view.mode == COL_LIST and PyList_GET_SIZE(self.source) != self.list_size:
             err_index[0] = pos
             return ST_CHANGED
         cdef PyObject **items = NULL
         cdef const char *base = NULL
-        if self.mode == COL_OBJECTS:
-            base = self.base + pos * self.stride
+        if self.view.mode == COL_OBJECTS:
+            base = self.view.base + pos * self.view.stride
         else:
-            items = PySequence_Fast_ITEMS(self.source) + pos
+            self.view.items = PySequence_Fast_ITEMS(self.source)
+            items = self.view.items + pos
         try:
-            rc = bc_describe_objects(items, base, self.stride, <size_t>m,
-                                     keys, self.held if hold else NULL, &count, &at, &plain)
+            rc = bc_describe_objects(items, base, self.view.stride, <size_t>m,
+                                     keys, self.held if hold else NULL, &count, &at, &plain, 1)
         finally:
             self.nheld = <Py_ssize_t>count
         if rc != 0:
             err_index[0] = pos + <Py_ssize_t>at
             return ST_TOO_LONG if rc == 2 else ST_BAD_TYPE
-        self.plain = plain
+        self.view.plain = plain
         return ST_OK
 
     cdef int describe_buffers(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                               Py_ssize_t *err_index) noexcept nogil:
         """Describe keys [pos, pos+m) of a numpy S/U or Arrow column (no GIL needed)."""
-        cdef Py_ssize_t j, idx
-        cdef int64_t start, end, length
-        cdef const char *item
-        # locals, not attributes: the stores into keys would otherwise force a reload of each
-        cdef const uint8_t *bits = self.bits
-        cdef const uint8_t *values = self.values
-        cdef const int32_t *off32 = self.off32
-        cdef const int64_t *off64 = self.off64
-        cdef int64_t nvalues = self.nvalues
-        cdef Py_ssize_t first = self.array_offset + pos
-        cdef int described
-        self.plain = self.mode != COL_UCS4
-        self.fixed_base = NULL
-        if self.mode == COL_ARROW:
-            if off32 != NULL and m > 0 and all_valid(bits, first, m):
-                described = describe_offsets32(off32 + first, values, nvalues, m, keys)
-                if described == 2:
-                    self.fixed_base = values + off32[first]
-                    self.fixed_len = <size_t>(off32[first + 1] - off32[first])
-                if described:
-                    return ST_OK
-            self.plain = bits == NULL
-            for j in range(m):
-                idx = first + j
-                if bits != NULL and not (bits[idx >> 3] >> (idx & 7)) & 1:
-                    self.plain = False
-                    keys[j].kind = BC_KEY_NONE
-                    keys[j].data = NULL
-                    keys[j].len = 0
-                    continue
-                if off64 != NULL:
-                    start = off64[idx]
-                    end = off64[idx + 1]
-                else:
-                    start = off32[idx]
-                    end = off32[idx + 1]
-                if start < 0 or end < start or end > nvalues:
-                    err_index[0] = pos + j
-                    return ST_BAD_OFFSETS
-                if end - start > BC_KEY_MAX_BYTES:
-                    err_index[0] = pos + j
-                    return ST_TOO_LONG
-                keys[j].kind = BC_KEY_BYTES
-                keys[j].data = values + start
-                keys[j].len = <uint32_t>(end - start)
-            return ST_OK
-        # numpy S/U: trailing NULs are not part of a value, exactly as numpy reads items back
-        for j in range(m):
-            item = self.base + (pos + j) * self.stride
-            length = self.width
-            if self.mode == COL_UCS4:
-                while length > 0 and (<const uint32_t *>item)[length - 1] == 0:
-                    length -= 1
-                keys[j].kind = BC_KEY_UCS4
-            else:
-                while length > 0 and item[length - 1] == 0:
-                    length -= 1
-                keys[j].kind = BC_KEY_BYTES
-            keys[j].data = item
-            keys[j].len = <uint32_t>length
+        return describe_view(&self.view, pos, m, keys, err_index)
+
+    cdef int pin(self, ColumnView *out) except -2:
+        """Copy the view for a thread that describes with describe_view while the caller keeps
+        the GIL and runs no Python code (so the items stay as they are now). ST_CHANGED when a
+        list changed its length since the column was made."""
+        if self.view.mode == COL_LIST and PyList_GET_SIZE(self.source) != self.list_size:
+            return ST_CHANGED
+        if self.view.mode == COL_LIST or self.view.mode == COL_TUPLE:
+            self.view.items = PySequence_Fast_ITEMS(self.source)
+        out[0] = self.view
         return ST_OK
 
     cdef void release(self):
@@ -335,19 +375,19 @@ def objects_column(object seq):
     col.source = seq
     col.needs_gil = True
     if type(seq) is list:
-        col.mode = COL_LIST
+        col.view.mode = COL_LIST
         col.length = col.list_size = PyList_GET_SIZE(seq)
     elif type(seq) is tuple:
-        col.mode = COL_TUPLE
+        col.view.mode = COL_TUPLE
         col.length = len(seq)
     else:
         arr = <cnp.ndarray?>seq
         if arr.ndim != 1 or arr.dtype.kind != "O":
             raise ValueError("expected a 1-D object array")
-        col.mode = COL_OBJECTS
+        col.view.mode = COL_OBJECTS
         col.length = arr.shape[0]
-        col.base = <const char *>cnp.PyArray_DATA(arr)
-        col.stride = arr.strides[0]
+        col.view.base = <const char *>cnp.PyArray_DATA(arr)
+        col.view.stride = arr.strides[0]
     col.held = <void **>malloc(CHUNK * sizeof(void *))
     if col.held == NULL:
         raise MemoryError()
@@ -362,11 +402,11 @@ def fixed_column(cnp.ndarray arr):
         raise ValueError("expected a 1-D array of dtype S or U")
     cdef KeyColumn col = KeyColumn.__new__(KeyColumn)
     col.source = arr
-    col.mode = COL_UCS4 if arr.dtype.kind == "U" else COL_BYTES
+    col.view.mode = COL_UCS4 if arr.dtype.kind == "U" else COL_BYTES
     col.length = arr.shape[0]
-    col.base = <const char *>cnp.PyArray_DATA(arr)
-    col.stride = arr.strides[0]
-    col.width = arr.dtype.itemsize // 4 if col.mode == COL_UCS4 else arr.dtype.itemsize
+    col.view.base = <const char *>cnp.PyArray_DATA(arr)
+    col.view.stride = arr.strides[0]
+    col.view.width = arr.dtype.itemsize // 4 if col.view.mode == COL_UCS4 else arr.dtype.itemsize
     if col.length and arr.dtype.itemsize > BC_KEY_MAX_BYTES:
         return STATUS_TOO_LONG, None
     return STATUS_OK, col
@@ -382,18 +422,18 @@ def arrow_column(cnp.ndarray offsets, object data, object validity, Py_ssize_t a
         raise ValueError("Arrow offsets buffer is shorter than the array")
     cdef KeyColumn col = KeyColumn.__new__(KeyColumn)
     col.source = (offsets, data, validity)
-    col.mode = COL_ARROW
+    col.view.mode = COL_ARROW
     col.length = length
-    col.array_offset = array_offset
+    col.view.array_offset = array_offset
     if offsets.dtype.itemsize == 8:
-        col.off64 = <const int64_t *>cnp.PyArray_DATA(offsets)
+        col.view.off64 = <const int64_t *>cnp.PyArray_DATA(offsets)
     else:
-        col.off32 = <const int32_t *>cnp.PyArray_DATA(offsets)
+        col.view.off32 = <const int32_t *>cnp.PyArray_DATA(offsets)
     if data is not None:
-        col.values = <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>data)
-        col.nvalues = (<cnp.ndarray>data).shape[0]
+        col.view.values = <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>data)
+        col.view.nvalues = (<cnp.ndarray>data).shape[0]
     if validity is not None:
-        col.bits = <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>validity)
+        col.view.bits = <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>validity)
     return col
 
 
@@ -412,7 +452,7 @@ cdef int hash_range(KeyColumn col, Py_ssize_t start, Py_ssize_t stop, HashOut *o
                 m = stop - pos if stop - pos < CHUNK else CHUNK
                 st = col.describe_objects(pos, m, keys, err_index, False)
                 if st == ST_OK:
-                    st = hash_run(keys, m, col.plain, NULL, 0, replace, allow_none, scratch, out,
+                    st = hash_run(keys, m, col.view.plain, NULL, 0, replace, allow_none, scratch, out,
                                   base + pos, &out_index)
                 pos += m
         elif col.needs_gil:
@@ -421,7 +461,7 @@ cdef int hash_range(KeyColumn col, Py_ssize_t start, Py_ssize_t stop, HashOut *o
                 st = col.describe_objects(pos, m, keys, err_index)
                 if st == ST_OK:
                     with nogil:
-                        st = hash_run(keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
+                        st = hash_run(keys, m, col.view.plain, col.view.fixed_base, col.view.fixed_len, replace,
                                       allow_none, scratch, out, base + pos, &out_index)
                 col.release()
                 pos += m
@@ -431,7 +471,7 @@ cdef int hash_range(KeyColumn col, Py_ssize_t start, Py_ssize_t stop, HashOut *o
                     m = stop - pos if stop - pos < CHUNK else CHUNK
                     st = col.describe_buffers(pos, m, keys, err_index)
                     if st == ST_OK:
-                        st = hash_run(keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
+                        st = hash_run(keys, m, col.view.plain, col.view.fixed_base, col.view.fixed_len, replace,
                                       allow_none, scratch, out, base + pos, &out_index)
                     pos += m
     finally:
@@ -562,7 +602,7 @@ cdef class HashStage:
                     break
                 self.pos[s] = p
                 self.count[s] = m
-                self.plain[s] = self.col.plain
+                self.plain[s] = self.col.view.plain
                 c += 1
                 p += m
                 bc_publish(&self.described, c)

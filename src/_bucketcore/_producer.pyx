@@ -26,7 +26,7 @@ from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
 from cpython.bytes cimport PyBytes_GET_SIZE
 from cpython.bytearray cimport PyByteArray_GET_SIZE
 from cpython.object cimport PyObject
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport qsort
 from libc.string cimport memcpy, memset
 
@@ -48,6 +48,24 @@ from _bucketcore._hashing cimport (
 
 cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1
+
+cdef extern from "time.h" nogil:
+    cdef struct timespec:
+        long tv_sec
+        long tv_nsec
+    int clock_gettime(int clk, timespec *t)
+cdef inline double tnow() noexcept nogil:
+    cdef timespec t
+    clock_gettime(1, &t)
+    return t.tv_sec + t.tv_nsec * 1e-9
+cdef double T_FEED = 0, T_WWAIT = 0, T_RUN = 0
+cdef int64_t LV[3]
+def timers():
+    return T_FEED, T_WWAIT, T_RUN, LV[0], LV[1], LV[2]
+def reset_timers():
+    global T_FEED, T_WWAIT, T_RUN
+    T_FEED = T_WWAIT = T_RUN = 0
+    LV[0] = LV[1] = LV[2] = 0
 
 cdef extern from "Python.h":
     PyObject *PyList_GET_ITEM(object lst, Py_ssize_t i)
@@ -1175,7 +1193,7 @@ cdef class KeyChunks:
             status = col.describe_objects(cpos, m, self.keys, err_index)
             if status == ST_OK:
                 with nogil:
-                    status = hash_run(self.keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
+                    status = hash_run(self.keys, m, col.view.plain, col.view.fixed_base, col.view.fixed_len, replace,
                                       True, &self.scratch, &self.out, 0,
                                       &out_index)
             col.release()
@@ -1183,7 +1201,7 @@ cdef class KeyChunks:
             with nogil:
                 status = col.describe_buffers(cpos, m, self.keys, err_index)
                 if status == ST_OK:
-                    status = hash_run(self.keys, m, col.plain, col.fixed_base, col.fixed_len, replace,
+                    status = hash_run(self.keys, m, col.view.plain, col.view.fixed_base, col.view.fixed_len, replace,
                                       True, &self.scratch, &self.out, 0,
                                       &out_index)
         if out_index >= 0:
@@ -1328,20 +1346,44 @@ cdef inline int64_t fill_keyless(Router router, int32_t *gidx, Py_ssize_t n, int
     return r
 
 
+# How far the publisher took a pipeline step before publishing it (ScanStage).
+cdef enum:
+    STEP_DESCRIBED = 0   # keys described into a ring slot: the worker hashes, routes and groups
+    STEP_HASHED = 1      # raw / has_key written: the worker routes and groups
+    STEP_ROUTED = 2      # gidx / bh written, keyless left at -1: the worker places them and groups
+    RING = 3             # ring slots of described steps
+
+
+# A run of keys of one column described into a ring slot: what hash_run needs for it.
+ctypedef struct Described:
+    Py_ssize_t pos       # stream position of the first key
+    Py_ssize_t m
+    Py_ssize_t koff      # its descriptors: the slot's keys[koff:koff + m] (unused when fixed)
+    bint plain
+    const uint8_t *fixed_base
+    size_t fixed_len
+
+
 cdef class ScanStage:
     """The two-thread pipeline of ``bucket_entries`` (``threads=2``).
 
-    ``feed`` (the calling thread) hashes the key columns a step at a time into ``raw`` /
-    ``has_key`` and publishes how far it got; it also routes a step itself whenever the worker
-    is a full step behind. Meanwhile ``run``, on a worker thread with the GIL released from
-    start to end, takes the published steps in stream order: it routes those the publisher left,
-    gives the keyless messages of the others their round-robin bucket (the rotation is only
-    known in stream order) and feeds the batch state machine. So the routing goes to whichever
-    thread has time for it: hashing Arrow keys takes about as long as routing and grouping them,
-    and which side is slower changes with the machine's load.
-    The hand-off is an atomic count; a thread that waits spins briefly, then sleeps on a lock the
-    other releases (a Python-level hand-off would wait for the GIL, which a thread in long C calls
-    yields only at the interpreter's switch interval). ``finish`` returns the entries."""
+    ``feed`` (the calling thread) reads the key columns a step at a time and publishes each step
+    after taking it as far as balance asks: only described (into one of RING ring slots, the
+    worker hashes it), hashed, or hashed and routed. Meanwhile ``run``, on a worker thread with
+    the GIL released from start to end, takes the published steps in stream order, does what is
+    left of each (the keyless round-robin only it can place: the rotation is known in stream
+    order) and feeds the batch state machine. The rule: the publisher leaves a step described
+    whenever a ring slot is free, so the worker always has a backlog; when the ring is full it
+    hashes the step itself, and routes it too while the worker still has a whole step to take.
+    Both threads then stay busy whatever the keys (Python objects take long to describe, Arrow
+    keys almost nothing) and however the machine's load shifts.
+
+    Python keys are described and hashed with the GIL held and nothing held (INCREF): ``feed``
+    keeps the GIL until the worker has hashed every described step, so no Python code can change
+    them meanwhile. The hand-off is atomic counts; a waiting thread spins briefly, then sleeps on
+    a lock the other releases (a Python-level hand-off would wait for the GIL, which a thread in
+    long C calls yields only at the interpreter's switch interval). The first bad key by stream
+    position wins, whichever thread found it. ``finish`` returns the entries."""
 
     cdef Router router
     cdef OneShot shot
@@ -1349,21 +1391,35 @@ cdef class ScanStage:
     cdef object keep_sizes
     cdef Py_ssize_t n
     cdef Py_ssize_t step
-    cdef int64_t ready           # messages hashed and published (bc_publish / bc_observe)
-    cdef int64_t taken           # messages the worker has taken to route or scan (same)
-    cdef int64_t aborted
-    cdef int64_t started         # run is inside its nogil block
+    cdef Py_ssize_t nsteps
+    cdef bint replace
+    # counts crossing between the threads (bc_publish / bc_observe)
+    cdef int64_t ready           # publisher: messages published
+    cdef int64_t taken           # worker: messages it has taken (started on)
+    cdef int64_t released        # worker: steps whose ring slot it is done with
+    cdef int64_t aborted         # publisher: nothing more will come
+    cdef int64_t started         # worker: inside its nogil block
+    cdef int64_t finished        # worker: out of it
+    cdef int64_t failed          # worker: a bad key (wstatus, windex) or out of memory
+    cdef int wstatus
+    cdef Py_ssize_t windex
     cdef PyThread_type_lock wake              # released by the publisher: the worker may go on
-    cdef PyThread_type_lock wake_publisher    # released by the worker once it has started
+    cdef PyThread_type_lock wake_publisher    # released by the worker: started, released, finished
     cdef Py_ssize_t scanned
     cdef int64_t rr
     cdef int rc
-    cdef cnp.ndarray a_raw, a_has, a_gidx, a_bh, a_deferred
+    cdef cnp.ndarray a_raw, a_has, a_gidx, a_bh, a_level, a_deferred, a_keys, a_described, a_ndescribed
     cdef uint32_t *raw
     cdef uint8_t *has_key
     cdef int32_t *gidx           # steps the publisher routed: global bucket index, bucket hash
     cdef uint16_t *bh
-    cdef int64_t *deferred       # per step: -1 the worker routes it, else keyless messages left
+    cdef int8_t *level           # per step: STEP_*
+    cdef int64_t *deferred       # per routed step: keyless messages left to the worker
+    cdef bc_key *keys            # ring: RING slots of step descriptors
+    cdef Described *described    # ring: RING slots of max_described runs
+    cdef int64_t *ndescribed     # runs per slot
+    cdef Py_ssize_t max_described
+    cdef bint objects_described  # a described step holds Python objects: wait before the GIL goes
 
     def __cinit__(self, Router router, const int64_t[::1] bucket_offsets, int policy,
                   int64_t max_messages, int64_t max_bytes, object sizes, Py_ssize_t n,
@@ -1377,17 +1433,28 @@ cdef class ScanStage:
         self.keep_sizes = sizes
         self.n = n
         self.step = step
+        self.nsteps = (n + step - 1) // step
         self.rr = round_robin % router.nrotation if router.nrotation else 0
         self.a_raw = np.empty(n, dtype=np.uint32)
         self.a_has = np.empty(n, dtype=np.uint8)
-        self.a_deferred = np.full((n + step - 1) // step, -1, dtype=np.int64)
         self.a_gidx = np.empty(n, dtype=np.int32)
         self.a_bh = np.empty(n, dtype=np.uint16)
+        self.a_level = np.empty(self.nsteps, dtype=np.int8)
+        self.a_deferred = np.zeros(self.nsteps, dtype=np.int64)
+        # a step of many short columns (tiny Arrow chunks) has more runs than this: it is hashed
+        self.max_described = step // CHUNK + 64
+        self.a_keys = np.empty(RING * step * sizeof(bc_key), dtype=np.uint8)
+        self.a_described = np.empty(RING * self.max_described * sizeof(Described), dtype=np.uint8)
+        self.a_ndescribed = np.zeros(RING, dtype=np.int64)
         self.raw = <uint32_t *>cnp.PyArray_DATA(self.a_raw)
         self.has_key = <uint8_t *>cnp.PyArray_DATA(self.a_has)
         self.gidx = <int32_t *>cnp.PyArray_DATA(self.a_gidx)
         self.bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh)
+        self.level = <int8_t *>cnp.PyArray_DATA(self.a_level)
         self.deferred = <int64_t *>cnp.PyArray_DATA(self.a_deferred)
+        self.keys = <bc_key *>cnp.PyArray_DATA(self.a_keys)
+        self.described = <Described *>cnp.PyArray_DATA(self.a_described)
+        self.ndescribed = <int64_t *>cnp.PyArray_DATA(self.a_ndescribed)
         self.wake = PyThread_allocate_lock()
         self.wake_publisher = PyThread_allocate_lock()
         if self.wake == NULL or self.wake_publisher == NULL:
@@ -1409,6 +1476,12 @@ cdef class ScanStage:
         bc_publish(&self.aborted, 1)
         PyThread_release_lock(self.wake)
 
+    cdef void wait_worker(self, int64_t *count, int64_t at_least) noexcept:
+        """Wait (keeping the GIL) until the worker's *count reaches at_least or it finished."""
+        while bc_observe(count) < at_least and not bc_observe(&self.finished):
+            if not bc_spin_for_change(count, bc_observe(count), SPINS):
+                PyThread_acquire_lock_timed(self.wake_publisher, 1000, 0)
+
     cdef void route_step(self, Py_ssize_t k, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
         """The publisher routes step k, messages [lo, hi), leaving the keyless to the worker."""
         cdef int64_t unused = 0, left = 0
@@ -1420,11 +1493,57 @@ cdef class ScanStage:
                 left += self.has_key[i] == 0
         self.deferred[k] = left
 
+    cdef int describe_step(self, list columns, Py_ssize_t *ci, Py_ssize_t *cpos, Py_ssize_t pos,
+                           Py_ssize_t stop, Py_ssize_t slot, Py_ssize_t *err_index) except -2:
+        """Describe messages [pos, stop) into ring slot ``slot``, advancing the column cursor
+        (ci, cpos). Returns a status, or -1 (cursor unchanged) when the step has more runs than
+        a slot holds."""
+        cdef Described *runs = self.described + slot * self.max_described
+        cdef bc_key *keys = self.keys + slot * self.step
+        cdef Py_ssize_t nruns = 0, c = ci[0], cp = cpos[0], m, koff = 0
+        cdef KeyColumn col
+        cdef int status = ST_OK
+        while pos < stop:
+            if nruns == self.max_described:
+                return -1
+            col = columns[c]
+            m = col.length - cp
+            if m > stop - pos:
+                m = stop - pos
+            if m > CHUNK:
+                m = CHUNK
+            if col.needs_gil:
+                status = col.describe_objects(cp, m, keys + koff, err_index, False)
+                self.objects_described = True
+            else:
+                with nogil:
+                    status = col.describe_buffers(cp, m, keys + koff, err_index)
+            if status != ST_OK:
+                err_index[0] += pos - cp  # the key's stream position
+                return status
+            runs[nruns].pos = pos
+            runs[nruns].m = m
+            runs[nruns].koff = koff
+            runs[nruns].plain = col.view.plain
+            runs[nruns].fixed_base = col.view.fixed_base
+            runs[nruns].fixed_len = col.view.fixed_len
+            nruns += 1
+            koff += m
+            pos += m
+            cp += m
+            if cp == col.length:
+                c += 1
+                cp = 0
+        self.ndescribed[slot] = nruns
+        ci[0] = c
+        cpos[0] = cp
+        return ST_OK
+
     def feed(self, list columns, bint replace, bint keep_gil):
-        """The publisher: hash (and partly route) the key columns, which cover the n messages
-        in order, publishing step after step. keep_gil: Python keys are hashed with the GIL
-        held (see hash_column). Returns (status, stream position of the first bad key or -1);
-        on any failure the worker is stopped."""
+        """The publisher: read the key columns, which cover the n messages in order, step after
+        step. keep_gil: Python keys are hashed with the GIL held (see hash_column). Returns
+        (status, stream position of the first bad key or -1); on any failure the worker is
+        stopped."""
         cdef HashOut out
         out.raw = self.raw
         out.has_key = self.has_key
@@ -1436,7 +1555,10 @@ cdef class ScanStage:
         cdef bc_key *keys = <bc_key *>PyMem_RawMalloc(CHUNK * sizeof(bc_key))
         cdef Py_ssize_t pos = 0, stop, m, cpos = 0, ci = 0, k = 0, err_index = -1
         cdef KeyColumn col
-        cdef int status = ST_OK
+        cdef int status = ST_OK, lvl
+        self.replace = replace
+        global T_FEED
+        cdef double tf = tnow()
         try:
             if keys == NULL:
                 raise MemoryError()
@@ -1446,9 +1568,18 @@ cdef class ScanStage:
             with nogil:
                 while not bc_observe(&self.started) and not bc_observe(&self.aborted):
                     PyThread_acquire_lock_timed(self.wake_publisher, 1000, 0)
-            while pos < self.n and status == ST_OK:
+            while pos < self.n and status == ST_OK and not bc_observe(&self.failed):
                 stop = self.n if self.n - pos < self.step else pos + self.step
-                while pos < stop:
+                lvl = STEP_HASHED
+                # the last RING steps are hashed here: a backlog left at the end is waited for
+                if k + RING < self.nsteps and bc_observe(&self.released) > k - RING:
+                    status = self.describe_step(columns, &ci, &cpos, pos, stop, k % RING, &err_index)
+                    if status == ST_OK:
+                        lvl = STEP_DESCRIBED
+                        pos = stop
+                    elif status == -1:
+                        status = ST_OK
+                while pos < stop and status == ST_OK:
                     col = columns[ci]
                     m = col.length - cpos if col.length - cpos < stop - pos else stop - pos
                     status = hash_range(col, cpos, cpos + m, &out, pos, keys, &scratch, replace, True,
@@ -1461,30 +1592,66 @@ cdef class ScanStage:
                     if cpos == col.length:
                         ci += 1
                         cpos = 0
-                if status == ST_OK:
-                    with nogil:
-                        # the worker has a whole published step left to take: route this one here
-                        if bc_observe(&self.ready) - bc_observe(&self.taken) >= self.step:
-                            self.route_step(k, k * self.step, stop)
-                        self.publish(stop)
-                    k += 1
+                if status != ST_OK:
+                    break
+                # (with the GIL: described Python keys must not change until the worker hashed them)
+                # the worker still has a whole published step to take: route this one here
+                if lvl == STEP_HASHED and bc_observe(&self.ready) - bc_observe(&self.taken) >= self.step:
+                    self.route_step(k, k * self.step, stop)
+                    lvl = STEP_ROUTED
+                self.level[k] = <int8_t>lvl
+                LV[lvl] += 1
+                self.publish(stop)
+                k += 1
         finally:
             if bc_observe(&self.ready) != self.n:  # a bad key or an exception: stop the worker
                 self.abort()
+            if self.objects_described:  # described Python keys: the GIL stays until they are hashed
+                self.wait_worker(&self.finished, 1)
             PyMem_RawFree(keys)
             bc_scratch_free(&scratch)
+            T_FEED += tnow() - tf
+        if bc_observe(&self.failed) and self.wstatus != ST_OK:  # the worker's bad key comes first
+            status, err_index = self.wstatus, self.windex
         if status == ST_NOMEM:
             raise MemoryError()
         return status, err_index if status != ST_OK else -1
 
+    cdef int hash_described(self, Py_ssize_t k, bc_scratch *scratch) noexcept nogil:
+        """The worker hashes described step k into raw / has_key; a bad key sets wstatus/windex."""
+        cdef Py_ssize_t slot = k % RING, r, out_index = -1
+        cdef Described *run
+        cdef HashOut out
+        cdef int status = ST_OK
+        out.raw = self.raw
+        out.has_key = self.has_key
+        out.segment_hash = NULL
+        out.bucket_hash = NULL
+        for r in range(self.ndescribed[slot]):
+            run = &self.described[slot * self.max_described + r]
+            status = hash_run(self.keys + slot * self.step + run.koff, run.m, run.plain, run.fixed_base,
+                              run.fixed_len, self.replace, True, scratch, &out, run.pos, &out_index)
+            if status != ST_OK:
+                self.wstatus = status
+                self.windex = out_index
+                break
+        bc_publish(&self.released, k + 1)
+        PyThread_release_lock(self.wake_publisher)
+        return status
+
     def run(self):
-        """The worker: scan every published step, in order, until all n messages are or the
-        stage is aborted. Returns the number of messages scanned."""
+        """The worker: finish and group every published step, in order, until all n messages
+        are or the stage is aborted. Returns the number of messages scanned."""
         cdef GroupState *st = &self.shot.grouper.st
         cdef const int64_t *szp = self.szp
-        cdef Py_ssize_t p = self.scanned, ready, e, m
-        cdef int64_t left
+        cdef Py_ssize_t p = self.scanned, ready, e, m, k
+        cdef int8_t lvl
         cdef int rc = self.rc
+        cdef bc_scratch scratch
+        scratch.buf = NULL
+        scratch.cap = 0
+        global T_WWAIT, T_RUN
+        cdef double tw, tr = tnow()
         with nogil:
             bc_publish(&self.started, 1)
             PyThread_release_lock(self.wake_publisher)
@@ -1493,32 +1660,47 @@ cdef class ScanStage:
                 if ready == p:
                     if bc_observe(&self.aborted):
                         break
+                    tw = tnow()
                     if not bc_spin_for_change(&self.ready, p, SPINS):
                         PyThread_acquire_lock_timed(self.wake, 1000, 0)
+                    T_WWAIT += tnow() - tw
                     continue
                 while p < ready and rc == 0:  # published counts end steps
+                    k = p // self.step
                     e = p + self.step if self.n - p > self.step else self.n
-                    left = self.deferred[p // self.step]
+                    lvl = self.level[k]
                     bc_publish(&self.taken, e)
-                    if left < 0:
-                        while p < e and rc == 0:
-                            m = e - p if e - p < CHUNK else CHUNK
-                            self.router.route(m, self.raw + p, self.has_key + p, False, &self.rr,
-                                              self.shot.gidx, self.shot.bh)
-                            rc = gs_scan(st, m, self.shot.gidx, self.shot.bh,
-                                         szp + p if szp != NULL else NULL)
-                            p += m
+                    if lvl == STEP_DESCRIBED:
+                        if self.hash_described(k, &scratch) != ST_OK:
+                            rc = 1
+                            break
                     else:
-                        if left > 0:
+                        bc_publish(&self.released, k + 1)
+                    if lvl == STEP_ROUTED:
+                        if self.deferred[k] > 0:
                             self.rr = fill_keyless(self.router, self.gidx + p, e - p, self.rr)
                         rc = gs_scan(st, e - p, self.gidx + p, self.bh + p, szp + p if szp != NULL else NULL)
                         p = e
+                    while p < e and rc == 0:
+                        m = e - p if e - p < CHUNK else CHUNK
+                        self.router.route(m, self.raw + p, self.has_key + p, False, &self.rr,
+                                          self.shot.gidx, self.shot.bh)
+                        rc = gs_scan(st, m, self.shot.gidx, self.shot.bh, szp + p if szp != NULL else NULL)
+                        p += m
+            bc_scratch_free(&scratch)
+            if rc != 0:
+                bc_publish(&self.failed, 1)
+            bc_publish(&self.finished, 1)
+            PyThread_release_lock(self.wake_publisher)
         self.scanned = p
         self.rc = rc
+        T_RUN += tnow() - tr
         return p
 
     def finish(self):
         """The entry columns and the next round-robin position, once run has scanned all."""
+        if self.rc == 1:
+            raise RuntimeError("the pipeline stopped at a bad key")
         if self.scanned != self.n and self.rc == 0:
             raise ValueError(f"{self.scanned} of {self.n} messages were scanned")
         return self.shot.finish(self.rc), self.rr

@@ -6,8 +6,10 @@
 #include "keys.h"
 
 /* 0: described; 1: not a key type (caller raises TypeError); 2: longer than BC_KEY_MAX_BYTES;
- * -1: Python error set. */
-static inline int bc_describe_key(PyObject *o, bc_key *k)
+ * 3: a legacy str that is not ready and may_ready is 0 (readying it writes to it: that needs
+ * the GIL; only before Python 3.12); -1: Python error set. Without may_ready this only reads the
+ * object, so a thread without the GIL may call it while the GIL holder runs no Python code. */
+static inline int bc_describe_key_as(PyObject *o, bc_key *k, int may_ready)
 {
     /* The common key: an exact, compact ASCII str, whose chars are its UTF-8 bytes. */
     if (PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o)) {
@@ -21,8 +23,12 @@ static inline int bc_describe_key(PyObject *o, bc_key *k)
     }
     if (PyUnicode_Check(o)) {
 #if PY_VERSION_HEX < 0x030C0000
-        if (PyUnicode_READY(o) < 0)
-            return -1;
+        if (!PyUnicode_IS_READY(o)) {
+            if (!may_ready)
+                return 3;
+            if (PyUnicode_READY(o) < 0)
+                return -1;
+        }
 #endif
         Py_ssize_t units = PyUnicode_GET_LENGTH(o);
         if (PyUnicode_IS_ASCII(o))
@@ -55,15 +61,20 @@ static inline int bc_describe_key(PyObject *o, bc_key *k)
     return 1;
 }
 
+static inline int bc_describe_key(PyObject *o, bc_key *k)
+{
+    return bc_describe_key_as(o, k, 1);
+}
+
 /* Describe n items, each held (INCREF) into held[] so a list changed by another thread while the
  * GIL is released cannot free a key under the kernel (held NULL: the caller keeps the GIL until
  * the keys are hashed, so nothing can change the column and nothing is held). The items are items[0..n), or when items
  * is NULL the object pointers at base + j * stride (a field of a structured array may leave them
- * unaligned). Returns 0, or the bc_describe_key code of the item at *at (held too). *nheld is
- * the number held; *plain is whether every key is bytes (nothing to encode, no None). */
+ * unaligned). Returns 0, or the bc_describe_key_as code of the item at *at (held too). *nheld
+ * is the number held; *plain is whether every key is bytes (nothing to encode, no None). */
 static inline int bc_describe_objects(PyObject *const *items, const char *base, Py_ssize_t stride,
                                       size_t n, bc_key *keys, void **held, size_t *nheld,
-                                      size_t *at, int *plain)
+                                      size_t *at, int *plain, int may_ready)
 {
     int all_bytes = 1;
     for (size_t j = 0; j < n; j++) {
@@ -76,7 +87,7 @@ static inline int bc_describe_objects(PyObject *const *items, const char *base, 
             Py_INCREF(o);
             held[j] = (void *)o;
         }
-        int rc = bc_describe_key(o, &keys[j]);
+        int rc = bc_describe_key_as(o, &keys[j], may_ready);
         if (rc != 0) {
             *nheld = held ? j + 1 : 0;
             *at = j;
