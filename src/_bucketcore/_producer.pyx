@@ -43,7 +43,7 @@ from _bucketcore._hashing cimport (
     BC_ERR_NOMEM, BC_ERR_SURROGATE, BC_KEY_NONE, BC_OK, CHUNK, ST_NOMEM, ST_OK, HashOut, KeyColumn,
     PyThread_acquire_lock_timed, PyThread_allocate_lock, PyThread_free_lock, PyThread_release_lock,
     PyThread_type_lock, bc_hash_key, bc_key, bc_observe, bc_publish, bc_scratch, bc_scratch_free,
-    SPINS, bc_spin_for_change, hash_range, hash_run,
+    SPINS, ColumnView, bc_spin_for_change, describe_view, hash_range, hash_run,
 )
 
 cdef extern from "pykeys.h":
@@ -1348,42 +1348,31 @@ cdef inline int64_t fill_keyless(Router router, int32_t *gidx, Py_ssize_t n, int
 
 # How far the publisher took a pipeline step before publishing it (ScanStage).
 cdef enum:
-    STEP_DESCRIBED = 0   # keys described into a ring slot: the worker hashes, routes and groups
+    STEP_LEFT = 0        # nothing: the worker describes, hashes, routes and groups it
     STEP_HASHED = 1      # raw / has_key written: the worker routes and groups
     STEP_ROUTED = 2      # gidx / bh written, keyless left at -1: the worker places them and groups
-    RING = 3             # ring slots of described steps
-
-
-# A run of keys of one column described into a ring slot: what hash_run needs for it.
-ctypedef struct Described:
-    Py_ssize_t pos       # stream position of the first key
-    Py_ssize_t m
-    Py_ssize_t koff      # its descriptors: the slot's keys[koff:koff + m] (unused when fixed)
-    bint plain
-    const uint8_t *fixed_base
-    size_t fixed_len
 
 
 cdef class ScanStage:
     """The two-thread pipeline of ``bucket_entries`` (``threads=2``).
 
     ``feed`` (the calling thread) reads the key columns a step at a time and publishes each step
-    after taking it as far as balance asks: only described (into one of RING ring slots, the
-    worker hashes it), hashed, or hashed and routed. Meanwhile ``run``, on a worker thread with
-    the GIL released from start to end, takes the published steps in stream order, does what is
-    left of each (the keyless round-robin only it can place: the rotation is known in stream
-    order) and feeds the batch state machine. The rule: the publisher leaves a step described
-    whenever a ring slot is free, so the worker always has a backlog; when the ring is full it
-    hashes the step itself, and routes it too while the worker still has a whole step to take.
-    Both threads then stay busy whatever the keys (Python objects take long to describe, Arrow
-    keys almost nothing) and however the machine's load shifts.
+    after taking it as far as balance asks; meanwhile ``run``, on a worker thread with the GIL
+    released from start to end, takes the published steps in stream order, does what is left of
+    each and feeds the batch state machine (the keyless round-robin is placed there too: the
+    rotation is only known in stream order). The rule, per step: when the worker has nothing
+    left to do, the publisher leaves it the whole step; otherwise it hashes the step, and routes
+    it too while the worker still has a whole step waiting. Both threads then stay busy whatever
+    the keys (Python objects take long to describe, Arrow keys almost nothing) and however the
+    machine's load shifts, and only the steps the publisher worked on cross between the cores.
 
-    Python keys are described and hashed with the GIL held and nothing held (INCREF): ``feed``
-    keeps the GIL until the worker has hashed every described step, so no Python code can change
-    them meanwhile. The hand-off is atomic counts; a waiting thread spins briefly, then sleeps on
-    a lock the other releases (a Python-level hand-off would wait for the GIL, which a thread in
-    long C calls yields only at the interpreter's switch interval). The first bad key by stream
-    position wins, whichever thread found it. ``finish`` returns the entries."""
+    Python keys are read with the GIL held and nothing held (INCREF): the worker describes its
+    steps from pinned column views (describe_view) while ``feed`` keeps the GIL and runs no
+    Python code until the worker is done. The hand-off is atomic counts; a waiting thread spins
+    briefly, then sleeps on a lock the other releases (a Python-level hand-off would wait for
+    the GIL, which a thread in long C calls yields only at the interpreter's switch interval).
+    The first bad key by stream position wins, whichever thread found it. ``finish`` returns
+    the entries."""
 
     cdef Router router
     cdef OneShot shot
@@ -1391,12 +1380,11 @@ cdef class ScanStage:
     cdef object keep_sizes
     cdef Py_ssize_t n
     cdef Py_ssize_t step
-    cdef Py_ssize_t nsteps
     cdef bint replace
     # counts crossing between the threads (bc_publish / bc_observe)
     cdef int64_t ready           # publisher: messages published
-    cdef int64_t taken           # worker: messages it has taken (started on)
-    cdef int64_t released        # worker: steps whose ring slot it is done with
+    cdef int64_t taken           # worker: messages it has started on
+    cdef int64_t done            # worker: messages it has grouped
     cdef int64_t aborted         # publisher: nothing more will come
     cdef int64_t started         # worker: inside its nogil block
     cdef int64_t finished        # worker: out of it
@@ -1404,22 +1392,21 @@ cdef class ScanStage:
     cdef int wstatus
     cdef Py_ssize_t windex
     cdef PyThread_type_lock wake              # released by the publisher: the worker may go on
-    cdef PyThread_type_lock wake_publisher    # released by the worker: started, released, finished
+    cdef PyThread_type_lock wake_publisher    # released by the worker: started, finished
     cdef Py_ssize_t scanned
     cdef int64_t rr
     cdef int rc
-    cdef cnp.ndarray a_raw, a_has, a_gidx, a_bh, a_level, a_deferred, a_keys, a_described, a_ndescribed
+    cdef cnp.ndarray a_raw, a_has, a_gidx, a_bh, a_level, a_deferred, a_views, a_col_start
     cdef uint32_t *raw
     cdef uint8_t *has_key
     cdef int32_t *gidx           # steps the publisher routed: global bucket index, bucket hash
     cdef uint16_t *bh
     cdef int8_t *level           # per step: STEP_*
     cdef int64_t *deferred       # per routed step: keyless messages left to the worker
-    cdef bc_key *keys            # ring: RING slots of step descriptors
-    cdef Described *described    # ring: RING slots of max_described runs
-    cdef int64_t *ndescribed     # runs per slot
-    cdef Py_ssize_t max_described
-    cdef bint objects_described  # a described step holds Python objects: wait before the GIL goes
+    cdef ColumnView *views       # the worker's pinned views of the key columns
+    cdef int64_t *col_start      # stream position of each column's first key (ncols + 1)
+    cdef Py_ssize_t ncols
+    cdef bint objects            # Python keys: feed keeps the GIL until the worker is done
 
     def __cinit__(self, Router router, const int64_t[::1] bucket_offsets, int policy,
                   int64_t max_messages, int64_t max_bytes, object sizes, Py_ssize_t n,
@@ -1433,28 +1420,20 @@ cdef class ScanStage:
         self.keep_sizes = sizes
         self.n = n
         self.step = step
-        self.nsteps = (n + step - 1) // step
         self.rr = round_robin % router.nrotation if router.nrotation else 0
+        nsteps = (n + step - 1) // step
         self.a_raw = np.empty(n, dtype=np.uint32)
         self.a_has = np.empty(n, dtype=np.uint8)
         self.a_gidx = np.empty(n, dtype=np.int32)
         self.a_bh = np.empty(n, dtype=np.uint16)
-        self.a_level = np.empty(self.nsteps, dtype=np.int8)
-        self.a_deferred = np.zeros(self.nsteps, dtype=np.int64)
-        # a step of many short columns (tiny Arrow chunks) has more runs than this: it is hashed
-        self.max_described = step // CHUNK + 64
-        self.a_keys = np.empty(RING * step * sizeof(bc_key), dtype=np.uint8)
-        self.a_described = np.empty(RING * self.max_described * sizeof(Described), dtype=np.uint8)
-        self.a_ndescribed = np.zeros(RING, dtype=np.int64)
+        self.a_level = np.empty(nsteps, dtype=np.int8)
+        self.a_deferred = np.zeros(nsteps, dtype=np.int64)
         self.raw = <uint32_t *>cnp.PyArray_DATA(self.a_raw)
         self.has_key = <uint8_t *>cnp.PyArray_DATA(self.a_has)
         self.gidx = <int32_t *>cnp.PyArray_DATA(self.a_gidx)
         self.bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh)
         self.level = <int8_t *>cnp.PyArray_DATA(self.a_level)
         self.deferred = <int64_t *>cnp.PyArray_DATA(self.a_deferred)
-        self.keys = <bc_key *>cnp.PyArray_DATA(self.a_keys)
-        self.described = <Described *>cnp.PyArray_DATA(self.a_described)
-        self.ndescribed = <int64_t *>cnp.PyArray_DATA(self.a_ndescribed)
         self.wake = PyThread_allocate_lock()
         self.wake_publisher = PyThread_allocate_lock()
         if self.wake == NULL or self.wake_publisher == NULL:
@@ -1476,12 +1455,6 @@ cdef class ScanStage:
         bc_publish(&self.aborted, 1)
         PyThread_release_lock(self.wake)
 
-    cdef void wait_worker(self, int64_t *count, int64_t at_least) noexcept:
-        """Wait (keeping the GIL) until the worker's *count reaches at_least or it finished."""
-        while bc_observe(count) < at_least and not bc_observe(&self.finished):
-            if not bc_spin_for_change(count, bc_observe(count), SPINS):
-                PyThread_acquire_lock_timed(self.wake_publisher, 1000, 0)
-
     cdef void route_step(self, Py_ssize_t k, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
         """The publisher routes step k, messages [lo, hi), leaving the keyless to the worker."""
         cdef int64_t unused = 0, left = 0
@@ -1493,57 +1466,33 @@ cdef class ScanStage:
                 left += self.has_key[i] == 0
         self.deferred[k] = left
 
-    cdef int describe_step(self, list columns, Py_ssize_t *ci, Py_ssize_t *cpos, Py_ssize_t pos,
-                           Py_ssize_t stop, Py_ssize_t slot, Py_ssize_t *err_index) except -2:
-        """Describe messages [pos, stop) into ring slot ``slot``, advancing the column cursor
-        (ci, cpos). Returns a status, or -1 (cursor unchanged) when the step has more runs than
-        a slot holds."""
-        cdef Described *runs = self.described + slot * self.max_described
-        cdef bc_key *keys = self.keys + slot * self.step
-        cdef Py_ssize_t nruns = 0, c = ci[0], cp = cpos[0], m, koff = 0
+    cdef int pin_columns(self, list columns) except -2:
+        """Pin the columns' views for the worker; ST_CHANGED if one changed (error index 0)."""
+        cdef Py_ssize_t c, ncols = len(columns)
         cdef KeyColumn col
-        cdef int status = ST_OK
-        while pos < stop:
-            if nruns == self.max_described:
-                return -1
+        cdef int status
+        self.a_views = np.empty(max(ncols, 1) * sizeof(ColumnView), dtype=np.uint8)
+        self.a_col_start = np.zeros(ncols + 1, dtype=np.int64)
+        self.views = <ColumnView *>cnp.PyArray_DATA(self.a_views)
+        self.col_start = <int64_t *>cnp.PyArray_DATA(self.a_col_start)
+        self.ncols = ncols
+        for c in range(ncols):
             col = columns[c]
-            m = col.length - cp
-            if m > stop - pos:
-                m = stop - pos
-            if m > CHUNK:
-                m = CHUNK
-            if col.needs_gil:
-                status = col.describe_objects(cp, m, keys + koff, err_index, False)
-                self.objects_described = True
-            else:
-                with nogil:
-                    status = col.describe_buffers(cp, m, keys + koff, err_index)
+            status = col.pin(&self.views[c])
             if status != ST_OK:
-                err_index[0] += pos - cp  # the key's stream position
                 return status
-            runs[nruns].pos = pos
-            runs[nruns].m = m
-            runs[nruns].koff = koff
-            runs[nruns].plain = col.view.plain
-            runs[nruns].fixed_base = col.view.fixed_base
-            runs[nruns].fixed_len = col.view.fixed_len
-            nruns += 1
-            koff += m
-            pos += m
-            cp += m
-            if cp == col.length:
-                c += 1
-                cp = 0
-        self.ndescribed[slot] = nruns
-        ci[0] = c
-        cpos[0] = cp
+            self.objects |= col.needs_gil
+            self.col_start[c + 1] = self.col_start[c] + col.length
+        if self.col_start[ncols] != self.n:
+            raise ValueError(f"the key columns hold {self.col_start[ncols]} keys for {self.n} messages")
         return ST_OK
 
     def feed(self, list columns, bint replace, bint keep_gil):
         """The publisher: read the key columns, which cover the n messages in order, step after
         step. keep_gil: Python keys are hashed with the GIL held (see hash_column). Returns
         (status, stream position of the first bad key or -1); on any failure the worker is
-        stopped."""
+        stopped. STATUS_NEEDS_GIL: the worker met a key only the GIL holder can read (run the
+        stream on one thread instead)."""
         cdef HashOut out
         out.raw = self.raw
         out.has_key = self.has_key
@@ -1557,101 +1506,120 @@ cdef class ScanStage:
         cdef KeyColumn col
         cdef int status = ST_OK, lvl
         self.replace = replace
-        global T_FEED
-        cdef double tf = tnow()
         try:
             if keys == NULL:
                 raise MemoryError()
-            total = sum([(<KeyColumn>c).length for c in columns])
-            if total != self.n:
-                raise ValueError(f"the key columns hold {total} keys for {self.n} messages")
-            with nogil:
-                while not bc_observe(&self.started) and not bc_observe(&self.aborted):
-                    PyThread_acquire_lock_timed(self.wake_publisher, 1000, 0)
+            status = self.pin_columns(columns)
+            if status != ST_OK:
+                err_index = 0
+            else:
+                with nogil:
+                    while not bc_observe(&self.started) and not bc_observe(&self.aborted):
+                        PyThread_acquire_lock_timed(self.wake_publisher, 1000, 0)
             while pos < self.n and status == ST_OK and not bc_observe(&self.failed):
                 stop = self.n if self.n - pos < self.step else pos + self.step
-                lvl = STEP_HASHED
-                # the last RING steps are hashed here: a backlog left at the end is waited for
-                if k + RING < self.nsteps and bc_observe(&self.released) > k - RING:
-                    status = self.describe_step(columns, &ci, &cpos, pos, stop, k % RING, &err_index)
-                    if status == ST_OK:
-                        lvl = STEP_DESCRIBED
-                        pos = stop
-                    elif status == -1:
-                        status = ST_OK
-                while pos < stop and status == ST_OK:
-                    col = columns[ci]
-                    m = col.length - cpos if col.length - cpos < stop - pos else stop - pos
-                    status = hash_range(col, cpos, cpos + m, &out, pos, keys, &scratch, replace, True,
-                                        keep_gil, &err_index)
+                # (with the GIL: the worker may be describing Python keys)
+                if bc_observe(&self.done) == bc_observe(&self.ready):  # the worker is idle
+                    lvl = STEP_LEFT
+                    while pos < stop:
+                        m = (<KeyColumn>columns[ci]).length - cpos
+                        if m > stop - pos:
+                            m = stop - pos
+                        pos += m
+                        cpos += m
+                        if cpos == (<KeyColumn>columns[ci]).length:
+                            ci += 1
+                            cpos = 0
+                else:
+                    lvl = STEP_HASHED
+                    while pos < stop and status == ST_OK:
+                        col = columns[ci]
+                        m = col.length - cpos if col.length - cpos < stop - pos else stop - pos
+                        status = hash_range(col, cpos, cpos + m, &out, pos, keys, &scratch, replace, True,
+                                            keep_gil, &err_index)
+                        if status != ST_OK:
+                            err_index += pos - cpos  # the key's stream position
+                            break
+                        pos += m
+                        cpos += m
+                        if cpos == col.length:
+                            ci += 1
+                            cpos = 0
                     if status != ST_OK:
-                        err_index += pos - cpos  # the key's stream position
                         break
-                    pos += m
-                    cpos += m
-                    if cpos == col.length:
-                        ci += 1
-                        cpos = 0
-                if status != ST_OK:
-                    break
-                # (with the GIL: described Python keys must not change until the worker hashed them)
-                # the worker still has a whole published step to take: route this one here
-                if lvl == STEP_HASHED and bc_observe(&self.ready) - bc_observe(&self.taken) >= self.step:
-                    self.route_step(k, k * self.step, stop)
-                    lvl = STEP_ROUTED
+                    # the worker still has a whole step waiting: route this one here
+                    if bc_observe(&self.ready) - bc_observe(&self.taken) >= self.step:
+                        self.route_step(k, k * self.step, stop)
+                        lvl = STEP_ROUTED
                 self.level[k] = <int8_t>lvl
-                LV[lvl] += 1
                 self.publish(stop)
                 k += 1
         finally:
             if bc_observe(&self.ready) != self.n:  # a bad key or an exception: stop the worker
                 self.abort()
-            if self.objects_described:  # described Python keys: the GIL stays until they are hashed
-                self.wait_worker(&self.finished, 1)
+            # Python keys: the GIL stays until the worker no longer reads them
+            while self.objects and bc_observe(&self.started) and not bc_observe(&self.finished):
+                PyThread_acquire_lock_timed(self.wake_publisher, 1000, 0)
             PyMem_RawFree(keys)
             bc_scratch_free(&scratch)
-            T_FEED += tnow() - tf
         if bc_observe(&self.failed) and self.wstatus != ST_OK:  # the worker's bad key comes first
             status, err_index = self.wstatus, self.windex
         if status == ST_NOMEM:
             raise MemoryError()
         return status, err_index if status != ST_OK else -1
 
-    cdef int hash_described(self, Py_ssize_t k, bc_scratch *scratch) noexcept nogil:
-        """The worker hashes described step k into raw / has_key; a bad key sets wstatus/windex."""
-        cdef Py_ssize_t slot = k % RING, r, out_index = -1
-        cdef Described *run
+    cdef int take_left(self, Py_ssize_t p, Py_ssize_t e, Py_ssize_t *wc, bc_key *keys,
+                       uint32_t *raw, uint8_t *has, bc_scratch *scratch) noexcept nogil:
+        """The worker describes, hashes, routes and groups messages [p, e) itself, CHUNK keys
+        at a time; *wc is its column cursor. Returns 0, a scan's -1 (no memory), or 1 with
+        wstatus / windex naming a bad key."""
+        cdef GroupState *st = &self.shot.grouper.st
+        cdef ColumnView *v
+        cdef Py_ssize_t m, cp, err_index = -1, out_index = -1
+        cdef int status, rc = 0
         cdef HashOut out
-        cdef int status = ST_OK
-        out.raw = self.raw
-        out.has_key = self.has_key
+        out.raw = raw
+        out.has_key = has
         out.segment_hash = NULL
         out.bucket_hash = NULL
-        for r in range(self.ndescribed[slot]):
-            run = &self.described[slot * self.max_described + r]
-            status = hash_run(self.keys + slot * self.step + run.koff, run.m, run.plain, run.fixed_base,
-                              run.fixed_len, self.replace, True, scratch, &out, run.pos, &out_index)
+        while p < e and rc == 0:
+            while self.col_start[wc[0] + 1] <= p:
+                wc[0] += 1
+            v = &self.views[wc[0]]
+            cp = p - self.col_start[wc[0]]
+            m = e - p if e - p < CHUNK else CHUNK
+            if m > self.col_start[wc[0] + 1] - p:
+                m = self.col_start[wc[0] + 1] - p
+            status = describe_view(v, cp, m, keys, &err_index)
+            if status == ST_OK:
+                status = hash_run(keys, m, v.plain, v.fixed_base, v.fixed_len, self.replace, True,
+                                  scratch, &out, 0, &out_index)
+                err_index = cp + out_index
             if status != ST_OK:
                 self.wstatus = status
-                self.windex = out_index
-                break
-        bc_publish(&self.released, k + 1)
-        PyThread_release_lock(self.wake_publisher)
-        return status
+                self.windex = p + err_index - cp
+                return 1
+            self.router.route(m, raw, has, False, &self.rr, self.shot.gidx, self.shot.bh)
+            rc = gs_scan(st, m, self.shot.gidx, self.shot.bh, self.szp + p if self.szp != NULL else NULL)
+            p += m
+        return rc
 
     def run(self):
         """The worker: finish and group every published step, in order, until all n messages
         are or the stage is aborted. Returns the number of messages scanned."""
         cdef GroupState *st = &self.shot.grouper.st
         cdef const int64_t *szp = self.szp
-        cdef Py_ssize_t p = self.scanned, ready, e, m, k
+        cdef Py_ssize_t p = self.scanned, ready, e, m, k, wc = 0
         cdef int8_t lvl
         cdef int rc = self.rc
         cdef bc_scratch scratch
         scratch.buf = NULL
         scratch.cap = 0
-        global T_WWAIT, T_RUN
-        cdef double tw, tr = tnow()
+        cdef bc_key *keys = <bc_key *>PyMem_RawMalloc(CHUNK * (sizeof(bc_key) + sizeof(uint32_t) + 1))
+        cdef uint32_t *raw = <uint32_t *>(keys + CHUNK)
+        cdef uint8_t *has = <uint8_t *>(raw + CHUNK)
+        if keys == NULL:
+            rc = -1
         with nogil:
             bc_publish(&self.started, 1)
             PyThread_release_lock(self.wake_publisher)
@@ -1660,23 +1628,18 @@ cdef class ScanStage:
                 if ready == p:
                     if bc_observe(&self.aborted):
                         break
-                    tw = tnow()
                     if not bc_spin_for_change(&self.ready, p, SPINS):
                         PyThread_acquire_lock_timed(self.wake, 1000, 0)
-                    T_WWAIT += tnow() - tw
                     continue
                 while p < ready and rc == 0:  # published counts end steps
                     k = p // self.step
                     e = p + self.step if self.n - p > self.step else self.n
                     lvl = self.level[k]
                     bc_publish(&self.taken, e)
-                    if lvl == STEP_DESCRIBED:
-                        if self.hash_described(k, &scratch) != ST_OK:
-                            rc = 1
-                            break
-                    else:
-                        bc_publish(&self.released, k + 1)
-                    if lvl == STEP_ROUTED:
+                    if lvl == STEP_LEFT:
+                        rc = self.take_left(p, e, &wc, keys, raw, has, &scratch)
+                        p = e
+                    elif lvl == STEP_ROUTED:
                         if self.deferred[k] > 0:
                             self.rr = fill_keyless(self.router, self.gidx + p, e - p, self.rr)
                         rc = gs_scan(st, e - p, self.gidx + p, self.bh + p, szp + p if szp != NULL else NULL)
@@ -1687,14 +1650,15 @@ cdef class ScanStage:
                                           self.shot.gidx, self.shot.bh)
                         rc = gs_scan(st, m, self.shot.gidx, self.shot.bh, szp + p if szp != NULL else NULL)
                         p += m
+                    bc_publish(&self.done, p)
             bc_scratch_free(&scratch)
             if rc != 0:
                 bc_publish(&self.failed, 1)
             bc_publish(&self.finished, 1)
             PyThread_release_lock(self.wake_publisher)
+        PyMem_RawFree(keys)
         self.scanned = p
         self.rc = rc
-        T_RUN += tnow() - tr
         return p
 
     def finish(self):

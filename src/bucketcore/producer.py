@@ -429,17 +429,17 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
     if parts == 2 or (parts > 2 and not buffers):
         status, index, columns, next_rr = _pipelined_entries(
             source, n, size_arr, plan, router, code, max_messages, max_bytes, round_robin, replace)
-        if columns is None:
+        if status == _hashing.STATUS_NEEDS_GIL:
+            parts = 1  # a legacy str only the GIL holder may ready (before 3.12): one thread
+        elif columns is None:
             raise_for_status(status, index, keys, shape, True)
-        assert columns is not None
-    elif parts <= 1:
+    if parts <= 1:
         status, index, columns, next_rr = _producer.fused_entries(
             key_columns(source), size_arr, plan.bucket_offsets, code, max_messages, max_bytes, replace,
             router, round_robin)
         if columns is None:
             raise_for_status(status, index, keys, shape, True)
-        assert columns is not None  # a failed status raised above
-    else:
+    elif parts > 2 and buffers:
         bucket = np.empty(n, dtype=np.int32)  # global bucket indexes
         bucket_hash = np.empty(n, dtype=np.uint16)
 
@@ -457,6 +457,7 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
         next_rr = _producer.place_keyless(router, bucket, round_robin)
         columns = _producer.group_entries(None, bucket, bucket_hash, size_arr, plan.bucket_offsets, code,
                                           max_messages, max_bytes, True)
+    assert columns is not None  # a failed status raised above
     seg_idx, bkt, hmin, hmax, start, count, nbytes, order = columns
     return EntryTable(plan.segment_ids[seg_idx], bkt, hmin, hmax, start, count, nbytes, order, int(next_rr))
 
@@ -468,11 +469,12 @@ _PIPELINE_STEP = 1 << 14
 def _pipelined_entries(source: Any, n: int, size_arr: np.ndarray | None, plan: _Plan, router: Any,
                        code: int, max_messages: int, max_bytes: int, round_robin: int,
                        replace: bool) -> tuple[int, int, tuple[np.ndarray, ...] | None, int]:
-    """Two threads in a pipeline (ScanStage): this one hashes the stream step by step while a
-    worker, with the GIL released throughout, routes what is hashed and feeds the batch state
-    machine in stream order, so the entries are those of the one-thread kernel; this thread also
-    routes a step whenever the worker falls behind. Python keys are hashed with the GIL held, so
-    nothing can change them and no item is held. Returns (status, failing index, entry columns or None, next round robin)."""
+    """Two threads in a pipeline (ScanStage): this one reads the stream step by step while a
+    worker, with the GIL released throughout, groups it in stream order, so the entries are those
+    of the one-thread kernel. Each step is hashed (and routed) by whichever thread has time for
+    it. Python keys are read with the GIL held throughout, so nothing can change them and no item
+    is held. Returns (status, failing index, entry columns or None, next round robin);
+    STATUS_NEEDS_GIL asks the caller to use one thread."""
     stage = _producer.ScanStage(router, plan.bucket_offsets, code, max_messages, max_bytes, size_arr, n,
                                 round_robin, _PIPELINE_STEP)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bucketcore-scan") as worker:
