@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import random
+import sys
 import uuid
 from typing import Any
 
@@ -698,15 +699,23 @@ def test_threaded_routing_matches_one_pass(legacy: bool) -> None:
     assert as_tuples(single) == as_tuples(bucket_entries(keys, Buckets.equal_width(4), threads=1, max_messages=25))
 
 
+# How far the calling thread takes each pipeline step: the balancing rule (None), or forced in turn.
+PIPELINE_LEVELS = [None, ("left",), ("hashed",), ("routed",), ("left", "routed", "hashed", "routed")]
+
+
+@pytest.mark.parametrize("levels", PIPELINE_LEVELS)
 @pytest.mark.parametrize("policy", ["shared", "per_bucket"])
-def test_pipeline_over_many_steps_matches_one_pass(monkeypatch: pytest.MonkeyPatch, policy: str) -> None:
-    """threads=2: the calling thread hashes step k+1 while a worker routes and groups step k; with
-    short steps (not a multiple of the kernel's chunk) the hand-offs, the keyless rotation and the
+def test_pipeline_over_many_steps_matches_one_pass(monkeypatch: pytest.MonkeyPatch, policy: str,
+                                                   levels: tuple[str, ...] | None) -> None:
+    """threads=2: the calling thread reads step k+1 while a worker groups step k, after doing
+    what the calling thread left of it (everything, routing, or placing the keyless); with short
+    steps (not a multiple of the kernel's chunk) the hand-offs, the keyless rotation and the
     byte limits must carry across steps exactly as in the one-pass kernel."""
     pa = pytest.importorskip("pyarrow")
     from bucketcore import producer
 
     monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)
+    monkeypatch.setattr(producer, "_PIPELINE_LEVELS", levels)
     rng = random.Random(17)
     keys = [None if rng.random() < 0.1 else f"user-{rng.randrange(3000)}" for _ in range(12000)]
     sizes = [rng.randrange(0, 900) for _ in keys]
@@ -724,6 +733,65 @@ def test_pipeline_over_many_steps_matches_one_pass(monkeypatch: pytest.MonkeyPat
         bucket_entries(keys[:9000] + ["\ud800"] + keys[9000:], layout, threads=2)
     with pytest.raises(TypeError, match="index 5432 has type float"):
         bucket_entries(keys[:5432] + [1.5] + keys[5432:], layout, threads=2)
+
+
+def test_pipeline_names_first_bad_key_whichever_thread_found_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps alternate between the worker (left to it whole) and the calling thread: a bad key
+    in an earlier step wins over one in a later step, whoever reads which."""
+    from bucketcore import producer
+
+    monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)
+    monkeypatch.setattr(producer, "_PIPELINE_LEVELS", ("left", "hashed"))
+    keys: list[Any] = [f"k{i}" for i in range(6000)]
+    worker_first = list(keys)
+    worker_first[2 * 777 + 5] = 1.5  # step 2: the worker describes it
+    worker_first[3 * 777 + 5] = "\ud800"  # step 3: the calling thread hashes it
+    with pytest.raises(TypeError, match=f"index {2 * 777 + 5} has type float"):
+        bucket_entries(worker_first, Buckets.equal_width(4), threads=2)
+    caller_first = list(keys)
+    caller_first[1 * 777 + 5] = "\ud800"
+    caller_first[2 * 777 + 6] = 1.5
+    with pytest.raises(bc.KeyEncodingError, match=f"index {777 + 5}"):
+        bucket_entries(caller_first, Buckets.equal_width(4), threads=2)
+    surrogate_in_worker = list(keys)
+    surrogate_in_worker[4 * 777 + 1] = "\udfff"
+    with pytest.raises(bc.KeyEncodingError, match=f"index {4 * 777 + 1}"):
+        bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=2)
+    replaced = bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=2, errors="replace")
+    assert as_tuples(replaced) == as_tuples(
+        bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=1, errors="replace"))
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="legacy (not ready) str exist only before 3.12")
+def test_pipeline_hands_a_legacy_str_to_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A str made by the deprecated PyUnicode_FromUnicode(NULL, n) is not ready until the GIL
+    holder readies it: the worker, which reads keys without the GIL, must not; the call then
+    runs on one thread, with the same entries."""
+    import ctypes
+    import warnings
+
+    from bucketcore import producer
+
+    make = ctypes.pythonapi.PyUnicode_FromUnicode
+    make.restype = ctypes.py_object
+    make.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t]
+    wide = ctypes.pythonapi.PyUnicode_AsUnicode
+    wide.restype = ctypes.c_void_p
+    wide.argtypes = [ctypes.py_object]
+    text = "legacy-key"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        legacy = make(None, len(text))
+        ctypes.memmove(wide(legacy), text.encode("utf-32-le"), 4 * len(text))
+    state = ctypes.c_uint8.from_address(id(legacy) + 4 * ctypes.sizeof(ctypes.c_void_p))
+    assert not state.value & 0x80, "the str is expected not to be ready yet"
+    monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)
+    monkeypatch.setattr(producer, "_PIPELINE_LEVELS", ("left",))
+    keys: list[Any] = [f"k{i}" for i in range(3000)]
+    keys[2000] = legacy
+    two = bucket_entries(keys, Buckets.equal_width(4), threads=2, max_messages=30)
+    keys[2000] = text
+    assert as_tuples(two) == as_tuples(bucket_entries(keys, Buckets.equal_width(4), threads=1, max_messages=30))
 
 
 def test_threaded_routing_names_first_bad_key() -> None:

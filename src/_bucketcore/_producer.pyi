@@ -130,6 +130,8 @@ def fused_entries(
     round_robin: int,
 ) -> tuple[int, int, _Columns | None, int]: ...
 
+STEP_CODES: dict[str, int]
+
 class ScanStage:
     """The two-thread pipeline: feed hashes (and partly routes), run routes the rest and groups."""
 
@@ -144,6 +146,7 @@ class ScanStage:
         n: int,
         round_robin: int,
         step: int,
+        levels: bytes | None = None,
     ) -> None: ...
     def feed(self, columns: list[KeyColumn], replace: bool, keep_gil: bool) -> tuple[int, int]: ...
     def run(self) -> int: ...

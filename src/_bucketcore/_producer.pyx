@@ -1346,6 +1346,9 @@ cdef inline int64_t fill_keyless(Router router, int32_t *gidx, Py_ssize_t n, int
     return r
 
 
+STEP_CODES = {"left": 0, "hashed": 1, "routed": 2}  # ScanStage(levels=...) for tests
+
+
 # How far the publisher took a pipeline step before publishing it (ScanStage).
 cdef enum:
     STEP_LEFT = 0        # nothing: the worker describes, hashes, routes and groups it
@@ -1407,12 +1410,16 @@ cdef class ScanStage:
     cdef int64_t *col_start      # stream position of each column's first key (ncols + 1)
     cdef Py_ssize_t ncols
     cdef bint objects            # Python keys: feed keeps the GIL until the worker is done
+    cdef bytes forced            # tests: the STEP_* of each step in turn, instead of the rule
 
     def __cinit__(self, Router router, const int64_t[::1] bucket_offsets, int policy,
                   int64_t max_messages, int64_t max_bytes, object sizes, Py_ssize_t n,
-                  int64_t round_robin, Py_ssize_t step):
+                  int64_t round_robin, Py_ssize_t step, bytes levels=None):
         if step < 1:
             raise ValueError("step must be >= 1")
+        if levels is not None and (not levels or any(lv > STEP_ROUTED for lv in levels)):
+            raise ValueError("levels must be STEP_* codes")
+        self.forced = levels
         router.check_offsets(bucket_offsets)
         self.router = router
         self.shot = OneShot(bucket_offsets, policy, max_messages, max_bytes, n)
@@ -1519,7 +1526,13 @@ cdef class ScanStage:
             while pos < self.n and status == ST_OK and not bc_observe(&self.failed):
                 stop = self.n if self.n - pos < self.step else pos + self.step
                 # (with the GIL: the worker may be describing Python keys)
-                if bc_observe(&self.done) == bc_observe(&self.ready):  # the worker is idle
+                if self.forced is not None:
+                    lvl = self.forced[k % len(self.forced)]
+                elif bc_observe(&self.done) == bc_observe(&self.ready):  # the worker is idle
+                    lvl = STEP_LEFT
+                else:
+                    lvl = STEP_HASHED
+                if lvl == STEP_LEFT:
                     lvl = STEP_LEFT
                     while pos < stop:
                         m = (<KeyColumn>columns[ci]).length - cpos
@@ -1531,7 +1544,6 @@ cdef class ScanStage:
                             ci += 1
                             cpos = 0
                 else:
-                    lvl = STEP_HASHED
                     while pos < stop and status == ST_OK:
                         col = columns[ci]
                         m = col.length - cpos if col.length - cpos < stop - pos else stop - pos
@@ -1547,10 +1559,11 @@ cdef class ScanStage:
                             cpos = 0
                     if status != ST_OK:
                         break
-                    # the worker still has a whole step waiting: route this one here
-                    if bc_observe(&self.ready) - bc_observe(&self.taken) >= self.step:
-                        self.route_step(k, k * self.step, stop)
+                    # the worker still has a whole step waiting: route this one here as well
+                    if self.forced is None and bc_observe(&self.ready) - bc_observe(&self.taken) >= self.step:
                         lvl = STEP_ROUTED
+                    if lvl == STEP_ROUTED:
+                        self.route_step(k, k * self.step, stop)
                 self.level[k] = <int8_t>lvl
                 self.publish(stop)
                 k += 1

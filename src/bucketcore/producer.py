@@ -464,6 +464,8 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
 
 # Messages per pipeline step: the worker starts after the first one.
 _PIPELINE_STEP = 1 << 14
+# Tests only: force how far the publisher takes each step, in turn ("left", "hashed", "routed").
+_PIPELINE_LEVELS: tuple[str, ...] | None = None
 
 
 def _pipelined_entries(source: Any, n: int, size_arr: np.ndarray | None, plan: _Plan, router: Any,
@@ -476,7 +478,9 @@ def _pipelined_entries(source: Any, n: int, size_arr: np.ndarray | None, plan: _
     is held. Returns (status, failing index, entry columns or None, next round robin);
     STATUS_NEEDS_GIL asks the caller to use one thread."""
     stage = _producer.ScanStage(router, plan.bucket_offsets, code, max_messages, max_bytes, size_arr, n,
-                                round_robin, _PIPELINE_STEP)
+                                round_robin, _PIPELINE_STEP,
+                                None if _PIPELINE_LEVELS is None
+                                else bytes(_producer.STEP_CODES[lv] for lv in _PIPELINE_LEVELS))
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bucketcore-scan") as worker:
         scanning = worker.submit(stage.run)
         try:
