@@ -249,3 +249,23 @@ def test_no_read_past_a_key_into_an_unmapped_page():
         pytest.skip("pyarrow not installed")
     done = subprocess.run([sys.executable, "-c", GUARD_PAGE_SCRIPT, *PATHS], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_two_thread_pipelines_finish_under_tracemalloc() -> None:
+    """tracemalloc's hook on PyMem_Raw* takes the GIL, which the calling thread of a pipeline
+    holds while its worker reads Python keys: the worker must not allocate through it (it did,
+    and the call hung). A child process, so a hang fails the test instead of the suite."""
+    code = (
+        "import tracemalloc, bucketcore as bc\n"
+        "keys = [f'user-{i}' for i in range(300_000)]\n"
+        "tracemalloc.start()\n"
+        "for policy in ('shared', 'per_bucket'):\n"
+        "    two = bc.bucket_entries(keys, bc.Buckets.equal_width(16), threads=2, policy=policy)\n"
+        "    one = bc.bucket_entries(keys, bc.Buckets.equal_width(16), threads=1, policy=policy)\n"
+        "    assert (two.order == one.order).all() and (two.count == one.count).all()\n"
+        "assert (bc.murmur3_32(keys, threads=2) == bc.murmur3_32(keys, threads=1)).all()\n"
+        "print('done', tracemalloc.get_traced_memory()[1] > 0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "done True"

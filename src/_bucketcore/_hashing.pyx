@@ -514,42 +514,35 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
     return st, err_index
 
 
-cdef enum:
-    PIPE_SLOTS = 16     # chunks in flight between the describing and the hashing thread
-
-
 cdef class HashStage:
-    """Two-thread pipeline over an object column (``murmur3_32(list, threads=2)``): describing a
-    Python object needs the GIL, hashing does not, so the calling thread describes chunk after
-    chunk into a ring of PIPE_SLOTS slots while a worker hashes the described chunks with the GIL
-    released from start to end. The calling thread keeps the GIL from the worker's start to the
-    last chunk hashed, so no Python code anywhere can change the column meanwhile and no item
-    needs holding: the workers never touch a refcount, and the objects' cache lines are only
-    read by both cores (holding them made every line travel between the cores twice). Counts are
-    handed over with release/acquire ordering; each side sleeps on a lock the other releases.
-    ``describe`` (calling thread) and ``run`` (worker) each return (status, failing key's index
-    in the column or -1)."""
+    """Two threads over an object column (``murmur3_32(list, threads=2)``): describing a Python
+    object needs the GIL only to ready a legacy str, reading it needs no more than that no Python
+    code runs. So the calling thread takes the GIL for good, pins the column's view and hashes
+    the first half itself (``first``), while a worker describes and hashes the second half from
+    the pinned view with the GIL released (``run``). The calling thread keeps the GIL until the
+    worker is done, so nothing can change the column meanwhile and no item needs holding; only
+    the results of each half cross between the cores. A legacy str in the worker's half (not
+    ready, only before Python 3.12) stops the worker there and the calling thread hashes the
+    rest. Both return (status, failing key's index in the column or -1); the first half's bad
+    key comes first."""
 
     cdef KeyColumn col
     cdef HashOut out
     cdef bint replace, allow_none
-    cdef Py_ssize_t start, stop
-    cdef bc_key *keys
-    cdef Py_ssize_t pos[PIPE_SLOTS]
-    cdef Py_ssize_t count[PIPE_SLOTS]
-    cdef bint plain[PIPE_SLOTS]
-    cdef int64_t described      # chunks published by the describing thread
-    cdef int64_t hashed         # chunks the worker is done with
-    cdef int64_t closed         # nothing more will be described
-    cdef int64_t failed         # the worker stopped at a bad key
+    cdef Py_ssize_t start, mid, stop
+    cdef ColumnView view
     cdef int64_t started        # the worker runs without the GIL
-    cdef PyThread_type_lock wake_worker, wake_describer
+    cdef int64_t pinned         # the calling thread holds the GIL and pinned the view (or gave up)
+    cdef int64_t finished       # the worker is done
+    cdef int wstatus
+    cdef Py_ssize_t windex
+    cdef PyThread_type_lock wake_worker, wake_caller
     cdef object keep
 
     def __cinit__(self, KeyColumn col, object raw, object segment_hash, object bucket_hash,
                   object has_key, bint replace, bint allow_none, Py_ssize_t start, Py_ssize_t stop):
         if not col.needs_gil:
-            raise ValueError("the hashing pipeline is for object columns")
+            raise ValueError("the hashing stage is for object columns")
         self.col = col
         self.keep = (raw, segment_hash, bucket_hash, has_key)
         self.out = make_out(raw, segment_hash, bucket_hash, has_key)
@@ -557,96 +550,101 @@ cdef class HashStage:
         self.allow_none = allow_none
         self.start = start
         self.stop = stop
-        self.keys = <bc_key *>malloc(PIPE_SLOTS * CHUNK * sizeof(bc_key))
+        self.mid = start + (stop - start) // 2
+        self.wstatus = ST_OK
+        self.windex = -1
         self.wake_worker = PyThread_allocate_lock()
-        self.wake_describer = PyThread_allocate_lock()
-        if self.keys == NULL or self.wake_worker == NULL or self.wake_describer == NULL:
+        self.wake_caller = PyThread_allocate_lock()
+        if self.wake_worker == NULL or self.wake_caller == NULL:
             raise MemoryError()
         PyThread_acquire_lock_timed(self.wake_worker, 0, 0)  # held: a waiter sleeps until released
-        PyThread_acquire_lock_timed(self.wake_describer, 0, 0)
+        PyThread_acquire_lock_timed(self.wake_caller, 0, 0)
 
     def __dealloc__(self):
-        free(self.keys)
         if self.wake_worker != NULL:
             PyThread_free_lock(self.wake_worker)
-        if self.wake_describer != NULL:
-            PyThread_free_lock(self.wake_describer)
+        if self.wake_caller != NULL:
+            PyThread_free_lock(self.wake_caller)
 
-    def close(self):
-        """No more chunks (also after an exception in the describing thread)."""
-        bc_publish(&self.closed, 1)
-        PyThread_release_lock(self.wake_worker)
-
-    def describe(self):
-        """The calling thread's part: describe every chunk, in order, waiting for a free slot."""
-        cdef int64_t c = 0
-        cdef Py_ssize_t p = self.start, m, err_index = -1
-        cdef int s, st = ST_OK
+    def first(self):
+        """The calling thread's part (after submitting ``run``): pin, hash the first half, wait
+        for the worker, and hash what it could not."""
+        cdef Py_ssize_t err_index = -1, rest
+        cdef int st = ST_OK
+        cdef bc_key *keys = <bc_key *>malloc(CHUNK * sizeof(bc_key))
+        cdef bc_scratch scratch
+        scratch.buf = NULL
+        scratch.cap = 0
         try:
             with nogil:  # the worker needs the GIL until it is inside run's nogil block
                 while not bc_observe(&self.started):
-                    PyThread_acquire_lock_timed(self.wake_describer, 1000, 0)
-            # from here on the GIL stays with this thread until every described chunk is hashed
-            while p < self.stop:
-                s = c % PIPE_SLOTS
-                # the slot's previous chunk must be hashed before it is reused
-                while (c >= PIPE_SLOTS and bc_observe(&self.hashed) <= c - PIPE_SLOTS
-                       and not bc_observe(&self.failed)):
-                    if not bc_spin_for_change(&self.hashed, bc_observe(&self.hashed), SPINS):
-                        PyThread_acquire_lock_timed(self.wake_describer, 1000, 0)
-                if bc_observe(&self.failed):
-                    break
-                m = self.stop - p if self.stop - p < CHUNK else CHUNK
-                st = self.col.describe_objects(p, m, self.keys + s * CHUNK, &err_index, False)
+                    PyThread_acquire_lock_timed(self.wake_caller, 1000, 0)
+            # from here on the GIL stays with this thread until the worker is done
+            try:
+                st = self.col.pin(&self.view)
                 if st != ST_OK:
-                    break
-                self.pos[s] = p
-                self.count[s] = m
-                self.plain[s] = self.col.view.plain
-                c += 1
-                p += m
-                bc_publish(&self.described, c)
+                    err_index = self.start
+            finally:
+                if st != ST_OK:
+                    self.mid = self.stop  # the worker takes nothing
+                bc_publish(&self.pinned, 1)
                 PyThread_release_lock(self.wake_worker)
+            if keys == NULL:
+                raise MemoryError()
+            if st == ST_OK:
+                st = hash_range(self.col, self.start, self.mid, &self.out, 0, keys, &scratch,
+                                self.replace, self.allow_none, True, &err_index)
         finally:
-            self.close()
-            # keep the GIL until the worker is done with every described chunk (also when an
-            # exception leaves this method)
-            while bc_observe(&self.hashed) < c and not bc_observe(&self.failed):
-                PyThread_acquire_lock_timed(self.wake_describer, 1000, 0)
-        return st, err_index
+            while not bc_observe(&self.finished):
+                PyThread_acquire_lock_timed(self.wake_caller, 1000, 0)
+        try:
+            if st == ST_OK and self.wstatus == ST_NEEDS_GIL:
+                rest = self.windex  # a legacy str: this thread readies and hashes the rest
+                self.wstatus = ST_OK
+                st = hash_range(self.col, rest, self.stop, &self.out, rest - self.start, keys, &scratch,
+                                self.replace, self.allow_none, True, &err_index)
+            if st == ST_OK and self.wstatus != ST_OK:
+                st, err_index = self.wstatus, self.windex
+        finally:
+            free(keys)
+            bc_scratch_free(&scratch)
+        if st == ST_NOMEM:
+            raise MemoryError()
+        return st, (err_index if st != ST_OK else -1)
 
     def run(self):
-        """The worker's part: hash the described chunks in order until the describer closes."""
-        cdef int64_t c = 0
-        cdef int s, st = ST_OK
-        cdef Py_ssize_t out_index = -1
+        """The worker's part: describe and hash the second half from the pinned view."""
+        cdef Py_ssize_t p, m, err_index = -1, out_index = -1
+        cdef int st = ST_OK
+        cdef bc_key *keys = <bc_key *>malloc(CHUNK * sizeof(bc_key))
         cdef bc_scratch scratch
         scratch.buf = NULL
         scratch.cap = 0
         with nogil:
             bc_publish(&self.started, 1)
-            PyThread_release_lock(self.wake_describer)
-            while True:
-                if c < bc_observe(&self.described):
-                    s = c % PIPE_SLOTS
-                    st = hash_run(self.keys + s * CHUNK, self.count[s], self.plain[s], NULL, 0,
-                                  self.replace, self.allow_none, &scratch, &self.out,
-                                  self.pos[s] - self.start, &out_index)
-                    if st != ST_OK:
-                        bc_publish(&self.failed, 1)
-                        PyThread_release_lock(self.wake_describer)
-                        break
-                    c += 1
-                    bc_publish(&self.hashed, c)
-                    PyThread_release_lock(self.wake_describer)
-                elif bc_observe(&self.closed) and c == bc_observe(&self.described):
-                    break
-                elif not bc_spin_for_change(&self.described, c, SPINS):
-                    PyThread_acquire_lock_timed(self.wake_worker, 1000, 0)
+            PyThread_release_lock(self.wake_caller)
+            while not bc_observe(&self.pinned):
+                PyThread_acquire_lock_timed(self.wake_worker, 1000, 0)
+            p = self.mid
+            if keys == NULL and p < self.stop:
+                st = ST_NOMEM
+            while p < self.stop and st == ST_OK:
+                m = self.stop - p if self.stop - p < CHUNK else CHUNK
+                st = describe_view(&self.view, p, m, keys, &err_index)
+                if st == ST_NEEDS_GIL:
+                    err_index = p  # the calling thread takes over from this chunk
+                elif st == ST_OK:
+                    st = hash_run(keys, m, self.view.plain, NULL, 0, self.replace, self.allow_none,
+                                  &scratch, &self.out, p - self.start, &out_index)
+                    err_index = out_index + self.start
+                p += m
+            self.wstatus = st
+            self.windex = err_index
             bc_scratch_free(&scratch)
-        if st == ST_NOMEM:
-            raise MemoryError()
-        return st, (out_index + self.start if st != ST_OK else -1)
+            bc_publish(&self.finished, 1)
+            PyThread_release_lock(self.wake_caller)
+        free(keys)
+        return st, (err_index if st != ST_OK else -1)
 
 
 def split_raw(const uint32_t[::1] raw, uint16_t[::1] segment_hash, uint16_t[::1] bucket_hash):

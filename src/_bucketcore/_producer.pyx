@@ -19,7 +19,9 @@ The same state (``GroupState``) serves the one-shot ``group_entries`` and the st
 ``Grouper`` used by ``EntryBucketBatcher`` (which also hashes and routes one key per call in
 ``add_key``, with the shared key helpers of keys.h / pykeys.h), so both have identical
 semantics by construction.
-All memory comes from ``PyMem_Raw*`` (traced by tracemalloc, callable without the GIL).
+The batch state (``GroupState``) lives in ``malloc`` memory: a pipeline's worker grows it without
+the GIL while the calling thread may hold the GIL and wait for the worker, and tracemalloc's hook
+on ``PyMem_Raw*`` takes the GIL. Everything else comes from ``PyMem_Raw*`` or numpy (traced).
 """
 
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
@@ -27,7 +29,7 @@ from cpython.bytes cimport PyBytes_GET_SIZE
 from cpython.bytearray cimport PyByteArray_GET_SIZE
 from cpython.object cimport PyObject
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.stdlib cimport qsort
+from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcpy, memset
 
 cimport numpy as cnp
@@ -151,9 +153,9 @@ cdef int gs_init(GroupState *st, const int64_t *boff, int64_t nseg, int policy,
     st.policy = policy
     st.max_messages = max_messages
     st.max_bytes = max_bytes
-    st.segs = <SegState *>PyMem_RawMalloc((nseg + 1) * sizeof(SegState))
-    st.bk = <BucketState *>PyMem_RawMalloc(nb * sizeof(BucketState) + 1)
-    st.olist = <int32_t *>PyMem_RawMalloc(nb * sizeof(int32_t) + 1)
+    st.segs = <SegState *>malloc((nseg + 1) * sizeof(SegState))
+    st.bk = <BucketState *>malloc(nb * sizeof(BucketState) + 1)
+    st.olist = <int32_t *>malloc(nb * sizeof(int32_t) + 1)
     if st.segs == NULL or st.bk == NULL or st.olist == NULL:
         gs_free(st)
         return -1
@@ -174,11 +176,11 @@ cdef void gs_free(GroupState *st) noexcept nogil:
     cdef int64_t g
     if st.bk != NULL:
         for g in range(st.nbuckets):
-            PyMem_RawFree(st.bk[g].msgs)
-    PyMem_RawFree(st.segs)
-    PyMem_RawFree(st.bk)
-    PyMem_RawFree(st.olist)
-    PyMem_RawFree(st.recs)
+            free(st.bk[g].msgs)
+    free(st.segs)
+    free(st.bk)
+    free(st.olist)
+    free(st.recs)
     memset(st, 0, sizeof(GroupState))
 
 
@@ -190,7 +192,7 @@ cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
     cdef BucketState *b = &st.bk[g]
     if st.nrec == st.cap:
         cap = st.cap * 2 if st.cap else 64
-        grown = <Rec *>PyMem_RawRealloc(st.recs, cap * sizeof(Rec))
+        grown = <Rec *>realloc(st.recs, cap * sizeof(Rec))
         if grown == NULL:
             return -1
         st.recs = grown
@@ -236,7 +238,7 @@ cdef int gs_flush_segment(GroupState *st, int32_t s) noexcept nogil:
 cdef int gs_grow_msgs(BucketState *b) noexcept nogil:
     """Room for one more message in an open batch's position list (placing on emit)."""
     cdef int64_t cap = b.cap * 2 if b.cap else 16
-    cdef int64_t *grown = <int64_t *>PyMem_RawRealloc(b.msgs, cap * sizeof(int64_t))
+    cdef int64_t *grown = <int64_t *>realloc(b.msgs, cap * sizeof(int64_t))
     if grown == NULL:
         return -1
     b.msgs = grown
@@ -377,7 +379,7 @@ cdef int gs_finish(GroupState *st) noexcept nogil:
     if st.nopen == 0:
         return 0
     cdef int64_t g, k = 0
-    cdef OpenRef *refs = <OpenRef *>PyMem_RawMalloc(st.nopen * sizeof(OpenRef))
+    cdef OpenRef *refs = <OpenRef *>malloc(st.nopen * sizeof(OpenRef))
     if refs == NULL:
         return -1
     for g in range(st.nbuckets):
@@ -388,9 +390,9 @@ cdef int gs_finish(GroupState *st) noexcept nogil:
     qsort(refs, k, sizeof(OpenRef), cmp_open)
     for g in range(k):
         if gs_emit(st, refs[g].g) < 0:
-            PyMem_RawFree(refs)
+            free(refs)
             return -1
-    PyMem_RawFree(refs)
+    free(refs)
     for g in range(st.nseg):
         st.segs[g].wcount = 0
         st.segs[g].wbytes = 0
@@ -1516,13 +1518,13 @@ cdef class ScanStage:
         try:
             if keys == NULL:
                 raise MemoryError()
+            with nogil:
+                while not bc_observe(&self.started) and not bc_observe(&self.aborted):
+                    PyThread_acquire_lock_timed(self.wake_publisher, 1000, 0)
+            # pinned once the GIL is back for good: nothing can change the columns from here on
             status = self.pin_columns(columns)
             if status != ST_OK:
                 err_index = 0
-            else:
-                with nogil:
-                    while not bc_observe(&self.started) and not bc_observe(&self.aborted):
-                        PyThread_acquire_lock_timed(self.wake_publisher, 1000, 0)
             while pos < self.n and status == ST_OK and not bc_observe(&self.failed):
                 stop = self.n if self.n - pos < self.step else pos + self.step
                 # (with the GIL: the worker may be describing Python keys)

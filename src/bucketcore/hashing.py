@@ -281,14 +281,11 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
                                        replace, allow_none, lo, hi)
             hashing = _pool().submit(stage.run)
             try:
-                described, described_index = stage.describe()
+                status, index = stage.first()
             finally:
-                stage.close()
-                hashed, hashed_index = hashing.result()
-            # the worker only hashes chunks before the one the describer failed at
-            for status, index in ((hashed, hashed_index), (described, described_index)):
-                if status != _hashing.STATUS_OK:
-                    return status, out + index - lo
+                hashing.result()
+            if status != _hashing.STATUS_OK:
+                return status, out + index - lo
         return _hashing.STATUS_OK, -1
 
     if n:
