@@ -51,24 +51,6 @@ from _bucketcore._hashing cimport (
 cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1
 
-cdef extern from "time.h" nogil:
-    cdef struct timespec:
-        long tv_sec
-        long tv_nsec
-    int clock_gettime(int clk, timespec *t)
-cdef inline double tnow() noexcept nogil:
-    cdef timespec t
-    clock_gettime(1, &t)
-    return t.tv_sec + t.tv_nsec * 1e-9
-cdef double T_FEED = 0, T_WWAIT = 0, T_RUN = 0
-cdef int64_t LV[3]
-def timers():
-    return T_FEED, T_WWAIT, T_RUN, LV[0], LV[1], LV[2]
-def reset_timers():
-    global T_FEED, T_WWAIT, T_RUN
-    T_FEED = T_WWAIT = T_RUN = 0
-    LV[0] = LV[1] = LV[2] = 0
-
 cdef extern from "Python.h":
     PyObject *PyList_GET_ITEM(object lst, Py_ssize_t i)
     PyObject *PyTuple_GET_ITEM(object tup, Py_ssize_t i)
