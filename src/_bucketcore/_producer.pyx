@@ -1347,9 +1347,10 @@ cdef class ScanStage:
     after taking it as far as balance asks; meanwhile ``run``, on a worker thread with the GIL
     released from start to end, takes the published steps in stream order, does what is left of
     each and feeds the batch state machine (the keyless round-robin is placed there too: the
-    rotation is only known in stream order). The rule, per step: when the worker has nothing
-    left to do, the publisher leaves it the whole step; otherwise it hashes the step, and routes
-    it too while the worker still has a whole step waiting. Both threads then stay busy whatever
+    rotation is only known in stream order). The rule, per step: when the worker ran out of work
+    while the publisher was on the previous step, the publisher leaves it this whole step;
+    otherwise it hashes the step, and routes it too while the worker still has a whole step
+    waiting. Both threads then stay busy whatever
     the keys (Python objects take long to describe, Arrow keys almost nothing) and however the
     machine's load shifts, and only the steps the publisher worked on cross between the cores.
 
@@ -1496,6 +1497,7 @@ cdef class ScanStage:
         cdef Py_ssize_t pos = 0, stop, m, cpos = 0, ci = 0, k = 0, err_index = -1
         cdef KeyColumn col
         cdef int status = ST_OK, lvl
+        cdef bint starved = True
         self.replace = replace
         try:
             if keys == NULL:
@@ -1512,12 +1514,9 @@ cdef class ScanStage:
                 # (with the GIL: the worker may be describing Python keys)
                 if self.forced is not None:
                     lvl = self.forced[k % len(self.forced)]
-                elif bc_observe(&self.done) == bc_observe(&self.ready):  # the worker is idle
-                    lvl = STEP_LEFT
                 else:
-                    lvl = STEP_HASHED
+                    lvl = STEP_LEFT if starved else STEP_HASHED
                 if lvl == STEP_LEFT:
-                    lvl = STEP_LEFT
                     while pos < stop:
                         m = (<KeyColumn>columns[ci]).length - cpos
                         if m > stop - pos:
@@ -1548,6 +1547,8 @@ cdef class ScanStage:
                         lvl = STEP_ROUTED
                     if lvl == STEP_ROUTED:
                         self.route_step(k, k * self.step, stop)
+                # the worker ran out of work while this thread was on the step: leave it the next
+                starved = bc_observe(&self.done) == bc_observe(&self.ready)
                 self.level[k] = <int8_t>lvl
                 self.publish(stop)
                 k += 1
