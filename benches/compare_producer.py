@@ -12,6 +12,7 @@ per message (tracemalloc: numpy and the kernels' PyMem_Raw allocations are trace
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import sys
@@ -23,7 +24,7 @@ import mmh3
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from timing import best_of  # noqa: E402
+from timing import best_of, best_of_rounds  # noqa: E402
 from workloads import tiled_layout, uuid_keys  # noqa: E402
 
 import bucketcore as bc  # noqa: E402
@@ -121,7 +122,8 @@ def main() -> None:
     if pa is not None:
         inputs["arrow string"] = pa.array(keys, type=pa.string())
     print(f"bucketcore {bc.__version__}: n={n} UUID keys, {args.segments} segments x N={args.buckets}, "
-          f"max_messages={args.max_messages}, best of {args.repeat} (reference best of {args.ref_repeat})")
+          f"max_messages={args.max_messages}, best of {args.repeat} rounds over the rows of a policy "
+          f"(reference best of {args.ref_repeat})")
     if hasattr(os, "getloadavg"):
         print("load average at start: {:.2f} {:.2f} {:.2f} on {} CPUs".format(*os.getloadavg(), os.cpu_count()))
 
@@ -145,14 +147,13 @@ def main() -> None:
                            args.ref_repeat)
         ref = ref_result[-1]
         del ref_result
-        for (name, column), threads in ((item, t) for item in inputs.items() for t in (1, 2)):
-            def run(column: Any = column, policy: str = policy, threads: int = threads) -> Any:
-                return bucket_entries(column, layout, max_messages=args.max_messages, policy=policy,
-                                      threads=threads)
-            t = best_of(run, args.repeat)
+        rows = [(f"{name} {threads}t", column, threads) for name, column in inputs.items() for threads in (1, 2)]
+        runs = [functools.partial(bucket_entries, column, layout, max_messages=args.max_messages, policy=policy,
+                                  threads=threads) for _, column, threads in rows]
+        times = best_of_rounds(runs, args.repeat)
+        for (label, _, _), run, t in zip(rows, runs, times):
             table = run()
             peak = peak_bytes(run)
-            label = f"{name} {threads}t"
             print(f"{policy:<11} {label:<16} {t / n * 1e9:8.2f} ns {ref_time / n * 1e9:8.1f} ns "
                   f"{ref_time / t:6.1f}x {peak / n:11.2f} {len(table):8d} {n / max(1, len(table)):10.1f} "
                   f"{'yes' if same_entries(table, ref) else 'NO'}")

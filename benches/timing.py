@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 
 def best_of(fn: Callable[[], object], repeat: int = 5) -> float:
@@ -13,6 +13,19 @@ def best_of(fn: Callable[[], object], repeat: int = 5) -> float:
         start = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - start)
+    return best
+
+
+def best_of_rounds(fns: Sequence[Callable[[], object]], repeat: int = 5) -> list[float]:
+    """Smallest wall time of each function over ``repeat`` rounds that call every function
+    once, in turn: when the machine's speed drifts (a VM's neighbours), each function sees the
+    same slow and fast spells instead of one row taking all of a slow one."""
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - start)
     return best
 
 

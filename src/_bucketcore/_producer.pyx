@@ -1447,16 +1447,17 @@ cdef class ScanStage:
         bc_publish(&self.aborted, 1)
         PyThread_release_lock(self.wake)
 
-    cdef void route_step(self, Py_ssize_t k, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
-        """The publisher routes step k, messages [lo, hi), leaving the keyless to the worker."""
+    cdef int64_t route_chunk(self, Py_ssize_t pos, Py_ssize_t m, const uint32_t *raw,
+                             const uint8_t *has) noexcept nogil:
+        """The publisher routes m hashed messages from stream position pos, leaving the keyless
+        to the worker; returns how many it left."""
         cdef int64_t unused = 0, left = 0
         cdef Py_ssize_t i
-        self.router.route(hi - lo, self.raw + lo, self.has_key + lo, True, &unused,
-                          self.gidx + lo, self.bh + lo)
+        self.router.route(m, raw, has, True, &unused, self.gidx + pos, self.bh + pos)
         if self.router.mode != R_ONE:
-            for i in range(lo, hi):
-                left += self.has_key[i] == 0
-        self.deferred[k] = left
+            for i in range(m):
+                left += has[i] == 0
+        return left
 
     cdef int pin_columns(self, list columns) except -2:
         """Pin the columns' views for the worker; ST_CHANGED if one changed (error index 0)."""
@@ -1498,6 +1499,9 @@ cdef class ScanStage:
         cdef KeyColumn col
         cdef int status = ST_OK, lvl
         cdef bint starved = True
+        cdef int64_t left = 0
+        cdef uint32_t own_raw[CHUNK]
+        cdef uint8_t own_has[CHUNK]
         self.replace = replace
         try:
             if keys == NULL:
@@ -1514,8 +1518,11 @@ cdef class ScanStage:
                 # (with the GIL: the worker may be describing Python keys)
                 if self.forced is not None:
                     lvl = self.forced[k % len(self.forced)]
-                else:
-                    lvl = STEP_LEFT if starved else STEP_HASHED
+                elif starved:
+                    lvl = STEP_LEFT
+                else:  # route too when the worker has not even taken the previous step yet
+                    lvl = STEP_ROUTED if bc_observe(&self.ready) - bc_observe(&self.taken) >= self.step \
+                        else STEP_HASHED
                 if lvl == STEP_LEFT:
                     while pos < stop:
                         m = (<KeyColumn>columns[ci]).length - cpos
@@ -1527,14 +1534,26 @@ cdef class ScanStage:
                             ci += 1
                             cpos = 0
                 else:
+                    # a routed step is hashed a chunk at a time into this thread's own buffers and
+                    # routed from there: only its routed columns go to the worker
+                    if lvl == STEP_ROUTED:
+                        out.raw = own_raw
+                        out.has_key = own_has
+                    else:
+                        out.raw = self.raw
+                        out.has_key = self.has_key
                     while pos < stop and status == ST_OK:
                         col = columns[ci]
                         m = col.length - cpos if col.length - cpos < stop - pos else stop - pos
-                        status = hash_range(col, cpos, cpos + m, &out, pos, keys, &scratch, replace, True,
-                                            keep_gil, &err_index)
+                        if lvl == STEP_ROUTED and m > CHUNK:
+                            m = CHUNK
+                        status = hash_range(col, cpos, cpos + m, &out, 0 if lvl == STEP_ROUTED else pos,
+                                            keys, &scratch, replace, True, keep_gil, &err_index)
                         if status != ST_OK:
                             err_index += pos - cpos  # the key's stream position
                             break
+                        if lvl == STEP_ROUTED:
+                            left += self.route_chunk(pos, m, own_raw, own_has)
                         pos += m
                         cpos += m
                         if cpos == col.length:
@@ -1542,11 +1561,8 @@ cdef class ScanStage:
                             cpos = 0
                     if status != ST_OK:
                         break
-                    # the worker still has a whole step waiting: route this one here as well
-                    if self.forced is None and bc_observe(&self.ready) - bc_observe(&self.taken) >= self.step:
-                        lvl = STEP_ROUTED
-                    if lvl == STEP_ROUTED:
-                        self.route_step(k, k * self.step, stop)
+                    self.deferred[k] = left
+                    left = 0
                 # the worker ran out of work while this thread was on the step: leave it the next
                 starved = bc_observe(&self.done) == bc_observe(&self.ready)
                 self.level[k] = <int8_t>lvl
