@@ -1,24 +1,27 @@
 # cython: language_level=3
 """Producer kernels: bucket lookup, per-bucket batch grouping with min/max stamping (DESIGN.md §3.4).
 
-The steps are separate C-level functions over plain arrays, which ``fused_entries`` and
-``route_keys`` (at the end of this file) chain with hashing and routing through a ``Router``:
+The steps are separate C-level functions over plain arrays, which ``fused_entries``,
+``ScanStage`` (the two-thread pipeline) and ``route_keys`` (at the end of this file) chain with
+hashing and routing through a ``Router``, which gives every message its *global bucket index*
+(the segment's first index + its bucket), the one number the batch state is keyed by:
 
 - ``lookup_buckets``: bucket index of every message in its segment's boundary list
   (``bc_bucket_of`` from lookup.h, the one shared bucket search), or ``lookup_buckets_table``
   through the boundary lists' own 64 Ki tables (``Buckets.lookup_table``) for long columns;
 - ``gs_scan``: the batch state machine, message by message in send order; it keeps one open
   batch per (segment, bucket) and, when a limit is reached, emits entry *records* (segment,
-  bucket, stamp, count, bytes) in emission order, never touching a message list;
+  bucket, stamp, count, bytes) in emission order. A one-shot stream places each record's
+  messages in the output ``order`` as it is emitted (every open batch lists its messages);
 - ``gs_finish``: end of input, every open batch is emitted ordered by its first message;
-- ``gs_drain``: one pass over the messages that places each message into its record's slot of
-  the output ``order`` (a counting sort keyed by a per-bucket FIFO of records, so send order is
-  kept inside every entry and no per-message entry id is ever stored).
+- ``gs_drain``: the streaming ``Grouper``'s placement, one pass over its buffered messages that
+  puts each into its record's slot (a counting sort keyed by a per-bucket FIFO of records, so
+  send order is kept inside every entry and no per-message entry id is ever stored).
 
-The same state (``GroupState``) serves the one-shot ``group_entries`` and the streaming
-``Grouper`` used by ``EntryBucketBatcher`` (which also hashes and routes one key per call in
-``add_key``, with the shared key helpers of keys.h / pykeys.h), so both have identical
-semantics by construction.
+The same state (``GroupState``) serves the one-shot ``group_entries`` / ``fused_entries`` /
+``ScanStage`` and the streaming ``Grouper`` used by ``EntryBucketBatcher`` (which also hashes
+and routes one key per call in ``add_key``, with the shared key helpers of keys.h / pykeys.h),
+so all have identical semantics by construction.
 The batch state (``GroupState``) lives in ``malloc`` memory: a pipeline's worker grows it without
 the GIL while the calling thread may hold the GIL and wait for the worker, and tracemalloc's hook
 on ``PyMem_Raw*`` takes the GIL. Everything else comes from ``PyMem_Raw*`` or numpy (traced).
