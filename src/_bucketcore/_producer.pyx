@@ -1395,6 +1395,7 @@ cdef class ScanStage:
     cdef int8_t *level           # per step: STEP_*
     cdef int64_t *deferred       # per routed step: keyless messages left to the worker
     cdef ColumnView *views       # the worker's pinned views of the key columns
+    cdef ColumnView *own_views   # the publisher's (describing writes the last run's form in it)
     cdef int64_t *col_start      # stream position of each column's first key (ncols + 1)
     cdef Py_ssize_t ncols
     cdef bint objects            # Python keys: feed keeps the GIL until the worker is done
@@ -1467,9 +1468,10 @@ cdef class ScanStage:
         cdef Py_ssize_t c, ncols = len(columns)
         cdef KeyColumn col
         cdef int status
-        self.a_views = np.empty(max(ncols, 1) * sizeof(ColumnView), dtype=np.uint8)
+        self.a_views = np.empty(2 * max(ncols, 1) * sizeof(ColumnView), dtype=np.uint8)
         self.a_col_start = np.zeros(ncols + 1, dtype=np.int64)
         self.views = <ColumnView *>cnp.PyArray_DATA(self.a_views)
+        self.own_views = self.views + max(ncols, 1)
         self.col_start = <int64_t *>cnp.PyArray_DATA(self.a_col_start)
         self.ncols = ncols
         for c in range(ncols):
@@ -1477,6 +1479,7 @@ cdef class ScanStage:
             status = col.pin(&self.views[c])
             if status != ST_OK:
                 return status
+            self.own_views[c] = self.views[c]
             self.objects |= col.needs_gil
             self.col_start[c + 1] = self.col_start[c] + col.length
         if self.col_start[ncols] != self.n:
@@ -1527,18 +1530,32 @@ cdef class ScanStage:
                     lvl = STEP_ROUTED if bc_observe(&self.ready) - bc_observe(&self.taken) >= self.step \
                         else STEP_HASHED
                 if lvl == STEP_LEFT:
-                    while pos < stop:
-                        m = (<KeyColumn>columns[ci]).length - cpos
-                        if m > stop - pos:
-                            m = stop - pos
-                        pos += m
-                        cpos += m
-                        if cpos == (<KeyColumn>columns[ci]).length:
-                            ci += 1
-                            cpos = 0
+                    pos = stop  # the column cursor follows pos where it is next needed
+                elif not self.objects:  # buffer keys: the step runs without the GIL
+                    with nogil:
+                        while pos < stop:
+                            if lvl == STEP_ROUTED:  # only the routed columns go to the worker
+                                m = self.hash_chunk_at(self.own_views, &ci, pos, stop, keys, own_raw,
+                                                       own_has, &scratch, &status, &err_index)
+                                if m > 0:
+                                    left += self.route_chunk(pos, m, own_raw, own_has)
+                            else:
+                                m = self.hash_chunk_at(self.own_views, &ci, pos, stop, keys,
+                                                       self.raw + pos, self.has_key + pos, &scratch,
+                                                       &status, &err_index)
+                            if m < 0:
+                                break
+                            pos += m
+                    if status != ST_OK:
+                        break
+                    self.deferred[k] = left
+                    left = 0
                 else:
                     # a routed step is hashed a chunk at a time into this thread's own buffers and
                     # routed from there: only its routed columns go to the worker
+                    while self.col_start[ci + 1] <= pos:
+                        ci += 1
+                    cpos = pos - self.col_start[ci]
                     if lvl == STEP_ROUTED:
                         out.raw = own_raw
                         out.has_key = own_has
@@ -1585,36 +1602,48 @@ cdef class ScanStage:
             raise MemoryError()
         return status, err_index if status != ST_OK else -1
 
+    cdef Py_ssize_t hash_chunk_at(self, ColumnView *views, Py_ssize_t *ci, Py_ssize_t p, Py_ssize_t e,
+                                  bc_key *keys, uint32_t *raw, uint8_t *has, bc_scratch *scratch,
+                                  int *status, Py_ssize_t *bad) noexcept nogil:
+        """Describe and hash the keys from stream position p on (at most CHUNK, none past e or
+        the end of their column) from pinned views into raw / has; *ci is the caller's column
+        cursor. Returns how many, or -1 with *status and *bad naming a bad key's position."""
+        cdef ColumnView *v
+        cdef Py_ssize_t m, cp, err_index = -1, out_index = -1
+        cdef HashOut out
+        out.raw = raw
+        out.has_key = has
+        out.segment_hash = NULL
+        out.bucket_hash = NULL
+        while self.col_start[ci[0] + 1] <= p:
+            ci[0] += 1
+        v = &views[ci[0]]
+        cp = p - self.col_start[ci[0]]
+        m = e - p if e - p < CHUNK else CHUNK
+        if m > self.col_start[ci[0] + 1] - p:
+            m = self.col_start[ci[0] + 1] - p
+        status[0] = describe_view(v, cp, m, keys, &err_index)
+        if status[0] == ST_OK:
+            status[0] = hash_run(keys, m, v.plain, v.fixed_base, v.fixed_len, self.replace, True,
+                                 scratch, &out, 0, &out_index)
+            err_index = cp + out_index
+        if status[0] != ST_OK:
+            bad[0] = p + err_index - cp
+            return -1
+        return m
+
     cdef int take_left(self, Py_ssize_t p, Py_ssize_t e, Py_ssize_t *wc, bc_key *keys,
                        uint32_t *raw, uint8_t *has, bc_scratch *scratch) noexcept nogil:
         """The worker describes, hashes, routes and groups messages [p, e) itself, CHUNK keys
         at a time; *wc is its column cursor. Returns 0, a scan's -1 (no memory), or 1 with
         wstatus / windex naming a bad key."""
         cdef GroupState *st = &self.shot.grouper.st
-        cdef ColumnView *v
-        cdef Py_ssize_t m, cp, err_index = -1, out_index = -1
+        cdef Py_ssize_t m
         cdef int status, rc = 0
-        cdef HashOut out
-        out.raw = raw
-        out.has_key = has
-        out.segment_hash = NULL
-        out.bucket_hash = NULL
         while p < e and rc == 0:
-            while self.col_start[wc[0] + 1] <= p:
-                wc[0] += 1
-            v = &self.views[wc[0]]
-            cp = p - self.col_start[wc[0]]
-            m = e - p if e - p < CHUNK else CHUNK
-            if m > self.col_start[wc[0] + 1] - p:
-                m = self.col_start[wc[0] + 1] - p
-            status = describe_view(v, cp, m, keys, &err_index)
-            if status == ST_OK:
-                status = hash_run(keys, m, v.plain, v.fixed_base, v.fixed_len, self.replace, True,
-                                  scratch, &out, 0, &out_index)
-                err_index = cp + out_index
-            if status != ST_OK:
+            m = self.hash_chunk_at(self.views, wc, p, e, keys, raw, has, scratch, &status, &self.windex)
+            if m < 0:
                 self.wstatus = status
-                self.windex = p + err_index - cp
                 return 1
             self.router.route(m, raw, has, False, &self.rr, self.shot.gidx, self.shot.bh)
             rc = gs_scan(st, m, self.shot.gidx, self.shot.bh, self.szp + p if self.szp != NULL else NULL)
