@@ -82,29 +82,34 @@ ctypedef struct Rec:
     int64_t next         # next undrained record of the same bucket, -1 at the end
 
 
-# Per (segment, bucket): the open batch, the FIFO of its emitted and undrained records, and the
-# drain cursor. What the scan touches for every message comes first (one cache line).
-ctypedef struct BucketState:
-    int64_t count        # messages in the open batch (0: none open)
-    int64_t *msgs        # placing on emit: the open batch's stream positions (cap of them)
-    int64_t cap
-    int64_t nbytes
-    int32_t seg
-    uint16_t hash_min
-    uint16_t hash_max
-    int64_t first        # stream position of the open batch's first message
-    int64_t head         # oldest undrained record, -1: none
-    int64_t tail         # newest undrained record, -1: none
-    int64_t cur          # drain: next slot of the head record
-    int64_t end          # drain: one past the head record's last slot
-
-
 ctypedef struct SegState:
     int64_t boff         # global index of the segment's bucket 0
     int64_t nb           # its bucket count
     int64_t wcount       # shared window: messages
     int64_t wbytes       # shared window: bytes
     int64_t olen         # open buckets, listed in olist[boff:boff+olen] in opening order
+
+
+# Per (segment, bucket): the open batch, in 64 bytes (one cache line, an index shift away).
+ctypedef struct BucketState:
+    int64_t count        # messages in the open batch (0: none open)
+    int64_t *msgs        # placing on emit: the open batch's stream positions (cap of them)
+    int64_t cap
+    int64_t nbytes
+    SegState *win        # its segment's state (the shared window)
+    int32_t seg
+    uint16_t hash_min
+    uint16_t hash_max
+    int64_t first        # stream position of the open batch's first message
+    int64_t pad
+
+
+# Per (segment, bucket), streaming only: the FIFO of emitted, undrained records and the drain cursor.
+ctypedef struct DrainState:
+    int64_t head         # oldest undrained record, -1: none
+    int64_t tail         # newest undrained record, -1: none
+    int64_t cur          # drain: next slot of the head record
+    int64_t end          # drain: one past the head record's last slot
 
 
 ctypedef struct GroupState:
@@ -115,6 +120,7 @@ ctypedef struct GroupState:
     int64_t max_bytes
     SegState *segs       # nseg + 1 (the last only holds boff = nbuckets)
     BucketState *bk
+    DrainState *dr
     int32_t *olist
     Rec *recs
     int64_t nrec
@@ -141,19 +147,22 @@ cdef int gs_init(GroupState *st, const int64_t *boff, int64_t nseg, int policy,
     st.segs = <SegState *>malloc((nseg + 1) * sizeof(SegState))
     st.bk = <BucketState *>malloc(nb * sizeof(BucketState) + 1)
     st.olist = <int32_t *>malloc(nb * sizeof(int32_t) + 1)
-    if st.segs == NULL or st.bk == NULL or st.olist == NULL:
+    st.dr = <DrainState *>malloc(nb * sizeof(DrainState) + 1)
+    if st.segs == NULL or st.bk == NULL or st.olist == NULL or st.dr == NULL:
         gs_free(st)
         return -1
     memset(st.segs, 0, (nseg + 1) * sizeof(SegState))
     memset(st.bk, 0, nb * sizeof(BucketState))
+    memset(st.dr, 0, nb * sizeof(DrainState))
     for s in range(nseg + 1):
         st.segs[s].boff = boff[s]
         st.segs[s].nb = boff[s + 1] - boff[s] if s < nseg else 0
     for s in range(nseg):
         for g in range(boff[s], boff[s + 1]):
             st.bk[g].seg = <int32_t>s
-            st.bk[g].head = -1
-            st.bk[g].tail = -1
+            st.bk[g].win = &st.segs[s]
+            st.dr[g].head = -1
+            st.dr[g].tail = -1
     return 0
 
 
@@ -165,6 +174,7 @@ cdef void gs_free(GroupState *st) noexcept nogil:
     free(st.segs)
     free(st.bk)
     free(st.olist)
+    free(st.dr)
     free(st.recs)
     memset(st, 0, sizeof(GroupState))
 
@@ -195,11 +205,11 @@ cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
         r.start = st.placed
         memcpy(st.order + st.placed, b.msgs, b.count * sizeof(int64_t))
         st.placed += b.count
-    elif b.tail >= 0:
-        st.recs[b.tail].next = st.nrec
-        b.tail = st.nrec
+    elif st.dr[g].tail >= 0:
+        st.recs[st.dr[g].tail].next = st.nrec
+        st.dr[g].tail = st.nrec
     else:
-        b.head = b.tail = st.nrec
+        st.dr[g].head = st.dr[g].tail = st.nrec
     st.nrec += 1
     b.count = 0
     b.nbytes = 0
@@ -251,7 +261,6 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *gidx, con
     cdef int64_t g, c, sz = 0
     cdef uint16_t h
     cdef int64_t maxm = st.max_messages, maxb = st.max_bytes
-    cdef SegState *segs = st.segs
     cdef SegState *S
     cdef BucketState *bk = st.bk
     cdef BucketState *B
@@ -265,7 +274,7 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *gidx, con
         if has_sizes:
             sz = sizes[i]
             if shared:
-                S = &segs[B.seg]
+                S = B.win
                 if S.wcount > 0 and sz > maxb - S.wbytes:
                     rc = cold_flush(st, B.seg)
                     if rc < 0:
@@ -281,7 +290,7 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *gidx, con
             B.hash_max = h
             opened += 1
             if shared:
-                S = &segs[B.seg]
+                S = B.win
                 olist[S.boff + S.olen] = <int32_t>g
                 S.olen += 1
         else:
@@ -297,7 +306,7 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *gidx, con
         if has_sizes:
             B.nbytes += sz
         if shared:
-            S = &segs[B.seg]
+            S = B.win
             S.wcount += 1
             if has_sizes:
                 S.wbytes += sz
@@ -390,13 +399,13 @@ cdef int64_t gs_assign_slots(GroupState *st) noexcept nogil:
     cursor at its oldest record; returns the records' message total."""
     cdef int64_t r, g, pos = 0
     cdef Rec *rec
-    cdef BucketState *b
+    cdef DrainState *b
     for r in range(st.nrec):
         rec = &st.recs[r]
         rec.start = pos
         pos += rec.count
         g = st.segs[rec.seg].boff + rec.bucket
-        b = &st.bk[g]
+        b = &st.dr[g]
         if b.head == r:
             b.cur = rec.start
             b.end = rec.start + rec.count
@@ -418,9 +427,9 @@ cdef int64_t gs_drain(GroupState *st, Py_ssize_t n, const int32_t *gidx, int64_t
     cdef Py_ssize_t p
     cdef int64_t r, c, g, k = 0
     cdef Rec *recs = st.recs
-    cdef BucketState *B
+    cdef DrainState *B
     for p in range(n):
-        B = &st.bk[gidx[p]]
+        B = &st.dr[gidx[p]]
         c = B.cur
         if c < B.end:
             take[c] = p
@@ -441,7 +450,7 @@ cdef int64_t gs_drain(GroupState *st, Py_ssize_t n, const int32_t *gidx, int64_t
             k += 1
     for r in range(st.nrec):
         g = st.segs[recs[r].seg].boff + recs[r].bucket
-        if st.bk[g].head >= 0:
+        if st.dr[g].head >= 0:
             return -1
     st.nrec = 0
     return k
