@@ -9,6 +9,7 @@ and the ratio to the mmh3 baseline.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
@@ -16,7 +17,7 @@ import mmh3
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from timing import best_of  # noqa: E402
+from timing import best_of, best_of_rounds  # noqa: E402
 from workloads import short_keys, uuid_keys  # noqa: E402
 
 import bucketcore as bc  # noqa: E402
@@ -41,21 +42,18 @@ def main() -> None:
         inputs = {"list[str]": keys, "numpy U": np.array(keys), "list[bytes]": [k.encode() for k in keys]}
         if pa is not None:
             inputs["arrow string"] = pa.array(keys, type=pa.string())
-        for name, column in inputs.items():
-            rows.append((workload, f"murmur3_32 {name}", best_of(lambda: bc.murmur3_32(column, threads=1),
-                                                                 args.repeat)))
-        rows.append((workload, "murmur3_32 list[str], 2 threads",
-                     best_of(lambda: bc.murmur3_32(keys, threads=2), args.repeat)))
+        runs = [(f"murmur3_32 {name}", functools.partial(bc.murmur3_32, column, threads=1))
+                for name, column in inputs.items()]
+        runs.append(("murmur3_32 list[str], 2 threads", functools.partial(bc.murmur3_32, keys, threads=2)))
         if pa is not None:
-            column = inputs["arrow string"]
-            rows.append((workload, "murmur3_32 arrow, 2 threads",
-                         best_of(lambda: bc.murmur3_32(column, threads=2), args.repeat)))
-        rows.append((workload, "hash_keys list[str], 1 thread",
-                     best_of(lambda: bc.hash_keys(keys, threads=1), args.repeat)))
-        rows.append((workload, "hash_keys list[str], auto",
-                     best_of(lambda: bc.hash_keys(keys), args.repeat)))
+            runs.append(("murmur3_32 arrow, 2 threads",
+                         functools.partial(bc.murmur3_32, inputs["arrow string"], threads=2)))
+        runs.append(("hash_keys list[str], 1 thread", functools.partial(bc.hash_keys, keys, threads=1)))
+        runs.append(("hash_keys list[str], auto", functools.partial(bc.hash_keys, keys)))
+        times = best_of_rounds([fn for _, fn in runs], args.repeat)
+        rows.extend((workload, what, t) for (what, _), t in zip(runs, times))
 
-    print(f"bucketcore {bc.__version__}, n={args.n}, best of {args.repeat}")
+    print(f"bucketcore {bc.__version__}, n={args.n}, best of {args.repeat} rounds over the rows of a workload")
     print(f"{'workload':<8} {'what':<32} {'ns/key':>8} {'vs mmh3':>8}")
     base = {w: t for w, what, t in rows if what == "mmh3 comprehension"}
     for workload, what, t in rows:
