@@ -6,6 +6,7 @@ import os
 import random
 import subprocess
 import sys
+from typing import Any
 
 import mmh3
 import numpy as np
@@ -269,3 +270,16 @@ def test_two_thread_pipelines_finish_under_tracemalloc() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "done True"
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="legacy (not ready) str exist only before 3.12")
+def test_two_thread_hashing_leaves_a_legacy_str_to_the_gil_holder() -> None:
+    """The worker reads its half of a list without the GIL, so it must not ready a legacy str:
+    it stops there and the calling thread hashes the rest."""
+    from legacy_str import TEXT, legacy_str
+
+    keys: list[Any] = [f"k{i}" for i in range(10_000)]
+    keys[7777] = legacy_str()
+    two = bc.murmur3_32(keys, threads=2)
+    keys[7777] = TEXT
+    assert np.array_equal(two, bc.murmur3_32(keys, threads=1))

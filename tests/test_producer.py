@@ -764,33 +764,18 @@ def test_pipeline_names_first_bad_key_whichever_thread_found_it(monkeypatch: pyt
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="legacy (not ready) str exist only before 3.12")
 def test_pipeline_hands_a_legacy_str_to_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A str made by the deprecated PyUnicode_FromUnicode(NULL, n) is not ready until the GIL
-    holder readies it: the worker, which reads keys without the GIL, must not; the call then
-    runs on one thread, with the same entries."""
-    import ctypes
-    import warnings
-
+    """A legacy str is not ready until the GIL holder readies it: the worker, which reads keys
+    without the GIL, must not; the call then runs on one thread, with the same entries."""
     from bucketcore import producer
 
-    make = ctypes.pythonapi.PyUnicode_FromUnicode
-    make.restype = ctypes.py_object
-    make.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t]
-    wide = ctypes.pythonapi.PyUnicode_AsUnicode
-    wide.restype = ctypes.c_void_p
-    wide.argtypes = [ctypes.py_object]
-    text = "legacy-key"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        legacy = make(None, len(text))
-        ctypes.memmove(wide(legacy), text.encode("utf-32-le"), 4 * len(text))
-    state = ctypes.c_uint8.from_address(id(legacy) + 4 * ctypes.sizeof(ctypes.c_void_p))
-    assert not state.value & 0x80, "the str is expected not to be ready yet"
+    from legacy_str import TEXT, legacy_str
+
     monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)
     monkeypatch.setattr(producer, "_PIPELINE_LEVELS", ("left",))
     keys: list[Any] = [f"k{i}" for i in range(3000)]
-    keys[2000] = legacy
+    keys[2000] = legacy_str()
     two = bucket_entries(keys, Buckets.equal_width(4), threads=2, max_messages=30)
-    keys[2000] = text
+    keys[2000] = TEXT
     assert as_tuples(two) == as_tuples(bucket_entries(keys, Buckets.equal_width(4), threads=1, max_messages=30))
 
 
