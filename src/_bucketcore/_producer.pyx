@@ -1014,7 +1014,7 @@ ctypedef fused table_t:
 
 
 cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *has_key, int mode,
-                             bint defer, const table_t *segment_table, const int32_t *rotation,
+                             bint all_keyed, bint defer, const table_t *segment_table, const int32_t *rotation,
                              int64_t nrotation, int64_t *rr, const table_t **tables,
                              const int32_t *boff, int32_t *gidx, uint16_t *bh) noexcept nogil:
     """Global bucket index (boff[segment] + bucket) and bucket hash of m hashed messages.
@@ -1022,7 +1022,8 @@ cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *h
     rotation: the segments keyless messages take in turn (legacy: the legacy order, which is
     also what keyed legacy routing indexes); *rr is the next keyless position. With defer, a
     keyless message gets index -1 instead, for place_keyless to fill in send order (a thread
-    routing a later part of the stream cannot know where the rotation stands)."""
+    routing a later part of the stream cannot know where the rotation stands). all_keyed: the
+    chunk has no keyless message (has_key is not read)."""
     cdef Py_ssize_t i
     cdef uint32_t h
     cdef int32_t s = 0
@@ -1030,7 +1031,7 @@ cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *h
     for i in range(m):
         h = raw[i]
         if mode != R_ONE:
-            if not has_key[i]:
+            if not all_keyed and not has_key[i]:
                 if defer:
                     gidx[i] = -1
                     bh[i] = 0
@@ -1052,15 +1053,24 @@ cdef inline void route_by_mode(int mode, Py_ssize_t m, const uint32_t *raw, cons
                                bint defer, const table_t *segment_table, const int32_t *rotation,
                                int64_t nrotation, int64_t *rr, const table_t **tables,
                                const int32_t *boff, int32_t *gidx, uint16_t *bh) noexcept nogil:
-    # one call per mode with a constant: each inlined copy of the loop drops the other modes' tests
+    # one call per mode (and has_key NULL: every message keyed) with constants: each inlined
+    # copy of the loop drops the other modes' tests
     if mode == R_TABLE:
-        route_chunk(m, raw, has_key, R_TABLE, defer, segment_table, rotation, nrotation, rr, tables,
-                    boff, gidx, bh)
+        if has_key == NULL:
+            route_chunk(m, raw, has_key, R_TABLE, True, defer, segment_table, rotation, nrotation, rr,
+                        tables, boff, gidx, bh)
+        else:
+            route_chunk(m, raw, has_key, R_TABLE, False, defer, segment_table, rotation, nrotation, rr,
+                        tables, boff, gidx, bh)
     elif mode == R_LEGACY:
-        route_chunk(m, raw, has_key, R_LEGACY, defer, segment_table, rotation, nrotation, rr, tables,
-                    boff, gidx, bh)
+        if has_key == NULL:
+            route_chunk(m, raw, has_key, R_LEGACY, True, defer, segment_table, rotation, nrotation, rr,
+                        tables, boff, gidx, bh)
+        else:
+            route_chunk(m, raw, has_key, R_LEGACY, False, defer, segment_table, rotation, nrotation, rr,
+                        tables, boff, gidx, bh)
     else:
-        route_chunk(m, raw, has_key, R_ONE, defer, segment_table, rotation, nrotation, rr, tables,
+        route_chunk(m, raw, has_key, R_ONE, True, defer, segment_table, rotation, nrotation, rr, tables,
                     boff, gidx, bh)
 
 
@@ -1138,6 +1148,7 @@ cdef class Router:
 
     cdef inline void route(self, Py_ssize_t m, const uint32_t *raw, const uint8_t *has_key,
                            bint defer, int64_t *rr, int32_t *gidx, uint16_t *bh) noexcept nogil:
+        """Route m hashed messages (has_key NULL: every one has a key)."""
         if self.narrow:
             route_by_mode(self.mode, m, raw, has_key, defer, <const uint8_t *>self.segment_table,
                           self.rotation, self.nrotation, rr, <const uint8_t **>self.tables, self.boff,
@@ -1283,7 +1294,8 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
                 err_index += pos - cpos  # the key's stream position
                 break
             with nogil:
-                router.route(m, chunks.raw, chunks.has_key, False, &rr, shot.gidx, shot.bh)
+                router.route(m, chunks.raw, NULL if col.view.plain else chunks.has_key, False, &rr,
+                             shot.gidx, shot.bh)
                 rc = gs_scan(st, m, shot.gidx, shot.bh, szp + pos if szp != NULL else NULL)
             if rc != 0:
                 break
@@ -1466,12 +1478,12 @@ cdef class ScanStage:
 
     cdef int64_t route_chunk(self, Py_ssize_t pos, Py_ssize_t m, const uint32_t *raw,
                              const uint8_t *has) noexcept nogil:
-        """The publisher routes m hashed messages from stream position pos, leaving the keyless
-        to the worker; returns how many it left."""
+        """The publisher routes m hashed messages from stream position pos (has NULL: all keyed),
+        leaving the keyless to the worker; returns how many it left."""
         cdef int64_t unused = 0, left = 0
         cdef Py_ssize_t i
         self.router.route(m, raw, has, True, &unused, self.gidx + pos, self.bh + pos)
-        if self.router.mode != R_ONE:
+        if has != NULL and self.router.mode != R_ONE:
             for i in range(m):
                 left += has[i] == 0
         return left
@@ -1551,7 +1563,8 @@ cdef class ScanStage:
                                 m = self.hash_chunk_at(self.own_views, &ci, pos, stop, keys, own_raw,
                                                        own_has, &scratch, &status, &err_index)
                                 if m > 0:
-                                    left += self.route_chunk(pos, m, own_raw, own_has)
+                                    left += self.route_chunk(pos, m, own_raw,
+                                                             NULL if self.own_views[ci].plain else own_has)
                             else:
                                 m = self.hash_chunk_at(self.own_views, &ci, pos, stop, keys,
                                                        self.raw + pos, self.has_key + pos, &scratch,
@@ -1586,7 +1599,7 @@ cdef class ScanStage:
                             err_index += pos - cpos  # the key's stream position
                             break
                         if lvl == STEP_ROUTED:
-                            left += self.route_chunk(pos, m, own_raw, own_has)
+                            left += self.route_chunk(pos, m, own_raw, NULL if col.view.plain else own_has)
                         pos += m
                         cpos += m
                         if cpos == col.length:
@@ -1658,7 +1671,8 @@ cdef class ScanStage:
             if m < 0:
                 self.wstatus = status
                 return 1
-            self.router.route(m, raw, has, False, &self.rr, self.shot.gidx, self.shot.bh)
+            self.router.route(m, raw, NULL if self.views[wc[0]].plain else has, False, &self.rr,
+                              self.shot.gidx, self.shot.bh)
             rc = gs_scan(st, m, self.shot.gidx, self.shot.bh, self.szp + p if self.szp != NULL else NULL)
             p += m
         return rc
