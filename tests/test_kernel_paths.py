@@ -134,8 +134,8 @@ def test_large_column_threads_identical():
 
 
 def test_object_pipeline_across_many_chunks():
-    # threads=2 over Python objects: the calling thread describes chunks of 1024 into a ring of
-    # 16 slots while a worker hashes; 60,000 keys wrap the ring several times
+    # threads=2 over Python objects: the calling thread hashes the first half holding the GIL
+    # while a worker describes and hashes the second from the pinned view, many chunks each
     keys = [None if i % 97 == 0 else (f"k{i}" if i % 3 else f"ünï-{i}".encode()) for i in range(60_000)]
     one = bc.hash_keys(keys, threads=1)
     two = bc.hash_keys(keys, threads=2)
@@ -147,7 +147,7 @@ def test_object_pipeline_across_many_chunks():
 
 @pytest.mark.parametrize("bad", [
     # (what goes where, the error and index expected): the first bad key by index wins, whether
-    # the describing thread (types, lengths) or the worker (encoding, None) finds it
+    # the calling thread (first half) or the worker (second half, from 30,000) finds it
     ({40_000: "\udcff", 50_000: 1.5}, bc.KeyEncodingError, "index 40000"),
     ({20_000: 1.5, 45_000: "\udcff"}, TypeError, "index 20000 has type float"),
     ({33_333: None, 50_000: 2}, TypeError, "index 33333"),
