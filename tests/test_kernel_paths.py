@@ -283,3 +283,35 @@ def test_two_thread_hashing_leaves_a_legacy_str_to_the_gil_holder() -> None:
     two = bc.murmur3_32(keys, threads=2)
     keys[7777] = TEXT
     assert np.array_equal(two, bc.murmur3_32(keys, threads=1))
+
+
+def test_concurrent_two_thread_calls_share_the_pool() -> None:
+    """Six Python threads at once run two-thread pipelines and halves on the shared pool (two
+    workers): busy workers only delay a call, and every result equals one thread's. A child
+    process, so a hang fails the test instead of the suite."""
+    code = (
+        "import threading, numpy as np, pyarrow as pa, bucketcore as bc\n"
+        "keys = [f'user-{i}' for i in range(300_000)]\n"
+        "arrow = pa.array(keys)\n"
+        "buckets = bc.Buckets.equal_width(8)\n"
+        "one = bc.bucket_entries(keys, buckets, threads=1)\n"
+        "raw = bc.murmur3_32(keys, threads=1)\n"
+        "bad = []\n"
+        "def entries(src):\n"
+        "    for _ in range(3):\n"
+        "        t = bc.bucket_entries(src, buckets, threads=2)\n"
+        "        if not (np.array_equal(t.order, one.order) and np.array_equal(t.count, one.count)):\n"
+        "            bad.append('entries')\n"
+        "def hashes():\n"
+        "    for _ in range(3):\n"
+        "        if not np.array_equal(bc.murmur3_32(keys, threads=2), raw):\n"
+        "            bad.append('hashes')\n"
+        "ts = [threading.Thread(target=f, args=a) for f, a in\n"
+        "      [(entries, (keys,)), (entries, (arrow,)), (hashes, ())] * 2]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\n"
+        "print('done', bad)\n"
+    )
+    pytest.importorskip("pyarrow")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "done []"

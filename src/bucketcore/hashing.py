@@ -222,7 +222,7 @@ def threads_for(threads: int | None, n: int, buffers: bool) -> int:
     return max(1, min(int(threads), n))
 
 
-def _pool() -> ThreadPoolExecutor:
+def shared_pool() -> ThreadPoolExecutor:
     """The worker threads every kernel shares (created on first use)."""
     global _executor
     if _executor is None:
@@ -236,7 +236,7 @@ def run_parts(run: Callable[[int, int], tuple[int, int]], n: int, threads: int) 
         return run(0, n)
     bounds = [n * t // threads for t in range(threads + 1)]
     # the calling thread takes the first part itself: one thread fewer to wake and wait for
-    others = [_pool().submit(run, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    others = [shared_pool().submit(run, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
     try:
         first = run(bounds[0], bounds[1])
     finally:
@@ -279,7 +279,7 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
             stage = _hashing.HashStage(column, raw[out:end], part(segment_hash, out, end),
                                        part(bucket_hash, out, end), part(has_key, out, end),
                                        replace, allow_none, lo, hi)
-            hashing = _pool().submit(stage.run)
+            hashing = shared_pool().submit(stage.run)
             try:
                 status, index = stage.first()
             finally:
