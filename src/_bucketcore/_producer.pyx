@@ -1377,10 +1377,12 @@ cdef class ScanStage:
     each and feeds the batch state machine (the keyless round-robin is placed there too: the
     rotation is only known in stream order). The rule, per step: when the worker ran out of work
     while the publisher was on the previous step, the publisher leaves it this whole step;
-    otherwise it hashes the step, and routes it too while the worker still has a whole step
-    waiting. Both threads then stay busy whatever
-    the keys (Python objects take long to describe, Arrow keys almost nothing) and however the
-    machine's load shifts, and only the steps the publisher worked on cross between the cores.
+    otherwise it hashes the step, and routes it too when the worker has not yet taken the
+    previous one (a routed step is hashed a chunk at a time into the publisher's own buffers, so
+    only its routed columns cross). Both threads then stay busy whatever the keys (Python objects
+    take long to describe, Arrow keys almost nothing) and however the machine's load shifts, and
+    only the steps the publisher worked on cross between the cores. Over Arrow/numpy keys the
+    publisher's steps run without the GIL.
 
     Python keys are read with the GIL held and nothing held (INCREF): the worker describes its
     steps from pinned column views (describe_view) while ``feed`` keeps the GIL and runs no
