@@ -1014,7 +1014,7 @@ ctypedef fused table_t:
 
 
 cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *has_key, int mode,
-                             bint all_keyed, bint defer, const table_t *segment_table, const int32_t *rotation,
+                             bint defer, const table_t *segment_table, const int32_t *rotation,
                              int64_t nrotation, int64_t *rr, const table_t **tables,
                              const int32_t *boff, int32_t *gidx, uint16_t *bh) noexcept nogil:
     """Global bucket index (boff[segment] + bucket) and bucket hash of m hashed messages.
@@ -1022,12 +1022,13 @@ cdef inline void route_chunk(Py_ssize_t m, const uint32_t *raw, const uint8_t *h
     rotation: the segments keyless messages take in turn (legacy: the legacy order, which is
     also what keyed legacy routing indexes); *rr is the next keyless position. With defer, a
     keyless message gets index -1 instead, for place_keyless to fill in send order (a thread
-    routing a later part of the stream cannot know where the rotation stands). all_keyed: the
-    chunk has no keyless message (has_key is not read)."""
+    routing a later part of the stream cannot know where the rotation stands). has_key NULL: the
+    chunk has no keyless message (the test is loop-invariant: the compiler unswitches it)."""
     cdef Py_ssize_t i
     cdef uint32_t h
     cdef int32_t s = 0
     cdef int64_t r = rr[0]
+    cdef bint all_keyed = has_key == NULL
     for i in range(m):
         h = raw[i]
         if mode != R_ONE:
@@ -1053,24 +1054,15 @@ cdef inline void route_by_mode(int mode, Py_ssize_t m, const uint32_t *raw, cons
                                bint defer, const table_t *segment_table, const int32_t *rotation,
                                int64_t nrotation, int64_t *rr, const table_t **tables,
                                const int32_t *boff, int32_t *gidx, uint16_t *bh) noexcept nogil:
-    # one call per mode (and has_key NULL: every message keyed) with constants: each inlined
-    # copy of the loop drops the other modes' tests
+    # one call per mode with a constant: each inlined copy of the loop drops the other modes' tests
     if mode == R_TABLE:
-        if has_key == NULL:
-            route_chunk(m, raw, has_key, R_TABLE, True, defer, segment_table, rotation, nrotation, rr,
-                        tables, boff, gidx, bh)
-        else:
-            route_chunk(m, raw, has_key, R_TABLE, False, defer, segment_table, rotation, nrotation, rr,
-                        tables, boff, gidx, bh)
+        route_chunk(m, raw, has_key, R_TABLE, defer, segment_table, rotation, nrotation, rr, tables,
+                    boff, gidx, bh)
     elif mode == R_LEGACY:
-        if has_key == NULL:
-            route_chunk(m, raw, has_key, R_LEGACY, True, defer, segment_table, rotation, nrotation, rr,
-                        tables, boff, gidx, bh)
-        else:
-            route_chunk(m, raw, has_key, R_LEGACY, False, defer, segment_table, rotation, nrotation, rr,
-                        tables, boff, gidx, bh)
+        route_chunk(m, raw, has_key, R_LEGACY, defer, segment_table, rotation, nrotation, rr, tables,
+                    boff, gidx, bh)
     else:
-        route_chunk(m, raw, has_key, R_ONE, True, defer, segment_table, rotation, nrotation, rr, tables,
+        route_chunk(m, raw, has_key, R_ONE, defer, segment_table, rotation, nrotation, rr, tables,
                     boff, gidx, bh)
 
 
