@@ -273,16 +273,22 @@ def test_two_thread_pipelines_finish_under_tracemalloc() -> None:
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="legacy (not ready) str exist only before 3.12")
-def test_two_thread_hashing_leaves_a_legacy_str_to_the_gil_holder() -> None:
-    """The worker reads its half of a list without the GIL, so it must not ready a legacy str:
-    it stops there and the calling thread hashes the rest."""
+@pytest.mark.parametrize("where", [2222, 7777])
+def test_two_thread_hashing_leaves_a_legacy_str_to_the_gil_holder(where: int) -> None:
+    """Neither half may ready a legacy str while the other thread reads keys (the same object
+    may be in both): the half stops there, and the calling thread readies and hashes the rest
+    once the worker is done (first half at 2222, the worker's at 7777)."""
     from legacy_str import TEXT, legacy_str
 
     keys: list[Any] = [f"k{i}" for i in range(10_000)]
-    keys[7777] = legacy_str()
-    two = bc.murmur3_32(keys, threads=2)
-    keys[7777] = TEXT
-    assert np.array_equal(two, bc.murmur3_32(keys, threads=1))
+    keys[where] = legacy_str()
+    keys[9000] = "\udcff"  # a bad key after it is still found
+    with pytest.raises(bc.KeyEncodingError, match="index 9000"):
+        bc.murmur3_32(keys, threads=2)
+    keys[where] = legacy_str()
+    two = bc.murmur3_32(keys, threads=2, errors="replace")
+    keys[where] = TEXT
+    assert np.array_equal(two, bc.murmur3_32(keys, threads=1, errors="replace"))
 
 
 def test_concurrent_two_thread_calls_share_the_pool() -> None:

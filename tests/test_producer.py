@@ -763,15 +763,17 @@ def test_pipeline_names_first_bad_key_whichever_thread_found_it(monkeypatch: pyt
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="legacy (not ready) str exist only before 3.12")
-def test_pipeline_hands_a_legacy_str_to_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("level", ["left", "hashed", "routed"])
+def test_pipeline_hands_a_legacy_str_to_one_thread(monkeypatch: pytest.MonkeyPatch, level: str) -> None:
     """A legacy str is not ready until the GIL holder readies it: the worker, which reads keys
-    without the GIL, must not; the call then runs on one thread, with the same entries."""
+    without the GIL, must not, nor the calling thread while the worker may read the same object;
+    the call then runs on one thread, with the same entries."""
     from bucketcore import producer
 
     from legacy_str import TEXT, legacy_str
 
     monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)
-    monkeypatch.setattr(producer, "_PIPELINE_LEVELS", ("left",))
+    monkeypatch.setattr(producer, "_PIPELINE_LEVELS", (level,))
     keys: list[Any] = [f"k{i}" for i in range(3000)]
     keys[2000] = legacy_str()
     two = bucket_entries(keys, Buckets.equal_width(4), threads=2, max_messages=30)

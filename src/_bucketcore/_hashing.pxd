@@ -109,12 +109,13 @@ cdef class KeyColumn:
 
     cdef int describe_objects(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                               Py_ssize_t *err_index, bint hold=*) except -2
-    cdef int describe_buffers(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
-                              Py_ssize_t *err_index) noexcept nogil
     cdef void release(self)
     cdef int pin(self, ColumnView *out) except -2
 
 cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
+                       Py_ssize_t *err_index) noexcept nogil
+cdef int hash_view_run(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys, bint replace,
+                       bint allow_none, bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                        Py_ssize_t *err_index) noexcept nogil
 
 
@@ -123,6 +124,3 @@ cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, const uint8_t *fixed_b
                   bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                   Py_ssize_t *err_index) noexcept nogil
 
-cdef int hash_range(KeyColumn col, Py_ssize_t start, Py_ssize_t stop, HashOut *out, Py_ssize_t base,
-                    bc_key *keys, bc_scratch *scratch, bint replace, bint allow_none, bint keep_gil,
-                    Py_ssize_t *err_index) except -2

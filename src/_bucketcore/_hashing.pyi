@@ -49,7 +49,6 @@ def hash_column(
     allow_none: bool,
     start: int = 0,
     stop: int = -1,
-    keep_gil: bool = False,
 ) -> tuple[int, int]: ...
 def split_raw(
     raw: npt.NDArray[np.uint32], segment_hash: npt.NDArray[np.uint16], bucket_hash: npt.NDArray[np.uint16]

@@ -303,6 +303,21 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
     return ST_OK
 
 
+cdef int hash_view_run(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys, bint replace,
+                       bint allow_none, bc_scratch *scratch, HashOut *out, Py_ssize_t base,
+                       Py_ssize_t *err_index) noexcept nogil:
+    """Describe keys [pos, pos+m) of a column from its view (describe_view) and hash them into
+    out[base:base+m]. On failure *err_index is the failing key's position in the column."""
+    cdef Py_ssize_t out_index = -1
+    cdef int st = describe_view(v, pos, m, keys, err_index)
+    if st == ST_OK:
+        st = hash_run(keys, m, v.plain, v.fixed_base, v.fixed_len, replace, allow_none, scratch, out,
+                      base, &out_index)
+        if st != ST_OK:
+            err_index[0] = pos + out_index - base
+    return st
+
+
 cdef class KeyColumn:
 
     def __cinit__(self):
@@ -344,11 +359,6 @@ cdef class KeyColumn:
             return ST_TOO_LONG if rc == 2 else ST_BAD_TYPE
         self.view.plain = plain
         return ST_OK
-
-    cdef int describe_buffers(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
-                              Py_ssize_t *err_index) noexcept nogil:
-        """Describe keys [pos, pos+m) of a numpy S/U or Arrow column (no GIL needed)."""
-        return describe_view(&self.view, pos, m, keys, err_index)
 
     cdef int pin(self, ColumnView *out) except -2:
         """Copy the view for a thread that describes with describe_view while the caller keeps
@@ -442,38 +452,33 @@ cdef int hash_range(KeyColumn col, Py_ssize_t start, Py_ssize_t stop, HashOut *o
                     Py_ssize_t *err_index) except -2:
     """Hash keys [start, stop) of a column into out[base:base + stop - start], CHUNK keys at a
     time through ``keys`` (CHUNK descriptors). Returns a status; on failure *err_index is the
-    failing key's position in the column. keep_gil: see hash_column."""
+    failing key's position in the column. keep_gil: an object column's chunks are hashed without
+    releasing the GIL, so nothing can change the column between a chunk's description and its
+    hash and no item is held (for a caller whose other threads do not need the GIL)."""
     cdef Py_ssize_t pos = start, m, out_index = -1
     cdef int st = ST_OK
-    base -= start  # hash_run writes key pos + i at out[base + pos - start + i]
-    try:
-        if col.needs_gil and keep_gil:
+    base -= start  # key pos + i goes to out[base + pos + i]
+    if not col.needs_gil:
+        with nogil:  # once for the whole range: threads hashing parts never queue for the GIL
             while pos < stop and st == ST_OK:
                 m = stop - pos if stop - pos < CHUNK else CHUNK
-                st = col.describe_objects(pos, m, keys, err_index, False)
-                if st == ST_OK:
+                st = hash_view_run(&col.view, pos, m, keys, replace, allow_none, scratch, out,
+                                   base + pos, err_index)
+                pos += m
+        return st
+    try:
+        while pos < stop and st == ST_OK:
+            m = stop - pos if stop - pos < CHUNK else CHUNK
+            st = col.describe_objects(pos, m, keys, err_index, not keep_gil)
+            if st == ST_OK and keep_gil:
+                st = hash_run(keys, m, col.view.plain, NULL, 0, replace, allow_none, scratch, out,
+                              base + pos, &out_index)
+            elif st == ST_OK:
+                with nogil:
                     st = hash_run(keys, m, col.view.plain, NULL, 0, replace, allow_none, scratch, out,
                                   base + pos, &out_index)
-                pos += m
-        elif col.needs_gil:
-            while pos < stop and st == ST_OK:
-                m = stop - pos if stop - pos < CHUNK else CHUNK
-                st = col.describe_objects(pos, m, keys, err_index)
-                if st == ST_OK:
-                    with nogil:
-                        st = hash_run(keys, m, col.view.plain, col.view.fixed_base, col.view.fixed_len, replace,
-                                      allow_none, scratch, out, base + pos, &out_index)
-                col.release()
-                pos += m
-        else:
-            with nogil:  # once for the whole range: threads hashing parts never queue for the GIL
-                while pos < stop and st == ST_OK:
-                    m = stop - pos if stop - pos < CHUNK else CHUNK
-                    st = col.describe_buffers(pos, m, keys, err_index)
-                    if st == ST_OK:
-                        st = hash_run(keys, m, col.view.plain, col.view.fixed_base, col.view.fixed_len, replace,
-                                      allow_none, scratch, out, base + pos, &out_index)
-                    pos += m
+            col.release()
+            pos += m
     finally:
         col.release()
     if out_index >= 0:
@@ -483,14 +488,12 @@ cdef int hash_range(KeyColumn col, Py_ssize_t start, Py_ssize_t stop, HashOut *o
 
 def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_hash,
                 object has_key, bint replace, bint allow_none, Py_ssize_t start=0,
-                Py_ssize_t stop=-1, bint keep_gil=False):
+                Py_ssize_t stop=-1):
     """Hash keys [start, stop) of a column into output columns of stop - start values.
 
     Returns (status, index of the failing key in the column). Several threads may hash
-    disjoint ranges of one source, each through its own KeyColumn. keep_gil: an object column's
-    chunks are hashed without releasing the GIL, so nothing can change the column between a
-    chunk's description and its hash and no item is held (for a caller whose other threads do
-    not need the GIL, such as the producer pipeline's hashing thread).
+    disjoint ranges of one source, each through its own KeyColumn; an object column's chunks
+    are held while the GIL is released to hash them.
     """
     if stop < 0 or stop > col.length:
         stop = col.length
@@ -504,7 +507,7 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
     if keys == NULL:
         raise MemoryError()
     try:
-        st = hash_range(col, start, stop, &out, 0, keys, &scratch, replace, allow_none, keep_gil,
+        st = hash_range(col, start, stop, &out, 0, keys, &scratch, replace, allow_none, False,
                         &err_index)
     finally:
         free(keys)
@@ -521,16 +524,18 @@ cdef class HashStage:
     the first half itself (``first``), while a worker describes and hashes the second half from
     the pinned view with the GIL released (``run``). The calling thread keeps the GIL until the
     worker is done, so nothing can change the column meanwhile and no item needs holding; only
-    the results of each half cross between the cores. A legacy str in the worker's half (not
-    ready, only before Python 3.12) stops the worker there and the calling thread hashes the
-    rest. Both return (status, failing key's index in the column or -1); the first half's bad
-    key comes first."""
+    the results of each half cross between the cores. A legacy str (not ready, only before Python
+    3.12) stops the half it is in: readying it writes to it, which waits until the worker is done
+    (the same object may be in both halves); then the calling thread hashes what is left. Both
+    return (status, failing key's index in the column or -1); the first half's bad key comes
+    first."""
 
     cdef KeyColumn col
     cdef HashOut out
     cdef bint replace, allow_none
     cdef Py_ssize_t start, mid, stop
-    cdef ColumnView view
+    cdef ColumnView view        # the worker's
+    cdef ColumnView own         # the calling thread's (describing writes the last run's form)
     cdef int64_t started        # the worker runs without the GIL
     cdef int64_t pinned         # the calling thread holds the GIL and pinned the view (or gave up)
     cdef int64_t finished       # the worker is done
@@ -566,10 +571,27 @@ cdef class HashStage:
         if self.wake_caller != NULL:
             PyThread_free_lock(self.wake_caller)
 
+    cdef int hash_half(self, ColumnView *v, Py_ssize_t lo, Py_ssize_t hi, bc_key *keys,
+                       bc_scratch *scratch, Py_ssize_t *err_index) noexcept nogil:
+        """Describe and hash keys [lo, hi) from a pinned view, never readying a legacy str: at
+        one, ST_NEEDS_GIL with *err_index the start of its chunk (everything before is hashed)."""
+        cdef Py_ssize_t p = lo, m
+        cdef int st = ST_OK
+        while p < hi:
+            m = hi - p if hi - p < CHUNK else CHUNK
+            st = hash_view_run(v, p, m, keys, self.replace, self.allow_none, scratch, &self.out,
+                               p - self.start, err_index)
+            if st == ST_NEEDS_GIL:
+                err_index[0] = p
+            if st != ST_OK:
+                return st
+            p += m
+        return ST_OK
+
     def first(self):
         """The calling thread's part (after submitting ``run``): pin, hash the first half, wait
-        for the worker, and hash what it could not."""
-        cdef Py_ssize_t err_index = -1, rest
+        for the worker, then ready and hash what a legacy str stopped."""
+        cdef Py_ssize_t err_index = -1
         cdef int st = ST_OK
         cdef bc_key *keys = <bc_key *>malloc(CHUNK * sizeof(bc_key))
         cdef bc_scratch scratch
@@ -584,6 +606,7 @@ cdef class HashStage:
                 st = self.col.pin(&self.view)
                 if st != ST_OK:
                     err_index = self.start
+                self.own = self.view
             finally:
                 if st != ST_OK:
                     self.mid = self.stop  # the worker takes nothing
@@ -592,18 +615,19 @@ cdef class HashStage:
             if keys == NULL:
                 raise MemoryError()
             if st == ST_OK:
-                st = hash_range(self.col, self.start, self.mid, &self.out, 0, keys, &scratch,
-                                self.replace, self.allow_none, True, &err_index)
+                st = self.hash_half(&self.own, self.start, self.mid, keys, &scratch, &err_index)
         finally:
             while not bc_observe(&self.finished):
                 PyThread_acquire_lock_timed(self.wake_caller, 1000, 0)
         try:
+            # alone now: this thread may ready legacy strs (hash_range describes with the GIL)
+            if st == ST_NEEDS_GIL:
+                st = hash_range(self.col, err_index, self.mid, &self.out, err_index - self.start, keys,
+                                &scratch, self.replace, self.allow_none, True, &err_index)
             if st == ST_OK and self.wstatus == ST_NEEDS_GIL:
-                rest = self.windex  # a legacy str: this thread readies and hashes the rest
-                self.wstatus = ST_OK
-                st = hash_range(self.col, rest, self.stop, &self.out, rest - self.start, keys, &scratch,
-                                self.replace, self.allow_none, True, &err_index)
-            if st == ST_OK and self.wstatus != ST_OK:
+                st = hash_range(self.col, self.windex, self.stop, &self.out, self.windex - self.start,
+                                keys, &scratch, self.replace, self.allow_none, True, &err_index)
+            elif st == ST_OK and self.wstatus != ST_OK:
                 st, err_index = self.wstatus, self.windex
         finally:
             free(keys)
@@ -614,7 +638,7 @@ cdef class HashStage:
 
     def run(self):
         """The worker's part: describe and hash the second half from the pinned view."""
-        cdef Py_ssize_t p, m, err_index = -1, out_index = -1
+        cdef Py_ssize_t err_index = -1
         cdef int st = ST_OK
         cdef bc_key *keys = <bc_key *>malloc(CHUNK * sizeof(bc_key))
         cdef bc_scratch scratch
@@ -625,19 +649,10 @@ cdef class HashStage:
             PyThread_release_lock(self.wake_caller)
             while not bc_observe(&self.pinned):
                 PyThread_acquire_lock_timed(self.wake_worker, 1000, 0)
-            p = self.mid
-            if keys == NULL and p < self.stop:
+            if keys == NULL and self.mid < self.stop:
                 st = ST_NOMEM
-            while p < self.stop and st == ST_OK:
-                m = self.stop - p if self.stop - p < CHUNK else CHUNK
-                st = describe_view(&self.view, p, m, keys, &err_index)
-                if st == ST_NEEDS_GIL:
-                    err_index = p  # the calling thread takes over from this chunk
-                elif st == ST_OK:
-                    st = hash_run(keys, m, self.view.plain, NULL, 0, self.replace, self.allow_none,
-                                  &scratch, &self.out, p - self.start, &out_index)
-                    err_index = out_index + self.start
-                p += m
+            elif self.mid < self.stop:
+                st = self.hash_half(&self.view, self.mid, self.stop, keys, &scratch, &err_index)
             self.wstatus = st
             self.windex = err_index
             bc_scratch_free(&scratch)

@@ -48,7 +48,7 @@ from _bucketcore._hashing cimport (
     BC_ERR_NOMEM, BC_ERR_SURROGATE, BC_KEY_NONE, BC_OK, CHUNK, ST_NOMEM, ST_OK, HashOut, KeyColumn,
     PyThread_acquire_lock_timed, PyThread_allocate_lock, PyThread_free_lock, PyThread_release_lock,
     PyThread_type_lock, bc_hash_key, bc_key, bc_observe, bc_publish, bc_scratch, bc_scratch_free,
-    SPINS, ColumnView, bc_spin_for_change, describe_view, hash_range, hash_run,
+    SPINS, ColumnView, bc_spin_for_change, hash_run, hash_view_run,
 )
 
 cdef extern from "pykeys.h":
@@ -1192,21 +1192,17 @@ cdef class KeyChunks:
         position in the column."""
         cdef int status
         cdef Py_ssize_t out_index = -1
-        if col.needs_gil:
-            status = col.describe_objects(cpos, m, self.keys, err_index)
-            if status == ST_OK:
-                with nogil:
-                    status = hash_run(self.keys, m, col.view.plain, col.view.fixed_base, col.view.fixed_len, replace,
-                                      True, &self.scratch, &self.out, 0,
-                                      &out_index)
-            col.release()
-        else:
+        if not col.needs_gil:
             with nogil:
-                status = col.describe_buffers(cpos, m, self.keys, err_index)
-                if status == ST_OK:
-                    status = hash_run(self.keys, m, col.view.plain, col.view.fixed_base, col.view.fixed_len, replace,
-                                      True, &self.scratch, &self.out, 0,
-                                      &out_index)
+                status = hash_view_run(&col.view, cpos, m, self.keys, replace, True, &self.scratch,
+                                       &self.out, 0, err_index)
+            return status
+        status = col.describe_objects(cpos, m, self.keys, err_index)
+        if status == ST_OK:
+            with nogil:
+                status = hash_run(self.keys, m, col.view.plain, NULL, 0, replace, True, &self.scratch,
+                                  &self.out, 0, &out_index)
+        col.release()
         if out_index >= 0:
             err_index[0] = cpos + out_index
         return status
@@ -1416,7 +1412,6 @@ cdef class ScanStage:
     cdef ColumnView *views       # the worker's pinned views of the key columns
     cdef ColumnView *own_views   # the publisher's (describing writes the last run's form in it)
     cdef int64_t *col_start      # stream position of each column's first key (ncols + 1)
-    cdef Py_ssize_t ncols
     cdef bint objects            # Python keys: feed keeps the GIL until the worker is done
     cdef bytes forced            # tests: the STEP_* of each step in turn, instead of the rule
 
@@ -1470,8 +1465,8 @@ cdef class ScanStage:
         bc_publish(&self.aborted, 1)
         PyThread_release_lock(self.wake)
 
-    cdef int64_t route_chunk(self, Py_ssize_t pos, Py_ssize_t m, const uint32_t *raw,
-                             const uint8_t *has) noexcept nogil:
+    cdef int64_t route_for_worker(self, Py_ssize_t pos, Py_ssize_t m, const uint32_t *raw,
+                                  const uint8_t *has) noexcept nogil:
         """The publisher routes m hashed messages from stream position pos (has NULL: all keyed),
         leaving the keyless to the worker; returns how many it left."""
         cdef int64_t unused = 0, left = 0
@@ -1492,7 +1487,6 @@ cdef class ScanStage:
         self.views = <ColumnView *>cnp.PyArray_DATA(self.a_views)
         self.own_views = self.views + max(ncols, 1)
         self.col_start = <int64_t *>cnp.PyArray_DATA(self.a_col_start)
-        self.ncols = ncols
         for c in range(ncols):
             col = columns[c]
             status = col.pin(&self.views[c])
@@ -1505,26 +1499,18 @@ cdef class ScanStage:
             raise ValueError(f"the key columns hold {self.col_start[ncols]} keys for {self.n} messages")
         return ST_OK
 
-    def feed(self, list columns, bint replace, bint keep_gil):
+    def feed(self, list columns, bint replace):
         """The publisher: read the key columns, which cover the n messages in order, step after
-        step. keep_gil: Python keys are hashed with the GIL held (see hash_column). Returns
-        (status, stream position of the first bad key or -1); on any failure the worker is
-        stopped. STATUS_NEEDS_GIL: the worker met a key only the GIL holder can read (run the
-        stream on one thread instead)."""
-        cdef HashOut out
-        out.raw = self.raw
-        out.has_key = self.has_key
-        out.segment_hash = NULL
-        out.bucket_hash = NULL
+        step. Returns (status, stream position of the first bad key or -1); on any failure the
+        worker is stopped. STATUS_NEEDS_GIL: a legacy str, which only the GIL holder may ready
+        and not while the other thread reads the keys (run the stream on one thread instead)."""
         cdef bc_scratch scratch
         scratch.buf = NULL
         scratch.cap = 0
         cdef bc_key *keys = <bc_key *>PyMem_RawMalloc(CHUNK * sizeof(bc_key))
-        cdef Py_ssize_t pos = 0, stop, m, cpos = 0, ci = 0, k = 0, err_index = -1
-        cdef KeyColumn col
+        cdef Py_ssize_t pos = 0, stop, ci = 0, k = 0, err_index = -1
         cdef int status = ST_OK, lvl
         cdef bint starved = True
-        cdef int64_t left = 0
         cdef uint32_t own_raw[CHUNK]
         cdef uint8_t own_has[CHUNK]
         self.replace = replace
@@ -1548,65 +1534,21 @@ cdef class ScanStage:
                 else:  # route too when the worker has not even taken the previous step yet
                     lvl = STEP_ROUTED if bc_observe(&self.ready) - bc_observe(&self.taken) >= self.step \
                         else STEP_HASHED
-                if lvl == STEP_LEFT:
-                    pos = stop  # the column cursor follows pos where it is next needed
-                elif not self.objects:  # buffer keys: the step runs without the GIL
+                # a step left to the worker needs nothing here (the column cursor follows pos)
+                if lvl != STEP_LEFT and self.objects:  # the GIL stays: the worker reads Python keys
+                    status = self.hash_step(k, lvl, pos, stop, &ci, keys, own_raw, own_has, &scratch,
+                                            &err_index)
+                elif lvl != STEP_LEFT:
                     with nogil:
-                        while pos < stop:
-                            if lvl == STEP_ROUTED:  # only the routed columns go to the worker
-                                m = self.hash_chunk_at(self.own_views, &ci, pos, stop, keys, own_raw,
-                                                       own_has, &scratch, &status, &err_index)
-                                if m > 0:
-                                    left += self.route_chunk(pos, m, own_raw,
-                                                             NULL if self.own_views[ci].plain else own_has)
-                            else:
-                                m = self.hash_chunk_at(self.own_views, &ci, pos, stop, keys,
-                                                       self.raw + pos, self.has_key + pos, &scratch,
-                                                       &status, &err_index)
-                            if m < 0:
-                                break
-                            pos += m
-                    if status != ST_OK:
-                        break
-                    self.deferred[k] = left
-                    left = 0
-                else:
-                    # a routed step is hashed a chunk at a time into this thread's own buffers and
-                    # routed from there: only its routed columns go to the worker
-                    while self.col_start[ci + 1] <= pos:
-                        ci += 1
-                    cpos = pos - self.col_start[ci]
-                    if lvl == STEP_ROUTED:
-                        out.raw = own_raw
-                        out.has_key = own_has
-                    else:
-                        out.raw = self.raw
-                        out.has_key = self.has_key
-                    while pos < stop and status == ST_OK:
-                        col = columns[ci]
-                        m = col.length - cpos if col.length - cpos < stop - pos else stop - pos
-                        if lvl == STEP_ROUTED and m > CHUNK:
-                            m = CHUNK
-                        status = hash_range(col, cpos, cpos + m, &out, 0 if lvl == STEP_ROUTED else pos,
-                                            keys, &scratch, replace, True, keep_gil, &err_index)
-                        if status != ST_OK:
-                            err_index += pos - cpos  # the key's stream position
-                            break
-                        if lvl == STEP_ROUTED:
-                            left += self.route_chunk(pos, m, own_raw, NULL if col.view.plain else own_has)
-                        pos += m
-                        cpos += m
-                        if cpos == col.length:
-                            ci += 1
-                            cpos = 0
-                    if status != ST_OK:
-                        break
-                    self.deferred[k] = left
-                    left = 0
+                        status = self.hash_step(k, lvl, pos, stop, &ci, keys, own_raw, own_has,
+                                                &scratch, &err_index)
+                if status != ST_OK:
+                    break
                 # the worker ran out of work while this thread was on the step: leave it the next
                 starved = bc_observe(&self.done) == bc_observe(&self.ready)
                 self.level[k] = <int8_t>lvl
                 self.publish(stop)
+                pos = stop
                 k += 1
         finally:
             if bc_observe(&self.ready) != self.n:  # a bad key or an exception: stop the worker
@@ -1627,30 +1569,51 @@ cdef class ScanStage:
                                   int *status, Py_ssize_t *bad) noexcept nogil:
         """Describe and hash the keys from stream position p on (at most CHUNK, none past e or
         the end of their column) from pinned views into raw / has; *ci is the caller's column
-        cursor. Returns how many, or -1 with *status and *bad naming a bad key's position."""
-        cdef ColumnView *v
-        cdef Py_ssize_t m, cp, err_index = -1, out_index = -1
+        cursor. Returns how many, or -1 with *status and *bad naming a bad key's position.
+        Never readies a legacy str (ST_NEEDS_GIL): the other thread may be reading it."""
         cdef HashOut out
+        cdef Py_ssize_t m, cp, err_index = -1
         out.raw = raw
         out.has_key = has
         out.segment_hash = NULL
         out.bucket_hash = NULL
         while self.col_start[ci[0] + 1] <= p:
             ci[0] += 1
-        v = &views[ci[0]]
         cp = p - self.col_start[ci[0]]
         m = e - p if e - p < CHUNK else CHUNK
         if m > self.col_start[ci[0] + 1] - p:
             m = self.col_start[ci[0] + 1] - p
-        status[0] = describe_view(v, cp, m, keys, &err_index)
-        if status[0] == ST_OK:
-            status[0] = hash_run(keys, m, v.plain, v.fixed_base, v.fixed_len, self.replace, True,
-                                 scratch, &out, 0, &out_index)
-            err_index = cp + out_index
+        status[0] = hash_view_run(&views[ci[0]], cp, m, keys, self.replace, True, scratch, &out, 0,
+                                  &err_index)
         if status[0] != ST_OK:
             bad[0] = p + err_index - cp
             return -1
         return m
+
+    cdef int hash_step(self, Py_ssize_t k, int lvl, Py_ssize_t pos, Py_ssize_t stop, Py_ssize_t *ci,
+                       bc_key *keys, uint32_t *own_raw, uint8_t *own_has, bc_scratch *scratch,
+                       Py_ssize_t *bad) noexcept nogil:
+        """The publisher hashes step k, messages [pos, stop), from its own pinned views into raw /
+        has_key, or (STEP_ROUTED) a chunk at a time into its own buffers and routes it from
+        there, so only the routed columns go to the worker. Returns a status (*bad: the key)."""
+        cdef Py_ssize_t m
+        cdef int status = ST_OK
+        cdef int64_t left = 0
+        while pos < stop:
+            if lvl == STEP_ROUTED:
+                m = self.hash_chunk_at(self.own_views, ci, pos, stop, keys, own_raw, own_has, scratch,
+                                       &status, bad)
+                if m > 0:
+                    left += self.route_for_worker(pos, m, own_raw,
+                                                  NULL if self.own_views[ci[0]].plain else own_has)
+            else:
+                m = self.hash_chunk_at(self.own_views, ci, pos, stop, keys, self.raw + pos,
+                                       self.has_key + pos, scratch, &status, bad)
+            if m < 0:
+                return status
+            pos += m
+        self.deferred[k] = left
+        return ST_OK
 
     cdef int take_left(self, Py_ssize_t p, Py_ssize_t e, Py_ssize_t *wc, bc_key *keys,
                        uint32_t *raw, uint8_t *has, bc_scratch *scratch) noexcept nogil:

@@ -484,7 +484,7 @@ def _pipelined_entries(source: Any, n: int, size_arr: np.ndarray | None, plan: _
     # pool's tasks waits for another, so a busy pool only delays the worker, and feed waits for it
     scanning = shared_pool().submit(stage.run)
     try:
-        status, index = stage.feed(key_columns(source), replace, True)
+        status, index = stage.feed(key_columns(source), replace)
     finally:
         scanning.result()  # feed stopped the worker on any failure
     if status != _hashing.STATUS_OK:
