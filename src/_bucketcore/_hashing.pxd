@@ -124,3 +124,6 @@ cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, const uint8_t *fixed_b
                   bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                   Py_ssize_t *err_index) noexcept nogil
 
+# Pipeline locks: held_lock() is acquired already (a waiter sleeps until it is released).
+cdef PyThread_type_lock held_lock() except NULL
+cdef void free_lock(PyThread_type_lock lock) noexcept

@@ -517,6 +517,20 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
     return st, err_index
 
 
+cdef PyThread_type_lock held_lock() except NULL:
+    """A new lock, already acquired: a thread waiting on it sleeps until another releases it."""
+    cdef PyThread_type_lock lock = PyThread_allocate_lock()
+    if lock == NULL:
+        raise MemoryError()
+    PyThread_acquire_lock_timed(lock, 0, 0)
+    return lock
+
+
+cdef void free_lock(PyThread_type_lock lock) noexcept:
+    if lock != NULL:
+        PyThread_free_lock(lock)
+
+
 cdef class HashStage:
     """Two threads over an object column (``murmur3_32(list, threads=2)``): describing a Python
     object needs the GIL only to ready a legacy str, reading it needs no more than that no Python
@@ -558,18 +572,12 @@ cdef class HashStage:
         self.mid = start + (stop - start) // 2
         self.wstatus = ST_OK
         self.windex = -1
-        self.wake_worker = PyThread_allocate_lock()
-        self.wake_caller = PyThread_allocate_lock()
-        if self.wake_worker == NULL or self.wake_caller == NULL:
-            raise MemoryError()
-        PyThread_acquire_lock_timed(self.wake_worker, 0, 0)  # held: a waiter sleeps until released
-        PyThread_acquire_lock_timed(self.wake_caller, 0, 0)
+        self.wake_worker = held_lock()
+        self.wake_caller = held_lock()
 
     def __dealloc__(self):
-        if self.wake_worker != NULL:
-            PyThread_free_lock(self.wake_worker)
-        if self.wake_caller != NULL:
-            PyThread_free_lock(self.wake_caller)
+        free_lock(self.wake_worker)
+        free_lock(self.wake_caller)
 
     cdef int hash_half(self, ColumnView *v, Py_ssize_t lo, Py_ssize_t hi, bc_key *keys,
                        bc_scratch *scratch, Py_ssize_t *err_index) noexcept nogil:

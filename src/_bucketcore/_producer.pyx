@@ -46,9 +46,9 @@ cdef extern from "lookup.h" nogil:
 # The shared key helpers and chunked hash run of the hashing kernel.
 from _bucketcore._hashing cimport (
     BC_ERR_NOMEM, BC_ERR_SURROGATE, BC_KEY_NONE, BC_OK, CHUNK, ST_NOMEM, ST_OK, HashOut, KeyColumn,
-    PyThread_acquire_lock_timed, PyThread_allocate_lock, PyThread_free_lock, PyThread_release_lock,
+    PyThread_acquire_lock_timed, PyThread_release_lock,
     PyThread_type_lock, bc_hash_key, bc_key, bc_observe, bc_publish, bc_scratch, bc_scratch_free,
-    SPINS, ColumnView, bc_spin_for_change, hash_run, hash_view_run,
+    SPINS, ColumnView, bc_spin_for_change, free_lock, hash_run, hash_view_run, held_lock,
 )
 
 cdef extern from "pykeys.h":
@@ -1444,18 +1444,12 @@ cdef class ScanStage:
         self.bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh)
         self.level = <int8_t *>cnp.PyArray_DATA(self.a_level)
         self.deferred = <int64_t *>cnp.PyArray_DATA(self.a_deferred)
-        self.wake = PyThread_allocate_lock()
-        self.wake_publisher = PyThread_allocate_lock()
-        if self.wake == NULL or self.wake_publisher == NULL:
-            raise MemoryError()
-        PyThread_acquire_lock_timed(self.wake, 0, 0)  # held: the worker sleeps until a publish
-        PyThread_acquire_lock_timed(self.wake_publisher, 0, 0)
+        self.wake = held_lock()  # the worker sleeps on it until a publish
+        self.wake_publisher = held_lock()
 
     def __dealloc__(self):
-        if self.wake != NULL:
-            PyThread_free_lock(self.wake)
-        if self.wake_publisher != NULL:
-            PyThread_free_lock(self.wake_publisher)
+        free_lock(self.wake)
+        free_lock(self.wake_publisher)
 
     cdef void publish(self, Py_ssize_t upto) noexcept nogil:
         bc_publish(&self.ready, upto)
