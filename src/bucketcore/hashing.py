@@ -208,12 +208,12 @@ def column_parts(source: Any, start: int, stop: int) -> list[tuple[_hashing.KeyC
 
 def threads_for(threads: int | None, n: int, buffers: bool) -> int:
     """How many threads share a column of n keys (``threads=None``: automatic). Python objects
-    run on two at most, as a pipeline (one describes, one hashes or consumes the hashes)."""
+    run on two at most (halves for hashing, a pipeline for bucket_entries)."""
     if threads is None:
         if buffers:
             return max(1, min(_CPUS, n // AUTO_THREADS_MIN_KEYS))
-        # Python objects are described with the GIL held: a second thread splitting them mostly
-        # waits for it, but one that works on what the first described does not need it.
+        # Python objects: the calling thread keeps the GIL so no Python code runs, and one worker
+        # reads its share without it (more threads would only wait for the same GIL).
         return 2 if _CPUS >= 2 and n >= AUTO_THREADS_MIN_KEYS else 1
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
@@ -311,8 +311,8 @@ def murmur3_32(keys: KeyInput, *, errors: str = "strict", threads: int | None = 
     ``errors="replace"`` encodes unpaired surrogates as ``?`` like Java's ``getBytes(UTF_8)``.
     ``threads``: how many threads share a large column (None: Arrow and numpy keys one thread
     per core from ``AUTO_THREADS_MIN_KEYS`` keys each; Python objects two from that many keys).
-    Python objects take two threads at most, as a pipeline: the calling thread describes them
-    while a worker hashes, and the calling thread keeps the GIL until the last key is hashed.
+    Python objects take two threads at most, each hashing half: the calling thread keeps the GIL
+    until the worker is done, so nothing can change them and no item is held.
     The result never depends on it.
     """
     if isinstance(keys, (str, bytes)):

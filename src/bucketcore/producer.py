@@ -380,8 +380,9 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
     ``round_robin``: where the keyless round-robin starts; the table's ``next_round_robin``
     is where the next call should continue. ``threads``: how many threads share the work on a
     large key stream (None: automatic, two from 256 Ki messages on a machine with two cores or
-    more). Two run a pipeline: one hashes while the other routes and groups what is hashed;
-    more split the hashing of Arrow or numpy keys (the grouping itself is sequential). The
+    more). Two run a pipeline: a worker groups the stream in order while the calling thread hashes
+    and routes the steps ahead of it, each step done by whichever thread has time; more split the
+    hashing of Arrow or numpy keys (the grouping itself is sequential). The
     result never depends on it. Every argument is checked before any work.
     """
     max_messages = _check_int(max_messages, "max_messages", 1)
@@ -409,8 +410,8 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
 def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: int, max_bytes: int,
                    round_robin: int, errors: str, threads: int | None) -> EntryTable:
     """Keys to entries with no column of hashes in between. One thread: the fused kernel hashes,
-    routes, looks up and groups a chunk at a time. Two (or more for Python objects, which one
-    thread at a time describes): a pipeline, see _pipelined_entries. More over buffers: each
+    routes, looks up and groups a chunk at a time. Two (or more for Python objects, which take two
+    at most): a pipeline, see _pipelined_entries. More over buffers: each
     thread hashes and routes its part of the stream into (segment, bucket, bucket hash) columns,
     the keyless rotation is placed in send order, and the grouping (sequential by nature) runs
     once over the columns."""
