@@ -43,6 +43,9 @@ cnp.import_array()
 cdef extern from "lookup.h" nogil:
     uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
 
+cdef extern from "stamp.h" nogil:
+    void bc_stamp(const uint16_t *h, size_t n, uint16_t *lo, uint16_t *hi)
+
 # The shared key helpers and chunked hash run of the hashing kernel.
 from _bucketcore._hashing cimport (
     BC_ERR_NOMEM, BC_ERR_SURROGATE, BC_KEY_NONE, BC_OK, CHUNK, ST_NOMEM, ST_OK, HashOut, KeyColumn,
@@ -98,10 +101,10 @@ ctypedef struct BucketState:
     int64_t nbytes
     SegState *win        # its segment's state (the shared window)
     int32_t seg
-    uint16_t hash_min
+    uint16_t hash_min    # draining later: the open batch's stamp, kept message by message
     uint16_t hash_max
     int64_t first        # stream position of the open batch's first message
-    int64_t pad
+    uint16_t *hashes     # placing on emit: the open batch's bucket hashes (stamped on emit)
 
 
 # Per (segment, bucket), streaming only: the FIFO of emitted, undrained records and the drain cursor.
@@ -171,6 +174,7 @@ cdef void gs_free(GroupState *st) noexcept nogil:
     if st.bk != NULL:
         for g in range(st.nbuckets):
             free(st.bk[g].msgs)
+            free(st.bk[g].hashes)
     free(st.segs)
     free(st.bk)
     free(st.olist)
@@ -195,21 +199,24 @@ cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
     cdef Rec *r = &st.recs[st.nrec]
     r.seg = b.seg
     r.bucket = <int32_t>(g - st.segs[b.seg].boff)
-    r.hash_min = b.hash_min
-    r.hash_max = b.hash_max
     r.count = b.count
     r.nbytes = b.nbytes
     r.first = b.first
     r.next = -1
     if st.order != NULL:
+        # stamped from the listed hashes: a vector pass here, not two compares per message
+        bc_stamp(b.hashes, <size_t>b.count, &r.hash_min, &r.hash_max)
         r.start = st.placed
         memcpy(st.order + st.placed, b.msgs, b.count * sizeof(int64_t))
         st.placed += b.count
-    elif st.dr[g].tail >= 0:
-        st.recs[st.dr[g].tail].next = st.nrec
-        st.dr[g].tail = st.nrec
     else:
-        st.dr[g].head = st.dr[g].tail = st.nrec
+        r.hash_min = b.hash_min
+        r.hash_max = b.hash_max
+        if st.dr[g].tail >= 0:
+            st.recs[st.dr[g].tail].next = st.nrec
+            st.dr[g].tail = st.nrec
+        else:
+            st.dr[g].head = st.dr[g].tail = st.nrec
     st.nrec += 1
     b.count = 0
     b.nbytes = 0
@@ -231,12 +238,16 @@ cdef int gs_flush_segment(GroupState *st, int32_t s) noexcept nogil:
 
 
 cdef int gs_grow_msgs(BucketState *b) noexcept nogil:
-    """Room for one more message in an open batch's position list (placing on emit)."""
+    """Room for one more message in an open batch's position and hash lists (placing on emit)."""
     cdef int64_t cap = b.cap * 2 if b.cap else 16
     cdef int64_t *grown = <int64_t *>realloc(b.msgs, cap * sizeof(int64_t))
     if grown == NULL:
         return -1
     b.msgs = grown
+    cdef uint16_t *grown_hashes = <uint16_t *>realloc(b.hashes, cap * sizeof(uint16_t))
+    if grown_hashes == NULL:
+        return -1
+    b.hashes = grown_hashes
     b.cap = cap
     return 0
 
@@ -286,21 +297,23 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *gidx, con
         c = B.count
         if c == 0:
             B.first = seq
-            B.hash_min = h
-            B.hash_max = h
+            if not place:
+                B.hash_min = h
+                B.hash_max = h
             opened += 1
             if shared:
                 S = B.win
                 olist[S.boff + S.olen] = <int32_t>g
                 S.olen += 1
-        else:
+        elif not place:
             B.hash_min = h if h < B.hash_min else B.hash_min
             B.hash_max = h if h > B.hash_max else B.hash_max
-        if place:
+        if place:  # listed; gs_emit stamps the batch from its hashes
             if c == B.cap and cold_grow(B) < 0:
                 rc = -1
                 break
             B.msgs[c] = seq
+            B.hashes[c] = h
         B.count = c + 1
         seq += 1
         if has_sizes:
