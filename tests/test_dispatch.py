@@ -181,6 +181,12 @@ def test_selector_membership_errors():
         sel.add_consumer("a", 1.0)
     with pytest.raises(TypeError, match="consumer name must be a str"):
         sel.add_consumer(b"a", 3)
+    with pytest.raises(ValueError, match=r"consumer_id must be 0\.\.2\*\*64-1 .*, not -1"):
+        sel.add_consumer("a", -1)
+    with pytest.raises(ValueError, match="not 18446744073709551616"):
+        sel.add_consumer("a", 1 << 64)
+    sel.add_consumer("big", np.uint64((1 << 64) - 1))  # the largest wire value is a valid id
+    sel.remove_consumer("big", (1 << 64) - 1)
     with pytest.raises(TypeError, match="must be a Buckets"):
         EntryBucketSelector("0x8000")
     with pytest.raises(bc.InvalidBoundaryError):

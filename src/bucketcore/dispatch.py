@@ -51,6 +51,7 @@ NO_CONSUMER: int = _dispatch.NO_CONSUMER
 MALFORMED: int = _dispatch.MALFORMED
 
 _INT64_MAX = np.iinfo(np.int64).max
+_UINT64_MAX = (1 << 64) - 1
 
 
 class MalformedStampError(BucketcoreError, ValueError):
@@ -96,6 +97,9 @@ def _check_consumer(name: Any, consumer_id: Any) -> Consumer:
         raise TypeError(f"consumer name must be a str, not {type(name).__name__}")
     if not _is_int(consumer_id):
         raise TypeError(f"consumer_id must be an int, not {type(consumer_id).__name__}")
+    # the protocol's consumer_id is a uint64 (CommandSubscribe and every consumer command)
+    if not 0 <= consumer_id <= _UINT64_MAX:
+        raise ValueError(f"consumer_id must be 0..2**64-1 (a uint64 on the wire), not {int(consumer_id)}")
     return (name, int(consumer_id))
 
 

@@ -63,9 +63,10 @@ def _check_int(value: object, name: str, low: int, high: int | None = None) -> i
     if not _is_int(value):
         raise TypeError(f"{name} must be an int, not {_describe(value)}")
     number = int(value)  # type: ignore[call-overload]
-    if number < low or (high is not None and number > high):
-        bound = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be {bound}, not {number}")
+    if number < low:
+        raise ValueError(f"{name} must be >= {low}, not {number}")
+    if high is not None and number > high:
+        raise ValueError(f"{name} must be <= {high}, not {number}")
     return number
 
 

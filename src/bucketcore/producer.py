@@ -43,7 +43,7 @@ from .errors import InvalidLayoutError
 from .hashing import (MAX_HASH, KeyHashes, classify_keys, column_parts, errors_flag, hash_keys,
                       is_buffer_source, key_columns, murmur3_32, plain_ints, raise_for_status, run_parts,
                       shared_pool, threads_for)
-from .layout import Buckets, TopicLayout
+from .layout import Buckets, TopicLayout, _check_int
 
 __all__ = ["bucket_entries", "EntryTable", "Entry", "EntryBucketBatcher"]
 
@@ -168,17 +168,6 @@ def _frozen(arr: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------------------------
 # validation at the edge
-
-
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    if value > _INT64_MAX:
-        raise ValueError(f"{name} must fit in 64 bits, got {value}")
-    return value
 
 
 def _check_policy(policy: Any) -> int:
@@ -385,11 +374,11 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
     hashing of Arrow or numpy keys (the grouping itself is sequential). The
     result never depends on it. Every argument is checked before any work.
     """
-    max_messages = _check_int(max_messages, "max_messages", 1)
-    max_bytes = _check_int(max_bytes, "max_bytes", 1)
+    max_messages = _check_int(max_messages, "max_messages", 1, _INT64_MAX)
+    max_bytes = _check_int(max_bytes, "max_bytes", 1, _INT64_MAX)
     code = _check_policy(policy)
     encrypted = _check_bool(encrypted, "encrypted")
-    round_robin = _check_int(round_robin, "round_robin", 0)
+    round_robin = _check_int(round_robin, "round_robin", 0, _INT64_MAX)
     errors_flag(errors)  # checked even when precomputed KeyHashes make it unused
     plan = _plan_for(layout_or_buckets, "layout_or_buckets")
     threads_for(threads, 1, True)  # checks the argument on every path
@@ -510,12 +499,12 @@ class EntryBucketBatcher:
     def __init__(self, buckets: Buckets | TopicLayout, *, max_messages: int = 1000,
                  max_bytes: int = 131072, policy: str = "shared", encrypted: bool = False,
                  round_robin: int = 0, errors: str = "strict") -> None:
-        self.max_messages = _check_int(max_messages, "max_messages", 1)
-        self.max_bytes = _check_int(max_bytes, "max_bytes", 1)
+        self.max_messages = _check_int(max_messages, "max_messages", 1, _INT64_MAX)
+        self.max_bytes = _check_int(max_bytes, "max_bytes", 1, _INT64_MAX)
         self.policy = policy
         code = _check_policy(policy)
         self.encrypted = _check_bool(encrypted, "encrypted")
-        round_robin = _check_int(round_robin, "round_robin", 0)
+        round_robin = _check_int(round_robin, "round_robin", 0, _INT64_MAX)
         self._replace = errors_flag(errors)
         self._errors = errors
         # `buckets`, as DESIGN.md §4 names it: a Buckets (one segment) or a whole TopicLayout
