@@ -171,6 +171,48 @@ def test_thread_errors_report_first_index():
         bc.murmur3_32(keys, threads=3)
 
 
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_buffer_threads_report_first_bad_key(threads):
+    # the threads take blocks of a buffer column in turn: bad keys in several blocks, and in
+    # the last block, where a thread may have failed first; the lowest index is reported
+    keys = np.array([f"k{i}" for i in range(50_000)], dtype="U8")
+    for i in (49_999, 47_000, 30_000, 12_345):
+        keys[i] = "a\udcff"
+    with pytest.raises(bc.KeyEncodingError, match="index 12345"):
+        bc.murmur3_32(keys, threads=threads)
+    assert bc.murmur3_32(keys, threads=threads, errors="replace")[12_345] == oracle("a?")
+    keys[12_345] = keys[30_000] = keys[47_000] = "k"
+    with pytest.raises(bc.KeyEncodingError, match="index 49999"):
+        bc.hash_keys(keys, threads=threads)
+
+
+def test_run_parts_reports_the_first_failure_by_index_not_by_time():
+    # every block fails, the first one last: the report is still the first block's, and no block
+    # is taken after a failure except by threads that had taken it already
+    import threading
+    import time
+    from _bucketcore import _hashing
+
+    second_block_failed = threading.Event()
+    taken: list[tuple[int, int]] = []
+
+    def run(lo: int, hi: int) -> tuple[int, int]:
+        taken.append((lo, hi))
+        if lo == 0:  # whichever thread took it fails once the other one has failed block 1
+            second_block_failed.wait()
+            time.sleep(0.05)
+        else:
+            second_block_failed.set()
+        return _hashing.STATUS_BAD_TYPE, lo + 1
+
+    assert hashing.run_parts(run, 800, 2) == (_hashing.STATUS_BAD_TYPE, 1)
+    assert len(taken) == 2 and sorted(taken)[0] == (0, 100)
+    ok: list[tuple[int, int]] = []
+    assert hashing.run_parts(lambda lo, hi: ok.append((lo, hi)) or (_hashing.STATUS_OK, -1), 10, 3) \
+        == (_hashing.STATUS_OK, -1)
+    assert sorted(ok) == [(i, i + 1) for i in range(10)]  # every key once, 10 blocks for 3 threads
+
+
 @pytest.mark.parametrize("bad,exc", [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError)])
 def test_bad_thread_counts(bad, exc):
     with pytest.raises(exc, match="threads"):
