@@ -135,6 +135,11 @@ ctypedef struct GroupState:
     # order[placed:placed + count], the record's slots, when it is emitted.
     int64_t *order
     int64_t placed
+    # The lists start in one block for all buckets (gs_presize), presized to lists of slab_cap:
+    # one allocation per stream instead of one or more per bucket, the bulk of a short call's cost.
+    int64_t *slab_msgs
+    uint16_t *slab_hashes
+    int64_t slab_cap
 
 
 cdef int gs_init(GroupState *st, const int64_t *boff, int64_t nseg, int policy,
@@ -173,8 +178,11 @@ cdef void gs_free(GroupState *st) noexcept nogil:
     cdef int64_t g
     if st.bk != NULL:
         for g in range(st.nbuckets):
-            free(st.bk[g].msgs)
-            free(st.bk[g].hashes)
+            if not in_slab(st, st.bk[g].msgs):
+                free(st.bk[g].msgs)
+                free(st.bk[g].hashes)
+    free(st.slab_msgs)
+    free(st.slab_hashes)
     free(st.segs)
     free(st.bk)
     free(st.olist)
@@ -237,14 +245,50 @@ cdef int gs_flush_segment(GroupState *st, int32_t s) noexcept nogil:
     return 0
 
 
-cdef int gs_grow_msgs(BucketState *b) noexcept nogil:
-    """Room for one more message in an open batch's position and hash lists (placing on emit)."""
+cdef inline bint in_slab(GroupState *st, const int64_t *msgs) noexcept nogil:
+    return st.slab_msgs != NULL and st.slab_msgs <= msgs < st.slab_msgs + st.nbuckets * st.slab_cap
+
+
+cdef int gs_presize(GroupState *st, int64_t cap) noexcept nogil:
+    """Give every bucket lists of cap messages, out of one block (placing on emit, before the
+    first message). -1: no memory."""
+    cdef int64_t g
+    st.slab_msgs = <int64_t *>malloc(st.nbuckets * cap * sizeof(int64_t) + 1)
+    st.slab_hashes = <uint16_t *>malloc(st.nbuckets * cap * sizeof(uint16_t) + 1)
+    if st.slab_msgs == NULL or st.slab_hashes == NULL:
+        return -1
+    st.slab_cap = cap
+    for g in range(st.nbuckets):
+        st.bk[g].msgs = st.slab_msgs + g * cap
+        st.bk[g].hashes = st.slab_hashes + g * cap
+        st.bk[g].cap = cap
+    return 0
+
+
+cdef int gs_grow_msgs(GroupState *st, BucketState *b) noexcept nogil:
+    """Room for one more message in an open batch's position and hash lists (placing on emit);
+    lists outgrowing the block gs_presize carved them from move to their own memory."""
     cdef int64_t cap = b.cap * 2 if b.cap else 16
-    cdef int64_t *grown = <int64_t *>realloc(b.msgs, cap * sizeof(int64_t))
+    cdef int64_t *grown
+    cdef uint16_t *grown_hashes
+    if in_slab(st, b.msgs):
+        grown = <int64_t *>malloc(cap * sizeof(int64_t))
+        grown_hashes = <uint16_t *>malloc(cap * sizeof(uint16_t))
+        if grown == NULL or grown_hashes == NULL:
+            free(grown)
+            free(grown_hashes)
+            return -1
+        memcpy(grown, b.msgs, b.count * sizeof(int64_t))
+        memcpy(grown_hashes, b.hashes, b.count * sizeof(uint16_t))
+        b.msgs = grown
+        b.hashes = grown_hashes
+        b.cap = cap
+        return 0
+    grown = <int64_t *>realloc(b.msgs, cap * sizeof(int64_t))
     if grown == NULL:
         return -1
     b.msgs = grown
-    cdef uint16_t *grown_hashes = <uint16_t *>realloc(b.hashes, cap * sizeof(uint16_t))
+    grown_hashes = <uint16_t *>realloc(b.hashes, cap * sizeof(uint16_t))
     if grown_hashes == NULL:
         return -1
     b.hashes = grown_hashes
@@ -256,7 +300,7 @@ cdef int gs_grow_msgs(BucketState *b) noexcept nogil:
 # then never inlined into the hot loop, which keeps its working values in registers.
 ctypedef int (*flush_fn_t)(GroupState *, int32_t) noexcept nogil
 ctypedef int (*emit_fn_t)(GroupState *, int64_t) noexcept nogil
-ctypedef int (*grow_fn_t)(BucketState *) noexcept nogil
+ctypedef int (*grow_fn_t)(GroupState *, BucketState *) noexcept nogil
 cdef flush_fn_t cold_flush = gs_flush_segment
 cdef emit_fn_t cold_emit = gs_emit
 cdef grow_fn_t cold_grow = gs_grow_msgs
@@ -309,7 +353,7 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *gidx, con
             B.hash_min = h if h < B.hash_min else B.hash_min
             B.hash_max = h if h > B.hash_max else B.hash_max
         if place:  # listed; gs_emit stamps the batch from its hashes
-            if c == B.cap and cold_grow(B) < 0:
+            if c == B.cap and cold_grow(st, B) < 0:
                 rc = -1
                 break
             B.msgs[c] = seq
@@ -1311,6 +1355,11 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
     return ST_OK, -1, shot.finish(rc), rr
 
 
+# The most messages gs_presize gives each bucket's lists up front (2.5 KiB): longer batches grow.
+cdef enum:
+    PRESIZE_MAX = 256
+
+
 cdef class OneShot:
     """A one-shot stream's batch state, placing on emit: the order column, and one chunk's
     routed (global bucket index, bucket hash) columns."""
@@ -1331,6 +1380,10 @@ cdef class OneShot:
         self.gidx = <int32_t *>cnp.PyArray_DATA(self.a_gidx)
         self.bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh)
         self.grouper.st.order = <int64_t *>cnp.PyArray_DATA(self.a_order)
+        # a batch holds at most max_messages (and n) messages; most hold about n / buckets
+        if gs_presize(&self.grouper.st, max(16, min(2 * n // self.grouper.st.nbuckets, max_messages,
+                                                     PRESIZE_MAX))) < 0:
+            raise MemoryError()
 
     cdef tuple finish(self, int rc):
         """End of the stream (rc: the scan's result): emit every open batch and return the
