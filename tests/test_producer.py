@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import bucketcore as bc
 from bucketcore.layout import Buckets, Segment, TopicLayout
+from bucketcore.hashing import KeyHashes
 from bucketcore.producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
 from _bucketcore import _producer
 
@@ -95,7 +96,9 @@ class RefBatcher:
         return count >= self.max_messages or nbytes >= self.max_bytes
 
     def add(self, key: str | bytes | None, size: int) -> list[tuple]:
-        raw = ref_hash(key)
+        return self.add_hash(ref_hash(key), size)
+
+    def add_hash(self, raw: int | None, size: int) -> list[tuple]:
         seg = self.route(raw)
         bucket_hash = 0 if raw is None else raw & 0xFFFF
         bucket = bisect.bisect_right(self.splits_of(seg), bucket_hash)
@@ -649,10 +652,36 @@ def test_kernel_rejects_bad_columns() -> None:
     assert g.position == 0 and g.open_batches == 0
 
 
+@pytest.mark.parametrize("policy", ["shared", "per_bucket"])
+def test_key_hashes_columns_read_as_given(policy: str) -> None:
+    # hand-made KeyHashes whose columns disagree with raw: segment_hash routes, bucket_hash is
+    # looked up and stamped (raw is read only by a legacy layout), over several chunks
+    rng = np.random.default_rng(11)
+    n = 3500
+    has = rng.random(n) > 0.04
+    seg = np.where(has, rng.integers(0, 1 << 16, n), 0).astype(np.uint16)
+    bkt = np.where(has, rng.integers(0, 1 << 16, n), 0).astype(np.uint16)
+    raw = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)  # unrelated to both
+    sizes = rng.integers(0, 400, n)
+    layout = TopicLayout(4, [Segment(3, 0, 0x51FF, Buckets([0x10, 0x8000, 0x8001])),
+                             Segment(9, 0x5200, 0xC0FF, Buckets.equal_width(7)),
+                             Segment(4, 0xC100, 0xFFFF, Buckets())])
+    kw: dict[str, Any] = dict(max_messages=40, max_bytes=5000, policy=policy, round_robin=2)
+    got = bucket_entries(KeyHashes(raw, seg, bkt, has), layout, sizes=sizes, **kw)
+    ref = RefBatcher(layout, **kw)
+    expected = []
+    for i in range(n):
+        expected += ref.add_hash(int(seg[i]) << 16 | int(bkt[i]) if has[i] else None, int(sizes[i]))
+    expected += ref.flush()
+    assert as_tuples(got) == expected
+    assert got.next_round_robin == ref.rr % 3
+
+
 @pytest.mark.parametrize("legacy", [False, True])
 def test_fused_kernel_matches_hashes_path(legacy: bool) -> None:
-    """Keys go through the fused hash+route+group kernel, KeyHashes through the staged one: both
-    must give the same table, across chunk boundaries, Arrow chunks, keyless keys and both routings."""
+    """Keys go through the fused hash+route+group kernel, KeyHashes through the routing one (and the
+    staged one for a legacy layout): all must give the same table, across chunk boundaries, Arrow
+    chunks, keyless keys and both routings."""
     pa = pytest.importorskip("pyarrow")
     rng = random.Random(5)
     keys = [None if rng.random() < 0.03 else f"k{rng.randrange(10**6)}-ключ"[: rng.randrange(1, 12)]

@@ -129,6 +129,18 @@ def fused_entries(
     router: Router,
     round_robin: int,
 ) -> tuple[int, int, _Columns | None, int]: ...
+def hashed_entries(
+    segment_hash: npt.NDArray[np.uint16],
+    bucket_hash: npt.NDArray[np.uint16],
+    has_key: npt.NDArray[np.uint8],
+    sizes: npt.NDArray[np.int64] | None,
+    bucket_offsets: npt.NDArray[np.int64],
+    policy: int,
+    max_messages: int,
+    max_bytes: int,
+    router: Router,
+    round_robin: int,
+) -> tuple[_Columns, int]: ...
 
 STEP_CODES: dict[str, int]
 

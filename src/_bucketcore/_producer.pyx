@@ -33,7 +33,7 @@ from cpython.bytearray cimport PyByteArray_GET_SIZE
 from cpython.object cimport PyObject
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memchr, memcpy, memset
 
 cimport numpy as cnp
 import numpy as np
@@ -1353,6 +1353,39 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
     if status != ST_OK:
         return status, err_index, None, rr
     return ST_OK, -1, shot.finish(rc), rr
+
+
+def hashed_entries(const uint16_t[::1] segment_hash, const uint16_t[::1] bucket_hash,
+                   const uint8_t[::1] has_key, object sizes, const int64_t[::1] bucket_offsets, int policy,
+                   int64_t max_messages, int64_t max_bytes, Router router, int64_t round_robin):
+    """Route precomputed hashes and group them a chunk at a time, as fused_entries does keys
+    (bucket_entries over KeyHashes): each message is routed by its segment hash, looked up by its
+    bucket hash and stamped with it, the columns read as given. Not for a legacy router, which
+    routes by the whole raw hash. Returns (the columns of group_entries, next_round_robin)."""
+    cdef Py_ssize_t n = segment_hash.shape[0], pos = 0, m, i
+    if bucket_hash.shape[0] != n or has_key.shape[0] != n:
+        raise ValueError("the hash columns differ in length")
+    if router.mode == R_LEGACY:
+        raise ValueError("a legacy router routes by the raw hash")
+    router.check_offsets(bucket_offsets)
+    cdef const int64_t *szp = opt_i64(sizes, n, "sizes")
+    cdef int64_t rr = round_robin % router.nrotation if router.nrotation else 0
+    cdef OneShot shot = OneShot(bucket_offsets, policy, max_messages, max_bytes, n)
+    cdef GroupState *st = &shot.grouper.st
+    cdef uint32_t key[CHUNK]
+    cdef int rc = 0
+    cdef bint keyless
+    with nogil:
+        while pos < n and rc == 0:
+            m = n - pos if n - pos < CHUNK else CHUNK
+            # the router's key: segment hash above, bucket hash below
+            for i in range(m):
+                key[i] = (<uint32_t>segment_hash[pos + i] << 16) | bucket_hash[pos + i]
+            keyless = memchr(&has_key[pos], 0, <size_t>m) != NULL
+            router.route(m, key, &has_key[pos] if keyless else NULL, False, &rr, shot.gidx, shot.bh)
+            rc = gs_scan(st, m, shot.gidx, shot.bh, szp + pos if szp != NULL else NULL)
+            pos += m
+    return shot.finish(rc), rr
 
 
 # The most messages gs_presize gives each bucket's lists up front (2.5 KiB): longer batches grow.

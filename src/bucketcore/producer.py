@@ -388,6 +388,15 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
     kh = _as_key_hashes(keys_or_hashes, errors)
     n = kh.raw.shape[0]
     size_arr = _check_sizes(sizes, n)
+    if plan.legacy_order is None:  # routed and grouped a chunk at a time, like keys
+        columns, next_rr = _producer.hashed_entries(
+            np.ascontiguousarray(kh.segment_hash), np.ascontiguousarray(kh.bucket_hash),
+            np.ascontiguousarray(kh.has_key).view(np.uint8), size_arr, plan.bucket_offsets, code, limit,
+            max_bytes, plan.router(), round_robin)
+        seg_idx, bkt, hmin, hmax, start, count, nbytes, order = columns
+        return EntryTable(plan.segment_ids[seg_idx], bkt, hmin, hmax, start, count, nbytes, order,
+                          int(next_rr))
+    # an all-legacy layout routes by the raw hash: the staged path reads raw and bucket_hash apart
     seg, bucket, next_rr = plan.route(kh, round_robin)
     bucket_hash = np.ascontiguousarray(kh.bucket_hash)
     del kh  # only the bucket hashes are needed from here on (drops our own hashes early)
