@@ -125,6 +125,22 @@ def test_every_length_in_full_groups_of_one_length():
             assert got == expected, (which, length)
 
 
+@pytest.mark.parametrize("block", [1, 7, 1000, 1 << 14])
+def test_buffer_blocks_cover_every_key_once(monkeypatch, block):
+    # blocks across the chunks of an Arrow column (a chunk of one key among them) and a numpy
+    # column, on 2 and 3 threads: the same hashes as one thread
+    pa = pytest.importorskip("pyarrow")
+    monkeypatch.setattr(hashing, "HASH_BLOCK", block)
+    keys = [f"key-{i}" * (1 + i % 3) for i in range(5_000)]
+    arrow = pa.chunked_array([keys[:1234], keys[1234:1235], keys[1235:]], type=pa.string())
+    want = np.array([oracle(k) for k in keys], dtype=np.uint32)
+    for threads in (2, 3):
+        assert np.array_equal(bc.murmur3_32(arrow, threads=threads), want)
+        assert np.array_equal(bc.murmur3_32(np.array(keys), threads=threads), want)
+        kh = bc.hash_keys(arrow, threads=threads)
+        assert np.array_equal(kh.raw, want) and np.array_equal(kh.bucket_hash, want & 0xFFFF)
+
+
 def test_large_column_threads_identical():
     keys = [f"user-{i}" for i in range(300_000)]
     one = bc.murmur3_32(keys, threads=1)
@@ -172,9 +188,11 @@ def test_thread_errors_report_first_index():
 
 
 @pytest.mark.parametrize("threads", [2, 3, 5])
-def test_buffer_threads_report_first_bad_key(threads):
+@pytest.mark.parametrize("block", [997, 1 << 14])
+def test_buffer_threads_report_first_bad_key(monkeypatch, threads, block):
     # the threads take blocks of a buffer column in turn: bad keys in several blocks, and in
     # the last block, where a thread may have failed first; the lowest index is reported
+    monkeypatch.setattr(hashing, "HASH_BLOCK", block)
     keys = np.array([f"k{i}" for i in range(50_000)], dtype="U8")
     for i in (49_999, 47_000, 30_000, 12_345):
         keys[i] = "a\udcff"

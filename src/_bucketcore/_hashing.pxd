@@ -40,6 +40,7 @@ cdef extern from "murmur3_lanes.h" nogil:
 cdef extern from "handoff.h" nogil:
     void bc_publish(int64_t *p, int64_t v)
     int64_t bc_observe(int64_t *p)
+    int64_t bc_take(int64_t *p)
     bint bc_spin_for_change(int64_t *p, int64_t seen, int spins)
 
 cdef extern from "pythread.h" nogil:

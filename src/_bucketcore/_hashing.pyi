@@ -54,6 +54,22 @@ def split_raw(
     raw: npt.NDArray[np.uint32], segment_hash: npt.NDArray[np.uint16], bucket_hash: npt.NDArray[np.uint16]
 ) -> None: ...
 
+class BlockStage:
+    """Threads over buffer columns: each calls take, which hashes blocks of keys in turn."""
+
+    def __init__(
+        self,
+        cols: list[KeyColumn],
+        raw: npt.NDArray[np.uint32],
+        segment_hash: npt.NDArray[np.uint16] | None,
+        bucket_hash: npt.NDArray[np.uint16] | None,
+        has_key: npt.NDArray[np.bool_] | None,
+        replace: bool,
+        allow_none: bool,
+        block: int,
+    ) -> None: ...
+    def take(self) -> tuple[int, int]: ...
+
 class HashStage:
     """Two threads over an object column: first (calling thread, first half) / run (worker)."""
 

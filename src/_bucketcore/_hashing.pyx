@@ -10,7 +10,7 @@ from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.list cimport PyList_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 cimport numpy as cnp
 
@@ -529,6 +529,96 @@ cdef PyThread_type_lock held_lock() except NULL:
 cdef void free_lock(PyThread_type_lock lock) noexcept:
     if lock != NULL:
         PyThread_free_lock(lock)
+
+
+cdef class BlockStage:
+    """Threads over buffer columns (Arrow, numpy S/U), ``murmur3_32(..., threads=k)``: each thread
+    calls ``take``, which hashes blocks of ``block`` keys in turn, a ticket each, with the GIL
+    released from start to end. A thread the machine slows down takes fewer blocks, and no thread
+    goes back to Python between blocks (where two would queue for the GIL). The columns cover
+    the n keys in order; every thread describes from its own copy of their views. A thread stops
+    taking blocks once any failed: every block before a failed one was taken already, and its
+    thread finishes it, so the lowest failing index over the threads' results is the first."""
+
+    cdef list cols
+    cdef object keep
+    cdef ColumnView *views
+    cdef int64_t *col_start      # stream position of each column's first key (ncols + 1)
+    cdef Py_ssize_t ncols, n, block
+    cdef HashOut out
+    cdef bint replace, allow_none
+    cdef int64_t next_block      # tickets
+    cdef int64_t failed
+
+    def __cinit__(self, list cols, object raw, object segment_hash, object bucket_hash, object has_key,
+                  bint replace, bint allow_none, Py_ssize_t block):
+        cdef KeyColumn col
+        cdef Py_ssize_t c
+        if block < 1:
+            raise ValueError("block must be >= 1")
+        self.ncols = len(cols)
+        self.views = <ColumnView *>malloc(max(self.ncols, 1) * sizeof(ColumnView))
+        self.col_start = <int64_t *>malloc((self.ncols + 1) * sizeof(int64_t))
+        if self.views == NULL or self.col_start == NULL:
+            raise MemoryError()
+        self.col_start[0] = 0
+        for c in range(self.ncols):
+            col = cols[c]
+            if col.needs_gil:
+                raise ValueError("the block stage is for buffer columns")
+            self.views[c] = col.view
+            self.col_start[c + 1] = self.col_start[c] + col.length
+        self.cols = cols
+        self.n = self.col_start[self.ncols]
+        self.keep = (raw, segment_hash, bucket_hash, has_key)
+        self.out = make_out(raw, segment_hash, bucket_hash, has_key)
+        self.replace = replace
+        self.allow_none = allow_none
+        self.block = block
+
+    def __dealloc__(self):
+        free(self.views)
+        free(self.col_start)
+
+    def take(self):
+        """Hash blocks until none is left or one failed. Returns (status, stream position of
+        this thread's first failing key, or -1)."""
+        cdef Py_ssize_t lo, hi, p, e, m, ci = 0, err_index = -1, bad = -1
+        cdef int st = ST_OK
+        cdef bc_scratch scratch
+        scratch.buf = NULL
+        scratch.cap = 0
+        cdef bc_key *keys = <bc_key *>malloc(CHUNK * sizeof(bc_key))
+        cdef ColumnView *own = <ColumnView *>malloc(max(self.ncols, 1) * sizeof(ColumnView))
+        if keys == NULL or own == NULL:
+            free(keys)
+            free(own)
+            raise MemoryError()
+        memcpy(own, self.views, self.ncols * sizeof(ColumnView))
+        with nogil:
+            while st == ST_OK and not bc_observe(&self.failed):
+                lo = bc_take(&self.next_block) * self.block
+                if lo >= self.n:
+                    break
+                hi = lo + self.block if self.n - lo > self.block else self.n
+                p = lo
+                while p < hi and st == ST_OK:
+                    while self.col_start[ci + 1] <= p:  # a thread's blocks only move forward
+                        ci += 1
+                    e = hi if hi < self.col_start[ci + 1] else self.col_start[ci + 1]
+                    m = e - p if e - p < CHUNK else CHUNK
+                    st = hash_view_run(&own[ci], p - self.col_start[ci], m, keys, self.replace,
+                                       self.allow_none, &scratch, &self.out, p, &err_index)
+                    if st != ST_OK:
+                        bad = self.col_start[ci] + err_index
+                        bc_publish(&self.failed, 1)
+                    p += m
+            bc_scratch_free(&scratch)
+        free(keys)
+        free(own)
+        if st == ST_NOMEM:
+            raise MemoryError()
+        return st, bad
 
 
 cdef class HashStage:
