@@ -134,11 +134,16 @@ def test_buffer_blocks_cover_every_key_once(monkeypatch, block):
     keys = [f"key-{i}" * (1 + i % 3) for i in range(5_000)]
     arrow = pa.chunked_array([keys[:1234], keys[1234:1235], keys[1235:]], type=pa.string())
     want = np.array([oracle(k) for k in keys], dtype=np.uint32)
+    nulls = [None if i % 97 == 5 else k for i, k in enumerate(keys)]  # keyless: has_key False, hash 0
+    with_nulls = pa.chunked_array([nulls[:3000], nulls[3000:]], type=pa.string())
     for threads in (2, 3):
         assert np.array_equal(bc.murmur3_32(arrow, threads=threads), want)
         assert np.array_equal(bc.murmur3_32(np.array(keys), threads=threads), want)
-        kh = bc.hash_keys(arrow, threads=threads)
-        assert np.array_equal(kh.raw, want) and np.array_equal(kh.bucket_hash, want & 0xFFFF)
+        kh = bc.hash_keys(with_nulls, threads=threads)
+        keyed = np.array([k is not None for k in nulls])
+        assert np.array_equal(kh.has_key, keyed)
+        assert np.array_equal(kh.raw, np.where(keyed, want, 0))
+        assert np.array_equal(kh.segment_hash, kh.raw >> 16) and np.array_equal(kh.bucket_hash, kh.raw & 0xFFFF)
 
 
 def test_large_column_threads_identical():
