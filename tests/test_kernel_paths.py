@@ -166,15 +166,17 @@ def test_object_pipeline_across_many_chunks():
     assert np.array_equal(bc.murmur3_32(plain, threads=2), bc.murmur3_32(plain, threads=1))
 
 
+@pytest.mark.parametrize("block", [997, 1 << 14])
 @pytest.mark.parametrize("bad", [
-    # (what goes where, the error and index expected): the first bad key by index wins, whether
-    # the calling thread (first half) or the worker (second half, from 30,000) finds it
+    # (what goes where, the error and index expected): the first bad key by index wins, whichever
+    # of the two threads taking blocks in turn finds it
     ({40_000: "\udcff", 50_000: 1.5}, bc.KeyEncodingError, "index 40000"),
     ({20_000: 1.5, 45_000: "\udcff"}, TypeError, "index 20000 has type float"),
     ({33_333: None, 50_000: 2}, TypeError, "index 33333"),
     ({59_999: b"ok", 17_000: object()}, TypeError, "index 17000 has type object"),
 ])
-def test_object_pipeline_names_first_bad_key(bad):
+def test_object_pipeline_names_first_bad_key(monkeypatch, bad, block):
+    monkeypatch.setattr(hashing, "HASH_BLOCK", block)
     where, exc, match = bad
     keys = [f"key-{i}" for i in range(60_000)]
     for i, value in where.items():
@@ -338,21 +340,48 @@ def test_two_thread_pipelines_finish_under_tracemalloc() -> None:
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="legacy (not ready) str exist only before 3.12")
-@pytest.mark.parametrize("where", [2222, 7777])
-def test_two_thread_hashing_leaves_a_legacy_str_to_the_gil_holder(where: int) -> None:
-    """Neither half may ready a legacy str while the other thread reads keys (the same object
-    may be in both): the half stops there, and the calling thread readies and hashes the rest
-    once the worker is done (first half at 2222, the worker's at 7777)."""
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="legacy (not ready) str exist only before 3.12")
+def test_bad_key_after_a_legacy_str_beats_a_later_one_found_first(monkeypatch) -> None:
+    # block 0 ends in a legacy str and then a float: its thread stops at the str (~1 ms in),
+    # while the other thread has long found the float at the start of block 1. The calling
+    # thread, alone, then hashes the rest of block 0 and finds the earlier float.
+    from legacy_str import legacy_str
+
+    monkeypatch.setattr(hashing, "HASH_BLOCK", 150_000)
+    keys: list[Any] = [f"k{i}" for i in range(300_000)]
+    keys[149_990] = legacy_str()
+    keys[149_995] = 1.5
+    keys[150_001] = 2.5
+    with pytest.raises(TypeError, match="index 149995 has type float"):
+        bc.murmur3_32(keys, threads=2)
+
+
+@pytest.mark.parametrize("where", [(2222,), (7777,), (100, 1500, 7777)])
+@pytest.mark.parametrize("block", [997, 1 << 14])
+def test_two_thread_hashing_leaves_a_legacy_str_to_the_gil_holder(monkeypatch, where, block) -> None:
+    """Neither thread may ready a legacy str while the other reads keys (the same object may be
+    in two blocks): the block stops there, and the calling thread readies and hashes the rest, and
+    the blocks nobody took, once the worker is done; a bad key after them is still found."""
     from legacy_str import TEXT, legacy_str
 
+    monkeypatch.setattr(hashing, "HASH_BLOCK", block)
     keys: list[Any] = [f"k{i}" for i in range(10_000)]
-    keys[where] = legacy_str()
-    keys[9000] = "\udcff"  # a bad key after it is still found
+    for i in where:
+        keys[i] = legacy_str()
+    keys[9000] = "\udcff"
     with pytest.raises(bc.KeyEncodingError, match="index 9000"):
         bc.murmur3_32(keys, threads=2)
-    keys[where] = legacy_str()
+    for i in where:
+        keys[i] = legacy_str()
+    keys[1200] = "\udcff"  # now before one of them
+    with pytest.raises(bc.KeyEncodingError, match="index 1200"):
+        bc.murmur3_32(keys, threads=2)
+    keys[1200] = "k"
+    for i in where:
+        keys[i] = legacy_str()
     two = bc.murmur3_32(keys, threads=2, errors="replace")
-    keys[where] = TEXT
+    for i in where:
+        keys[i] = TEXT
     assert np.array_equal(two, bc.murmur3_32(keys, threads=1, errors="replace"))
 
 

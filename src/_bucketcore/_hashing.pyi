@@ -71,7 +71,7 @@ class BlockStage:
     def take(self) -> tuple[int, int]: ...
 
 class HashStage:
-    """Two threads over an object column: first (calling thread, first half) / run (worker)."""
+    """Two threads over an object column taking blocks by ticket: first (calling thread) / run (worker)."""
 
     def __init__(
         self,
@@ -84,6 +84,7 @@ class HashStage:
         allow_none: bool,
         start: int,
         stop: int,
+        block: int = ...,
     ) -> None: ...
     def first(self) -> tuple[int, int]: ...
     def run(self) -> tuple[int, int]: ...

@@ -624,34 +624,40 @@ cdef class BlockStage:
 cdef class HashStage:
     """Two threads over an object column (``murmur3_32(list, threads=2)``): describing a Python
     object needs the GIL only to ready a legacy str, reading it needs no more than that no Python
-    code runs. So the calling thread takes the GIL for good, pins the column's view and hashes
-    the first half itself (``first``), while a worker describes and hashes the second half from
-    the pinned view with the GIL released (``run``). The calling thread keeps the GIL until the
-    worker is done, so nothing can change the column meanwhile and no item needs holding; only
-    the results of each half cross between the cores. A legacy str (not ready, only before Python
-    3.12) stops the half it is in: readying it writes to it, which waits until the worker is done
-    (the same object may be in both halves); then the calling thread hashes what is left. Both
-    return (status, failing key's index in the column or -1); the first half's bad key comes
-    first."""
+    code runs. So the calling thread takes the GIL for good and pins the column's view
+    (``first``), while a worker describes and hashes from the pinned view with the GIL released
+    (``run``); both take blocks of ``block`` keys by ticket, so a thread the machine slows down
+    takes fewer. The calling thread keeps the GIL until the worker is done, so nothing can change
+    the column meanwhile and no item needs holding; only results cross between the cores. A
+    thread stops taking blocks once one failed (every earlier block was taken already and is
+    finished). A legacy str (not ready, only before Python 3.12) stops its block: readying it
+    writes to it, which waits until the worker is done (the same object may be in two blocks);
+    then the calling thread hashes what was left, readying as it goes. Both return (status,
+    failing key's index in the column or -1); ``first`` returns the first by index."""
 
     cdef KeyColumn col
     cdef HashOut out
     cdef bint replace, allow_none
-    cdef Py_ssize_t start, mid, stop
+    cdef Py_ssize_t start, stop, block
     cdef ColumnView view        # the worker's
     cdef ColumnView own         # the calling thread's (describing writes the last run's form)
     cdef int64_t started        # the worker runs without the GIL
     cdef int64_t pinned         # the calling thread holds the GIL and pinned the view (or gave up)
     cdef int64_t finished       # the worker is done
+    cdef int64_t next_block     # tickets
+    cdef int64_t failed         # a block failed: no more are taken
     cdef int wstatus
-    cdef Py_ssize_t windex
+    cdef Py_ssize_t windex, wend
     cdef PyThread_type_lock wake_worker, wake_caller
     cdef object keep
 
     def __cinit__(self, KeyColumn col, object raw, object segment_hash, object bucket_hash,
-                  object has_key, bint replace, bint allow_none, Py_ssize_t start, Py_ssize_t stop):
+                  object has_key, bint replace, bint allow_none, Py_ssize_t start, Py_ssize_t stop,
+                  Py_ssize_t block=1 << 14):
         if not col.needs_gil:
             raise ValueError("the hashing stage is for object columns")
+        if block < 1:
+            raise ValueError("block must be >= 1")
         self.col = col
         self.keep = (raw, segment_hash, bucket_hash, has_key)
         self.out = make_out(raw, segment_hash, bucket_hash, has_key)
@@ -659,7 +665,7 @@ cdef class HashStage:
         self.allow_none = allow_none
         self.start = start
         self.stop = stop
-        self.mid = start + (stop - start) // 2
+        self.block = block
         self.wstatus = ST_OK
         self.windex = -1
         self.wake_worker = held_lock()
@@ -669,7 +675,7 @@ cdef class HashStage:
         free_lock(self.wake_worker)
         free_lock(self.wake_caller)
 
-    cdef int hash_half(self, ColumnView *v, Py_ssize_t lo, Py_ssize_t hi, bc_key *keys,
+    cdef int hash_part(self, ColumnView *v, Py_ssize_t lo, Py_ssize_t hi, bc_key *keys,
                        bc_scratch *scratch, Py_ssize_t *err_index) noexcept nogil:
         """Describe and hash keys [lo, hi) from a pinned view, never readying a legacy str: at
         one, ST_NEEDS_GIL with *err_index the start of its chunk (everything before is hashed)."""
@@ -686,15 +692,34 @@ cdef class HashStage:
             p += m
         return ST_OK
 
+    cdef int take_blocks(self, ColumnView *v, bc_key *keys, bc_scratch *scratch, Py_ssize_t *bad,
+                         Py_ssize_t *bad_end) noexcept nogil:
+        """Hash blocks by ticket until none is left or one failed; at a failure *bad names it
+        (hash_part) and *bad_end is the end of its block."""
+        cdef Py_ssize_t lo, hi
+        cdef int st
+        while not bc_observe(&self.failed):
+            lo = self.start + bc_take(&self.next_block) * self.block
+            if lo >= self.stop:
+                break
+            hi = lo + self.block if self.stop - lo > self.block else self.stop
+            st = self.hash_part(v, lo, hi, keys, scratch, bad)
+            if st != ST_OK:
+                bad_end[0] = hi
+                bc_publish(&self.failed, 1)
+                return st
+        return ST_OK
+
     def first(self):
-        """The calling thread's part (after submitting ``run``): pin, hash the first half, wait
-        for the worker, then ready and hash what a legacy str stopped."""
-        cdef Py_ssize_t err_index = -1
-        cdef int st = ST_OK
+        """The calling thread's part (after submitting ``run``): pin, take blocks, wait for the
+        worker, then ready and hash what a legacy str stopped and the blocks nobody took."""
+        cdef Py_ssize_t err_index = -1, err_end = -1, taken_end, lo, hi, index = -1, e
+        cdef int st = ST_OK, status = ST_OK
         cdef bc_key *keys = <bc_key *>malloc(CHUNK * sizeof(bc_key))
         cdef bc_scratch scratch
         scratch.buf = NULL
         scratch.cap = 0
+        cdef bint pinned = False
         try:
             with nogil:  # the worker needs the GIL until it is inside run's nogil block
                 while not bc_observe(&self.started):
@@ -704,39 +729,58 @@ cdef class HashStage:
                 st = self.col.pin(&self.view)
                 if st != ST_OK:
                     err_index = self.start
+                else:
+                    pinned = True
                 self.own = self.view
             finally:
-                if st != ST_OK:
-                    self.mid = self.stop  # the worker takes nothing
+                if not pinned or keys == NULL:
+                    bc_publish(&self.failed, 1)  # the worker takes nothing
                 bc_publish(&self.pinned, 1)
                 PyThread_release_lock(self.wake_worker)
             if keys == NULL:
                 raise MemoryError()
-            if st == ST_OK:
-                st = self.hash_half(&self.own, self.start, self.mid, keys, &scratch, &err_index)
+            if pinned:
+                st = self.take_blocks(&self.own, keys, &scratch, &err_index, &err_end)
         finally:
             while not bc_observe(&self.finished):
                 PyThread_acquire_lock_timed(self.wake_caller, 1000, 0)
+        if not pinned:
+            free(keys)
+            return st, err_index
+        # alone now: this thread may ready legacy strs (hash_range describes with the GIL).
+        # Failures by index; what is left to hash: each thread's block from a legacy str on, and
+        # the blocks nobody took (all after every taken one)
+        if st != ST_OK and st != ST_NEEDS_GIL:
+            status, index = st, err_index
+        if self.wstatus != ST_OK and self.wstatus != ST_NEEDS_GIL and (status == ST_OK or self.windex < index):
+            status, index = self.wstatus, self.windex
+        left = []
+        if st == ST_NEEDS_GIL:
+            left.append((err_index, err_end))
+        if self.wstatus == ST_NEEDS_GIL:
+            left.append((self.windex, self.wend))
+        taken_end = self.start + bc_observe(&self.next_block) * self.block
+        if taken_end < self.stop:
+            left.append((taken_end, self.stop))
         try:
-            # alone now: this thread may ready legacy strs (hash_range describes with the GIL)
-            if st == ST_NEEDS_GIL:
-                st = hash_range(self.col, err_index, self.mid, &self.out, err_index - self.start, keys,
-                                &scratch, self.replace, self.allow_none, True, &err_index)
-            if st == ST_OK and self.wstatus == ST_NEEDS_GIL:
-                st = hash_range(self.col, self.windex, self.stop, &self.out, self.windex - self.start,
-                                keys, &scratch, self.replace, self.allow_none, True, &err_index)
-            elif st == ST_OK and self.wstatus != ST_OK:
-                st, err_index = self.wstatus, self.windex
+            for lo, hi in sorted(left):
+                if status != ST_OK and index < lo:
+                    break
+                st = hash_range(self.col, lo, hi, &self.out, lo - self.start, keys, &scratch, self.replace,
+                                self.allow_none, True, &e)
+                if st != ST_OK:
+                    status, index = st, e  # before every failure after lo, and nothing before lo failed
+                    break
         finally:
             free(keys)
             bc_scratch_free(&scratch)
-        if st == ST_NOMEM:
+        if status == ST_NOMEM:
             raise MemoryError()
-        return st, (err_index if st != ST_OK else -1)
+        return status, (index if status != ST_OK else -1)
 
     def run(self):
-        """The worker's part: describe and hash the second half from the pinned view."""
-        cdef Py_ssize_t err_index = -1
+        """The worker's part: take blocks from the pinned view (none without memory for them)."""
+        cdef Py_ssize_t err_index = -1, err_end = -1
         cdef int st = ST_OK
         cdef bc_key *keys = <bc_key *>malloc(CHUNK * sizeof(bc_key))
         cdef bc_scratch scratch
@@ -747,12 +791,11 @@ cdef class HashStage:
             PyThread_release_lock(self.wake_caller)
             while not bc_observe(&self.pinned):
                 PyThread_acquire_lock_timed(self.wake_worker, 1000, 0)
-            if keys == NULL and self.mid < self.stop:
-                st = ST_NOMEM
-            elif self.mid < self.stop:
-                st = self.hash_half(&self.view, self.mid, self.stop, keys, &scratch, &err_index)
+            if keys != NULL:
+                st = self.take_blocks(&self.view, keys, &scratch, &err_index, &err_end)
             self.wstatus = st
             self.windex = err_index
+            self.wend = err_end
             bc_scratch_free(&scratch)
             bc_publish(&self.finished, 1)
             PyThread_release_lock(self.wake_caller)

@@ -183,8 +183,8 @@ def key_columns(source: Any) -> list[_hashing.KeyColumn]:
 
 # Below this many keys a second thread costs more than it saves.
 AUTO_THREADS_MIN_KEYS = 1 << 18
-# Keys per block that the threads hashing a buffer column take in turn (BlockStage): 1M keys
-# make 61 of them, each ~40 us on a core.
+# Keys per block that the threads hashing a column take in turn (BlockStage, HashStage): 1M keys
+# make 61 of them, each ~40 us on a core from Arrow, ~100 us from a list.
 HASH_BLOCK = 1 << 14
 # Blocks per thread that run_parts cuts a range into: fine enough that a slowed thread costs
 # little, coarse enough (1M keys on 2 threads: 128 Ki keys, ~0.3 ms each) that taking one does not.
@@ -215,7 +215,7 @@ def column_parts(source: Any, start: int, stop: int) -> list[tuple[_hashing.KeyC
 
 def threads_for(threads: int | None, n: int, buffers: bool) -> int:
     """How many threads share a column of n keys (``threads=None``: automatic). Python objects
-    run on two at most (halves for hashing, a pipeline for bucket_entries)."""
+    run on two at most (blocks taken in turn for hashing, a pipeline for bucket_entries)."""
     if threads is None:
         if buffers:
             return max(1, min(_CPUS, n // AUTO_THREADS_MIN_KEYS))
@@ -305,7 +305,7 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
             end = out + hi - lo
             stage = _hashing.HashStage(column, raw[out:end], part(segment_hash, out, end),
                                        part(bucket_hash, out, end), part(has_key, out, end),
-                                       replace, allow_none, lo, hi)
+                                       replace, allow_none, lo, hi, HASH_BLOCK)
             hashing = shared_pool().submit(stage.run)
             try:
                 status, index = stage.first()
@@ -350,8 +350,8 @@ def murmur3_32(keys: KeyInput, *, errors: str = "strict", threads: int | None = 
     ``errors="replace"`` encodes unpaired surrogates as ``?`` like Java's ``getBytes(UTF_8)``.
     ``threads``: how many threads share a large column (None: Arrow and numpy keys one thread
     per core from ``AUTO_THREADS_MIN_KEYS`` keys each; Python objects two from that many keys).
-    Python objects take two threads at most, each hashing half: the calling thread keeps the GIL
-    until the worker is done, so nothing can change them and no item is held.
+    Python objects take two threads at most, which take blocks of keys in turn: the calling thread
+    keeps the GIL until the worker is done, so nothing can change them and no item is held.
     The result never depends on it.
     """
     if isinstance(keys, (str, bytes)):
