@@ -118,6 +118,10 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
 cdef int hash_view_run(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys, bint replace,
                        bint allow_none, bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                        Py_ssize_t *err_index) noexcept nogil
+cdef Py_ssize_t hash_views_at(ColumnView *views, const int64_t *col_start, Py_ssize_t *ci,
+                              Py_ssize_t p, Py_ssize_t e, bc_key *keys, bint replace, bint allow_none,
+                              bc_scratch *scratch, HashOut *out, Py_ssize_t base, int *status,
+                              Py_ssize_t *bad) noexcept nogil
 
 
 cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, const uint8_t *fixed_base,

@@ -318,6 +318,61 @@ cdef int hash_view_run(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
     return st
 
 
+cdef Py_ssize_t hash_views_at(ColumnView *views, const int64_t *col_start, Py_ssize_t *ci,
+                              Py_ssize_t p, Py_ssize_t e, bc_key *keys, bint replace, bint allow_none,
+                              bc_scratch *scratch, HashOut *out, Py_ssize_t base, int *status,
+                              Py_ssize_t *bad) noexcept nogil:
+    """The keys from stream position p on (at most CHUNK, none past e or the end of their
+    column) of columns lying back to back in a stream (col_start: each one's first position;
+    *ci: the caller's column cursor, which only moves forward), described from their views and
+    hashed into out[base:]. Returns how many, or -1 with *status and *bad the failing key's
+    stream position. Never readies a legacy str (ST_NEEDS_GIL)."""
+    cdef Py_ssize_t m, cp, err_index = -1
+    while col_start[ci[0] + 1] <= p:
+        ci[0] += 1
+    cp = p - col_start[ci[0]]
+    m = e - p if e - p < CHUNK else CHUNK
+    if m > col_start[ci[0] + 1] - p:
+        m = col_start[ci[0] + 1] - p
+    status[0] = hash_view_run(&views[ci[0]], cp, m, keys, replace, allow_none, scratch, out, base,
+                              &err_index)
+    if status[0] != ST_OK:
+        bad[0] = p + err_index - cp
+        return -1
+    return m
+
+
+cdef int take_blocks(int64_t *tickets, int64_t *failed, ColumnView *views, const int64_t *col_start,
+                     Py_ssize_t first, Py_ssize_t stop, Py_ssize_t block, bc_key *keys, bint replace,
+                     bint allow_none, bc_scratch *scratch, HashOut *out, Py_ssize_t *bad,
+                     Py_ssize_t *bad_end) noexcept nogil:
+    """One thread of several hashing stream positions [first, stop) into out[position - first]:
+    take blocks of ``block`` keys by ticket until none is left or one failed, this thread's or
+    another's. At a failure *failed is published, *bad names it (a legacy str: the start of its
+    chunk, everything before is hashed) and *bad_end is the end of its block. A thread's blocks
+    only move forward, and no block is taken once one failed: every block before a failed one
+    was taken already and its thread finishes it."""
+    cdef Py_ssize_t lo, hi, p, m, ci = 0
+    cdef int st = ST_OK
+    while not bc_observe(failed):
+        lo = first + bc_take(tickets) * block
+        if lo >= stop:
+            break
+        hi = lo + block if stop - lo > block else stop
+        p = lo
+        while p < hi:
+            m = hash_views_at(views, col_start, &ci, p, hi, keys, replace, allow_none, scratch, out,
+                              p - first, &st, bad)
+            if m < 0:
+                if st == ST_NEEDS_GIL:
+                    bad[0] = p
+                bad_end[0] = hi
+                bc_publish(failed, 1)
+                return st
+            p += m
+    return ST_OK
+
+
 cdef class KeyColumn:
 
     def __cinit__(self):
@@ -583,8 +638,8 @@ cdef class BlockStage:
     def take(self):
         """Hash blocks until none is left or one failed. Returns (status, stream position of
         this thread's first failing key, or -1)."""
-        cdef Py_ssize_t lo, hi, p, e, m, ci = 0, err_index = -1, bad = -1
-        cdef int st = ST_OK
+        cdef Py_ssize_t bad = -1, bad_end = -1
+        cdef int st
         cdef bc_scratch scratch
         scratch.buf = NULL
         scratch.cap = 0
@@ -596,23 +651,8 @@ cdef class BlockStage:
             raise MemoryError()
         memcpy(own, self.views, self.ncols * sizeof(ColumnView))
         with nogil:
-            while st == ST_OK and not bc_observe(&self.failed):
-                lo = bc_take(&self.next_block) * self.block
-                if lo >= self.n:
-                    break
-                hi = lo + self.block if self.n - lo > self.block else self.n
-                p = lo
-                while p < hi and st == ST_OK:
-                    while self.col_start[ci + 1] <= p:  # a thread's blocks only move forward
-                        ci += 1
-                    e = hi if hi < self.col_start[ci + 1] else self.col_start[ci + 1]
-                    m = e - p if e - p < CHUNK else CHUNK
-                    st = hash_view_run(&own[ci], p - self.col_start[ci], m, keys, self.replace,
-                                       self.allow_none, &scratch, &self.out, p, &err_index)
-                    if st != ST_OK:
-                        bad = self.col_start[ci] + err_index
-                        bc_publish(&self.failed, 1)
-                    p += m
+            st = take_blocks(&self.next_block, &self.failed, own, self.col_start, 0, self.n, self.block,
+                             keys, self.replace, self.allow_none, &scratch, &self.out, &bad, &bad_end)
             bc_scratch_free(&scratch)
         free(keys)
         free(own)
@@ -646,6 +686,7 @@ cdef class HashStage:
     cdef int64_t finished       # the worker is done
     cdef int64_t next_block     # tickets
     cdef int64_t failed         # a block failed: no more are taken
+    cdef int64_t span[2]        # the one column, as a stream for take_blocks
     cdef int wstatus
     cdef Py_ssize_t windex, wend
     cdef PyThread_type_lock wake_worker, wake_caller
@@ -665,6 +706,8 @@ cdef class HashStage:
         self.allow_none = allow_none
         self.start = start
         self.stop = stop
+        self.span[0] = 0
+        self.span[1] = col.length
         self.block = block
         self.wstatus = ST_OK
         self.windex = -1
@@ -674,41 +717,6 @@ cdef class HashStage:
     def __dealloc__(self):
         free_lock(self.wake_worker)
         free_lock(self.wake_caller)
-
-    cdef int hash_part(self, ColumnView *v, Py_ssize_t lo, Py_ssize_t hi, bc_key *keys,
-                       bc_scratch *scratch, Py_ssize_t *err_index) noexcept nogil:
-        """Describe and hash keys [lo, hi) from a pinned view, never readying a legacy str: at
-        one, ST_NEEDS_GIL with *err_index the start of its chunk (everything before is hashed)."""
-        cdef Py_ssize_t p = lo, m
-        cdef int st = ST_OK
-        while p < hi:
-            m = hi - p if hi - p < CHUNK else CHUNK
-            st = hash_view_run(v, p, m, keys, self.replace, self.allow_none, scratch, &self.out,
-                               p - self.start, err_index)
-            if st == ST_NEEDS_GIL:
-                err_index[0] = p
-            if st != ST_OK:
-                return st
-            p += m
-        return ST_OK
-
-    cdef int take_blocks(self, ColumnView *v, bc_key *keys, bc_scratch *scratch, Py_ssize_t *bad,
-                         Py_ssize_t *bad_end) noexcept nogil:
-        """Hash blocks by ticket until none is left or one failed; at a failure *bad names it
-        (hash_part) and *bad_end is the end of its block."""
-        cdef Py_ssize_t lo, hi
-        cdef int st
-        while not bc_observe(&self.failed):
-            lo = self.start + bc_take(&self.next_block) * self.block
-            if lo >= self.stop:
-                break
-            hi = lo + self.block if self.stop - lo > self.block else self.stop
-            st = self.hash_part(v, lo, hi, keys, scratch, bad)
-            if st != ST_OK:
-                bad_end[0] = hi
-                bc_publish(&self.failed, 1)
-                return st
-        return ST_OK
 
     def first(self):
         """The calling thread's part (after submitting ``run``): pin, take blocks, wait for the
@@ -740,7 +748,9 @@ cdef class HashStage:
             if keys == NULL:
                 raise MemoryError()
             if pinned:
-                st = self.take_blocks(&self.own, keys, &scratch, &err_index, &err_end)
+                st = take_blocks(&self.next_block, &self.failed, &self.own, self.span, self.start,
+                                 self.stop, self.block, keys, self.replace, self.allow_none, &scratch,
+                                 &self.out, &err_index, &err_end)
         finally:
             while not bc_observe(&self.finished):
                 PyThread_acquire_lock_timed(self.wake_caller, 1000, 0)
@@ -792,7 +802,9 @@ cdef class HashStage:
             while not bc_observe(&self.pinned):
                 PyThread_acquire_lock_timed(self.wake_worker, 1000, 0)
             if keys != NULL:
-                st = self.take_blocks(&self.view, keys, &scratch, &err_index, &err_end)
+                st = take_blocks(&self.next_block, &self.failed, &self.view, self.span, self.start,
+                                 self.stop, self.block, keys, self.replace, self.allow_none, &scratch,
+                                 &self.out, &err_index, &err_end)
             self.wstatus = st
             self.windex = err_index
             self.wend = err_end

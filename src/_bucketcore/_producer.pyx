@@ -51,7 +51,8 @@ from _bucketcore._hashing cimport (
     BC_ERR_NOMEM, BC_ERR_SURROGATE, BC_KEY_NONE, BC_OK, CHUNK, ST_NOMEM, ST_OK, HashOut, KeyColumn,
     PyThread_acquire_lock_timed, PyThread_release_lock,
     PyThread_type_lock, bc_hash_key, bc_key, bc_observe, bc_publish, bc_scratch, bc_scratch_free,
-    SPINS, ColumnView, bc_spin_for_change, free_lock, hash_run, hash_view_run, held_lock,
+    SPINS, ColumnView, bc_spin_for_change, free_lock, hash_run, hash_view_run, hash_views_at,
+    held_lock,
 )
 
 cdef extern from "pykeys.h":
@@ -1660,28 +1661,15 @@ cdef class ScanStage:
     cdef Py_ssize_t hash_chunk_at(self, ColumnView *views, Py_ssize_t *ci, Py_ssize_t p, Py_ssize_t e,
                                   bc_key *keys, uint32_t *raw, uint8_t *has, bc_scratch *scratch,
                                   int *status, Py_ssize_t *bad) noexcept nogil:
-        """Describe and hash the keys from stream position p on (at most CHUNK, none past e or
-        the end of their column) from pinned views into raw / has; *ci is the caller's column
-        cursor. Returns how many, or -1 with *status and *bad naming a bad key's position.
-        Never readies a legacy str (ST_NEEDS_GIL): the other thread may be reading it."""
+        """hash_views_at over the key columns into raw / has (from 0): never readies a legacy str
+        (ST_NEEDS_GIL), which the other thread may be reading."""
         cdef HashOut out
-        cdef Py_ssize_t m, cp, err_index = -1
         out.raw = raw
         out.has_key = has
         out.segment_hash = NULL
         out.bucket_hash = NULL
-        while self.col_start[ci[0] + 1] <= p:
-            ci[0] += 1
-        cp = p - self.col_start[ci[0]]
-        m = e - p if e - p < CHUNK else CHUNK
-        if m > self.col_start[ci[0] + 1] - p:
-            m = self.col_start[ci[0] + 1] - p
-        status[0] = hash_view_run(&views[ci[0]], cp, m, keys, self.replace, True, scratch, &out, 0,
-                                  &err_index)
-        if status[0] != ST_OK:
-            bad[0] = p + err_index - cp
-            return -1
-        return m
+        return hash_views_at(views, self.col_start, ci, p, e, keys, self.replace, True, scratch, &out, 0,
+                             status, bad)
 
     cdef int hash_step(self, Py_ssize_t k, int lvl, Py_ssize_t pos, Py_ssize_t stop, Py_ssize_t *ci,
                        bc_key *keys, uint32_t *own_raw, uint8_t *own_has, bc_scratch *scratch,
