@@ -393,16 +393,14 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
             np.ascontiguousarray(kh.segment_hash), np.ascontiguousarray(kh.bucket_hash),
             np.ascontiguousarray(kh.has_key).view(np.uint8), size_arr, plan.bucket_offsets, code, limit,
             max_bytes, plan.router(), round_robin)
-        seg_idx, bkt, hmin, hmax, start, count, nbytes, order = columns
-        return EntryTable(plan.segment_ids[seg_idx], bkt, hmin, hmax, start, count, nbytes, order,
-                          int(next_rr))
+        return _entry_table(plan, columns, next_rr)
     # an all-legacy layout routes by the raw hash: the staged path reads raw and bucket_hash apart
     seg, bucket, next_rr = plan.route(kh, round_robin)
     bucket_hash = np.ascontiguousarray(kh.bucket_hash)
     del kh  # only the bucket hashes are needed from here on (drops our own hashes early)
-    seg_idx, bkt, hmin, hmax, start, count, nbytes, order = _producer.group_entries(
-        seg, bucket, bucket_hash, size_arr, plan.bucket_offsets, code, limit, max_bytes)
-    return EntryTable(plan.segment_ids[seg_idx], bkt, hmin, hmax, start, count, nbytes, order, next_rr)
+    columns = _producer.group_entries(seg, bucket, bucket_hash, size_arr, plan.bucket_offsets, code, limit,
+                                      max_bytes)
+    return _entry_table(plan, columns, next_rr)
 
 
 def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: int, max_bytes: int,
@@ -456,6 +454,12 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
         columns = _producer.group_entries(None, bucket, bucket_hash, size_arr, plan.bucket_offsets, code,
                                           max_messages, max_bytes, True)
     assert columns is not None  # a failed status raised above
+    return _entry_table(plan, columns, next_rr)
+
+
+def _entry_table(plan: _Plan, columns: tuple[np.ndarray, ...], next_rr: int) -> EntryTable:
+    """The table of a kernel's entry columns (segment index, bucket, hash_min, hash_max, start,
+    count, nbytes, order), segment indexes turned into the target's segment ids."""
     seg_idx, bkt, hmin, hmax, start, count, nbytes, order = columns
     return EntryTable(plan.segment_ids[seg_idx], bkt, hmin, hmax, start, count, nbytes, order, int(next_rr))
 
