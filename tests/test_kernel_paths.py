@@ -6,6 +6,7 @@ import os
 import random
 import subprocess
 import sys
+import uuid
 from typing import Any
 
 import mmh3
@@ -128,6 +129,24 @@ def test_every_length_in_full_groups_of_one_length():
         if pa is not None:
             for which, got in all_paths(pa.array(keys, type=pa.binary())).items():
                 assert got == expected, (which, length, "arrow")
+
+
+def test_groups_of_other_lengths_after_a_known_length():
+    # the first key's length (36, a canonical UUID) picks the constant-length copy for the
+    # list; groups of other lengths, of mixed lengths, of 36 with one stray key, and of None
+    # keys around it take the general path
+    rnd = random.Random(11)
+    groups = [[36] * 16, [40] * 16, [rnd.randrange(60) for _ in range(16)], [36] * 15 + [35],
+              [36] * 16, [16] * 16, [0] * 16, [36] * 8 + [37] * 8, [36] * 16, [36] * 7]
+    keys = [rnd.randbytes(n) for group in groups for n in group]
+    keys[4 * 16 + 3] = None
+    expected = ([oracle(k) for k in keys], [k is not None for k in keys])
+    for which, got in all_paths(keys).items():
+        assert got == expected, which
+    uuids = [str(uuid.UUID(int=rnd.getrandbits(128))) for _ in range(40)] + ["short", "x" * 36]
+    expected = ([oracle(k) for k in uuids], [True] * len(uuids))
+    for which, got in all_paths(uuids).items():
+        assert got == expected, which
 
 
 @pytest.mark.parametrize("block", [1, 7, 1000, 1 << 14])

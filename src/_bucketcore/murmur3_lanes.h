@@ -298,21 +298,53 @@ static BC_AVX2 __attribute__((noinline)) void bc_hash16_mixed(const bc_key *k, u
     _mm256_storeu_si256((__m256i *)(out + 8), bc_v_final(h1, tw1, vlen1));
 }
 
-/* Groups of 16 keys; the last n % 16 by the interleaved path. */
-static BC_AVX2 void bc_hash_bytes_avx2(const bc_key *keys, size_t n, uint32_t *out)
+/* The common fixed-format key lengths, hashed by copies of the kernel with the length a constant:
+ * the block loop unrolls and, in a column of one length, every lane loads at a constant offset
+ * from the group's start (a canonical UUID column: 36 -> 22 instructions per key, about a fifth
+ * less time). 16: raw UUIDs; 24: ObjectId hex; 32: MD5 hex, UUIDs without dashes; 36: UUIDs;
+ * 40: SHA-1 hex; 64: SHA-256 hex. */
+#define BC_KNOWN_LENGTHS(X) X(16) X(24) X(32) X(36) X(40) X(64)
+
+/* One group of 16 keys of any lengths: the windowed path when they share a length >= 16. */
+static BC_AVX2 __attribute__((noinline)) void bc_hash16_any(const bc_key *k, uint32_t *out)
+{
+    uint32_t len = (uint32_t)k[0].len;
+    if (len >= 16 && bc_same_len16(k, len)) {
+        const uint8_t *p[16];
+        for (int l = 0; l < 16; l++)
+            p[l] = (const uint8_t *)k[l].data;
+        bc_hash16_same_len((bc_lanes8){p, NULL, 0}, (bc_lanes8){p + 8, NULL, 0}, len, out);
+    } else
+        bc_hash16_mixed(k, out);
+}
+
+/* Groups of 16 keys, those all of length known (a constant; 0: none) by the copy for it; the
+ * last n % 16 by the interleaved path. */
+static BC_AVX2 BC_INLINE void bc_hash_groups_avx2(const bc_key *keys, size_t n, uint32_t *out, uint32_t known)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const bc_key *k = keys + i;
-        if (k[0].len >= 16 && bc_same_len16(k, k[0].len)) {
+        if (known && k[0].len == known && bc_same_len16(k, known)) {
             const uint8_t *p[16];
             for (int l = 0; l < 16; l++)
                 p[l] = (const uint8_t *)k[l].data;
-            bc_hash16_same_len((bc_lanes8){p, NULL, 0}, (bc_lanes8){p + 8, NULL, 0}, k[0].len, out + i);
+            bc_hash16_same_len((bc_lanes8){p, NULL, 0}, (bc_lanes8){p + 8, NULL, 0}, known, out + i);
         } else
-            bc_hash16_mixed(k, out + i);
+            bc_hash16_any(k, out + i);
     }
     bc_hash_bytes_interleaved(keys + i, n - i, out + i);
+}
+
+/* The first key's length picks the copy: a list of ids of one format takes it for every group. */
+static BC_AVX2 void bc_hash_bytes_avx2(const bc_key *keys, size_t n, uint32_t *out)
+{
+#define BC_CASE(L) case L: bc_hash_groups_avx2(keys, n, out, L); return;
+    switch (n >= 16 ? (uint32_t)keys[0].len : 0) {
+    BC_KNOWN_LENGTHS(BC_CASE)
+    }
+#undef BC_CASE
+    bc_hash_groups_avx2(keys, n, out, 0);
 }
 
 /* n keys of len >= 16 bytes each, back to back from base (an Arrow column of one length): no
@@ -333,21 +365,15 @@ static BC_AVX2 BC_INLINE void bc_hash_rows_avx2(const uint8_t *base, size_t len,
         out[i] = bc_murmur3_32(key, len);
 }
 
-/* The common fixed-format key lengths get their own copy with the length a constant: the block
- * loop unrolls and every load is a constant offset from the group's start (a canonical UUID: 36
- * -> 22 instructions per key, about a fifth less time). 16: raw UUIDs; 24: ObjectId hex; 32:
- * MD5 hex, UUIDs without dashes; 36: UUIDs; 40: SHA-1 hex; 64: SHA-256 hex. */
+/* A column of one of the known lengths by its copy. */
 static BC_AVX2 void bc_hash_fixed_avx2(const uint8_t *base, size_t len, size_t n, uint32_t *out)
 {
+#define BC_CASE(L) case L: bc_hash_rows_avx2(base, L, n, out); return;
     switch (len) {
-    case 16: bc_hash_rows_avx2(base, 16, n, out); break;
-    case 24: bc_hash_rows_avx2(base, 24, n, out); break;
-    case 32: bc_hash_rows_avx2(base, 32, n, out); break;
-    case 36: bc_hash_rows_avx2(base, 36, n, out); break;
-    case 40: bc_hash_rows_avx2(base, 40, n, out); break;
-    case 64: bc_hash_rows_avx2(base, 64, n, out); break;
-    default: bc_hash_rows_avx2(base, len, n, out);
+    BC_KNOWN_LENGTHS(BC_CASE)
     }
+#undef BC_CASE
+    bc_hash_rows_avx2(base, len, n, out);
 }
 
 static inline int bc_cpu_has_avx2(void)
