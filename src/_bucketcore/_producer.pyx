@@ -40,6 +40,13 @@ import numpy as np
 
 cnp.import_array()
 
+
+cdef inline cnp.ndarray empty_column(Py_ssize_t n, int typenum):
+    """A new 1-D array of n items, by numpy's C API: a short call pays no Python-level np.empty
+    (argument parsing, attribute lookups) for each of its columns."""
+    cdef cnp.npy_intp dim = n
+    return cnp.PyArray_EMPTY(1, &dim, typenum, 0)
+
 cdef extern from "lookup.h" nogil:
     uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
 
@@ -659,13 +666,13 @@ cdef raise_bad_column(int what, int64_t index, object seg, object bkt, object si
 
 cdef tuple record_columns(GroupState *st, int64_t nrec):
     """Copy the emitted records into numpy columns (seg, bucket, hash_min, hash_max, start, count, nbytes)."""
-    cdef cnp.ndarray a_seg = np.empty(nrec, dtype=np.int32)
-    cdef cnp.ndarray a_bkt = np.empty(nrec, dtype=np.int32)
-    cdef cnp.ndarray a_min = np.empty(nrec, dtype=np.uint16)
-    cdef cnp.ndarray a_max = np.empty(nrec, dtype=np.uint16)
-    cdef cnp.ndarray a_start = np.empty(nrec, dtype=np.int64)
-    cdef cnp.ndarray a_count = np.empty(nrec, dtype=np.int64)
-    cdef cnp.ndarray a_nbytes = np.empty(nrec, dtype=np.int64)
+    cdef cnp.ndarray a_seg = empty_column(nrec, cnp.NPY_INT32)
+    cdef cnp.ndarray a_bkt = empty_column(nrec, cnp.NPY_INT32)
+    cdef cnp.ndarray a_min = empty_column(nrec, cnp.NPY_UINT16)
+    cdef cnp.ndarray a_max = empty_column(nrec, cnp.NPY_UINT16)
+    cdef cnp.ndarray a_start = empty_column(nrec, cnp.NPY_INT64)
+    cdef cnp.ndarray a_count = empty_column(nrec, cnp.NPY_INT64)
+    cdef cnp.ndarray a_nbytes = empty_column(nrec, cnp.NPY_INT64)
     cdef int32_t *p_seg = <int32_t *>cnp.PyArray_DATA(a_seg)
     cdef int32_t *p_bkt = <int32_t *>cnp.PyArray_DATA(a_bkt)
     cdef uint16_t *p_min = <uint16_t *>cnp.PyArray_DATA(a_min)
@@ -1222,14 +1229,18 @@ cdef class KeyChunks:
     cdef bc_key *keys
     cdef uint32_t *raw
     cdef uint8_t *has_key
+    cdef Py_ssize_t cap          # the longest chunk the buffers hold
     cdef bc_scratch scratch
     cdef cnp.ndarray a_keys, a_raw, a_has
     cdef HashOut out
 
-    def __cinit__(self):
-        self.a_keys = np.empty(CHUNK * sizeof(bc_key), dtype=np.uint8)
-        self.a_raw = np.empty(CHUNK, dtype=np.uint32)
-        self.a_has = np.empty(CHUNK, dtype=np.uint8)
+    def __cinit__(self, Py_ssize_t longest):
+        # a short stream needs short buffers (256 KiB of descriptors would cost a short call more
+        # than its keys: the allocator maps and unmaps a block that large each time)
+        self.cap = max(1, min(longest, CHUNK))
+        self.a_keys = empty_column(self.cap * sizeof(bc_key), cnp.NPY_UINT8)
+        self.a_raw = empty_column(self.cap, cnp.NPY_UINT32)
+        self.a_has = empty_column(self.cap, cnp.NPY_UINT8)
         self.keys = <bc_key *>cnp.PyArray_DATA(self.a_keys)
         self.raw = <uint32_t *>cnp.PyArray_DATA(self.a_raw)
         self.has_key = <uint8_t *>cnp.PyArray_DATA(self.a_has)
@@ -1250,6 +1261,8 @@ cdef class KeyChunks:
         position in the column."""
         cdef int status
         cdef Py_ssize_t out_index = -1
+        if m > self.cap:
+            raise ValueError(f"a chunk of {m} keys is longer than the buffers ({self.cap})")
         if not col.needs_gil:
             with nogil:
                 status = hash_view_run(&col.view, cpos, m, self.keys, replace, True, &self.scratch,
@@ -1274,7 +1287,7 @@ def route_keys(Router router, KeyColumn col, Py_ssize_t lo, Py_ssize_t hi, bint 
     column)."""
     if gidx.shape[0] != hi - lo or bucket_hash.shape[0] != hi - lo:
         raise ValueError("output columns do not match the key range")
-    cdef KeyChunks chunks = KeyChunks()
+    cdef KeyChunks chunks = KeyChunks(hi - lo)
     cdef Py_ssize_t cpos = lo, m, done, err_index = -1
     cdef int64_t rr = 0
     cdef int status = ST_OK
@@ -1327,7 +1340,7 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
     cdef int64_t rr = round_robin % router.nrotation if router.nrotation else 0
     cdef OneShot shot = OneShot(bucket_offsets, policy, max_messages, max_bytes, n)
     cdef GroupState *st = &shot.grouper.st
-    cdef KeyChunks chunks = KeyChunks()
+    cdef KeyChunks chunks = KeyChunks(n)
     cdef int status = ST_OK, rc = 0
     cdef Py_ssize_t err_index = -1
     pos = 0
@@ -1408,9 +1421,10 @@ cdef class OneShot:
                   int64_t max_bytes, Py_ssize_t n):
         self.grouper = Grouper(bucket_offsets, policy, max_messages, max_bytes, False)
         self.n = n
-        self.a_order = np.empty(n, dtype=np.int64)
-        self.a_gidx = np.empty(CHUNK, dtype=np.int32)
-        self.a_bh = np.empty(CHUNK, dtype=np.uint16)
+        self.a_order = empty_column(n, cnp.NPY_INT64)
+        # every chunk of the stream fits (no chunk is longer than the stream)
+        self.a_gidx = empty_column(max(1, min(n, CHUNK)), cnp.NPY_INT32)
+        self.a_bh = empty_column(max(1, min(n, CHUNK)), cnp.NPY_UINT16)
         self.gidx = <int32_t *>cnp.PyArray_DATA(self.a_gidx)
         self.bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh)
         self.grouper.st.order = <int64_t *>cnp.PyArray_DATA(self.a_order)
