@@ -72,9 +72,17 @@ def errors_flag(errors: str) -> bool:
     raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
 
 
+_ARROW_TYPE: dict[type, bool] = {}
+
+
 def _is_arrow(obj: object) -> bool:
-    # pyarrow stays optional: recognise its objects by module name, never import it here.
-    return type(obj).__module__.split(".")[0] == "pyarrow"
+    # pyarrow stays optional: recognise its objects by module name, never import it here
+    # (remembered per type: every short call asks a few times)
+    t = type(obj)
+    known = _ARROW_TYPE.get(t)
+    if known is None:
+        known = _ARROW_TYPE[t] = t.__module__.split(".")[0] == "pyarrow"
+    return known
 
 
 def _index_label(index: int, shape: tuple[int, ...]) -> object:
@@ -275,6 +283,57 @@ def run_parts(run: Callable[[int, int], tuple[int, int]], n: int, threads: int) 
     return _hashing.STATUS_OK, -1
 
 
+def _part(column: np.ndarray | None, start: int, stop: int) -> np.ndarray | None:
+    return None if column is None else column[start:stop]
+
+
+def _hash_all(source: Any, n: int, outputs: tuple[Any, ...], replace: bool,
+              allow_none: bool) -> tuple[int, int]:
+    """Hash the n keys of a classified source on this thread into outputs (raw, segment_hash,
+    bucket_hash, has_key; None: not wanted); (status, index of the first bad key)."""
+    if not _is_arrow(source):
+        # one column over the whole source: no views to cut (a short call's usual case)
+        [column] = key_columns(source)
+        return _hashing.hash_column(column, *outputs, replace, allow_none, 0, n)
+    for column, lo, hi, out in column_parts(source, 0, n):
+        end = out + hi - lo
+        status, index = _hashing.hash_column(column, *(_part(o, out, end) for o in outputs),
+                                             replace, allow_none, lo, hi)
+        if status != _hashing.STATUS_OK:
+            return status, out + index - lo
+    return _hashing.STATUS_OK, -1
+
+
+def _hash_pipeline(source: Any, n: int, outputs: tuple[Any, ...], replace: bool,
+                   allow_none: bool) -> tuple[int, int]:
+    """Python objects on two threads (HashStage): blocks taken in turn, the GIL kept here."""
+    for column, lo, hi, out in column_parts(source, 0, n):
+        end = out + hi - lo
+        stage = _hashing.HashStage(column, *(_part(o, out, end) for o in outputs), replace, allow_none,
+                                   lo, hi, HASH_BLOCK)
+        hashing = shared_pool().submit(stage.run)
+        try:
+            status, index = stage.first()
+        finally:
+            hashing.result()
+        if status != _hashing.STATUS_OK:
+            return status, out + index - lo
+    return _hashing.STATUS_OK, -1
+
+
+def _hash_blocks(source: Any, n: int, parts: int, outputs: tuple[Any, ...], replace: bool,
+                 allow_none: bool) -> tuple[int, int]:
+    """Arrow / numpy keys on `parts` threads (BlockStage), the GIL released throughout."""
+    stage = _hashing.BlockStage([column for column, *_ in column_parts(source, 0, n)], *outputs, replace,
+                                allow_none, HASH_BLOCK)
+    others = [shared_pool().submit(stage.take) for _ in range(parts - 1)]
+    try:
+        results = [stage.take()]
+    finally:
+        results += [other.result() for other in others]
+    return min(results, key=lambda r: (r[0] == _hashing.STATUS_OK, r[1]))
+
+
 def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads: int | None):
     """Hash a key column; returns (shape, raw, segment_hash, bucket_hash, has_key)."""
     replace = errors_flag(errors)
@@ -286,52 +345,14 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
     segment_hash = np.empty(n, dtype=np.uint16) if split else None
     bucket_hash = np.empty(n, dtype=np.uint16) if split else None
     has_key = np.empty(n, dtype=np.bool_) if split else None
-
-    def part(column: np.ndarray | None, start: int, stop: int) -> np.ndarray | None:
-        return None if column is None else column[start:stop]
-
-    def run(start: int, stop: int) -> tuple[int, int]:
-        for column, lo, hi, out in column_parts(source, start, stop):
-            end = out + hi - lo
-            status, index = _hashing.hash_column(column, raw[out:end], part(segment_hash, out, end),
-                                                 part(bucket_hash, out, end), part(has_key, out, end),
-                                                 replace, allow_none, lo, hi)
-            if status != _hashing.STATUS_OK:
-                return status, out + index - lo
-        return _hashing.STATUS_OK, -1
-
-    def pipeline() -> tuple[int, int]:
-        for column, lo, hi, out in column_parts(source, 0, n):
-            end = out + hi - lo
-            stage = _hashing.HashStage(column, raw[out:end], part(segment_hash, out, end),
-                                       part(bucket_hash, out, end), part(has_key, out, end),
-                                       replace, allow_none, lo, hi, HASH_BLOCK)
-            hashing = shared_pool().submit(stage.run)
-            try:
-                status, index = stage.first()
-            finally:
-                hashing.result()
-            if status != _hashing.STATUS_OK:
-                return status, out + index - lo
-        return _hashing.STATUS_OK, -1
-
-    def blocks() -> tuple[int, int]:
-        stage = _hashing.BlockStage([column for column, *_ in column_parts(source, 0, n)], raw,
-                                    segment_hash, bucket_hash, has_key, replace, allow_none, HASH_BLOCK)
-        others = [shared_pool().submit(stage.take) for _ in range(parts - 1)]
-        try:
-            results = [stage.take()]
-        finally:
-            results += [other.result() for other in others]
-        return min(results, key=lambda r: (r[0] == _hashing.STATUS_OK, r[1]))
-
+    outputs = (raw, segment_hash, bucket_hash, has_key)
     if n:
         if parts > 1 and not buffers:
-            status, index = pipeline()
+            status, index = _hash_pipeline(source, n, outputs, replace, allow_none)
         elif parts > 1:
-            status, index = blocks()
+            status, index = _hash_blocks(source, n, parts, outputs, replace, allow_none)
         else:
-            status, index = run(0, n)
+            status, index = _hash_all(source, n, outputs, replace, allow_none)
         raise_for_status(status, index, keys, shape, allow_none)
     return shape, raw, segment_hash, bucket_hash, has_key
 
@@ -357,7 +378,7 @@ def murmur3_32(keys: KeyInput, *, errors: str = "strict", threads: int | None = 
     if isinstance(keys, (str, bytes)):
         return _hash_scalar(keys, errors)
     shape, raw, *_ = _hash_column(keys, errors, allow_none=False, split=False, threads=threads)
-    return raw.reshape(shape)
+    return raw if len(shape) == 1 else raw.reshape(shape)
 
 
 def hash_keys(keys: KeyInput, *, errors: str = "strict", threads: int | None = None) -> KeyHashes:
@@ -370,6 +391,8 @@ def hash_keys(keys: KeyInput, *, errors: str = "strict", threads: int | None = N
         h = _hash_scalar(keys, errors)
         return KeyHashes(np.uint32(h), np.uint16(h >> 16), np.uint16(h & 0xFFFF), np.bool_(True))
     shape, raw, segment_hash, bucket_hash, has_key = _hash_column(keys, errors, allow_none=True, split=True, threads=threads)
+    if len(shape) == 1:
+        return KeyHashes(raw, segment_hash, bucket_hash, has_key)
     return KeyHashes(raw.reshape(shape), segment_hash.reshape(shape), bucket_hash.reshape(shape),
                      has_key.reshape(shape))
 
