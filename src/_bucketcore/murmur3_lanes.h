@@ -305,16 +305,22 @@ static BC_AVX2 __attribute__((noinline)) void bc_hash16_mixed(const bc_key *k, u
  * 40: SHA-1 hex; 64: SHA-256 hex. */
 #define BC_KNOWN_LENGTHS(X) X(16) X(24) X(32) X(36) X(40) X(64)
 
+/* 16 described keys all of length len >= 16, by the windowed path. */
+static BC_AVX2 BC_INLINE void bc_hash16_described(const bc_key *k, size_t len, uint32_t *out)
+{
+    const uint8_t *p[16];
+    for (int l = 0; l < 16; l++)
+        p[l] = (const uint8_t *)k[l].data;
+    bc_hash16_same_len((bc_lanes8){p, NULL, 0}, (bc_lanes8){p + 8, NULL, 0}, len, out);
+}
+
 /* One group of 16 keys of any lengths: the windowed path when they share a length >= 16. */
 static BC_AVX2 __attribute__((noinline)) void bc_hash16_any(const bc_key *k, uint32_t *out)
 {
     uint32_t len = (uint32_t)k[0].len;
-    if (len >= 16 && bc_same_len16(k, len)) {
-        const uint8_t *p[16];
-        for (int l = 0; l < 16; l++)
-            p[l] = (const uint8_t *)k[l].data;
-        bc_hash16_same_len((bc_lanes8){p, NULL, 0}, (bc_lanes8){p + 8, NULL, 0}, len, out);
-    } else
+    if (len >= 16 && bc_same_len16(k, len))
+        bc_hash16_described(k, len, out);
+    else
         bc_hash16_mixed(k, out);
 }
 
@@ -325,12 +331,9 @@ static BC_AVX2 BC_INLINE void bc_hash_groups_avx2(const bc_key *keys, size_t n, 
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const bc_key *k = keys + i;
-        if (known && k[0].len == known && bc_same_len16(k, known)) {
-            const uint8_t *p[16];
-            for (int l = 0; l < 16; l++)
-                p[l] = (const uint8_t *)k[l].data;
-            bc_hash16_same_len((bc_lanes8){p, NULL, 0}, (bc_lanes8){p + 8, NULL, 0}, known, out + i);
-        } else
+        if (known && k[0].len == known && bc_same_len16(k, known))
+            bc_hash16_described(k, known, out + i);
+        else
             bc_hash16_any(k, out + i);
     }
     bc_hash_bytes_interleaved(keys + i, n - i, out + i);
