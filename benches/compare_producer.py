@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from timing import best_of, best_of_rounds  # noqa: E402
-from workloads import tiled_layout, uuid_keys  # noqa: E402
+from workloads import cpu_check, tiled_layout, uuid_keys  # noqa: E402
 
 import bucketcore as bc  # noqa: E402
 from bucketcore.layout import TopicLayout  # noqa: E402
@@ -126,6 +126,7 @@ def main() -> None:
           f"(reference best of {args.ref_repeat})")
     if hasattr(os, "getloadavg"):
         print("load average at start: {:.2f} {:.2f} {:.2f} on {} CPUs".format(*os.getloadavg(), os.cpu_count()))
+    print(cpu_check())
 
     # where the time goes, from a list of str
     kh = bc.hash_keys(keys)
@@ -160,6 +161,7 @@ def main() -> None:
         del ref
     if hasattr(os, "getloadavg"):
         print("load average at end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print(cpu_check())
 
 
 if __name__ == "__main__":

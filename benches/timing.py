@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable, Sequence
 
@@ -32,3 +33,22 @@ def best_of_rounds(fns: Sequence[Callable[[], object]], repeat: int = 5) -> list
 def ns(seconds: float, n: int) -> float:
     """Seconds for n items as nanoseconds per item."""
     return seconds / n * 1e9
+
+
+def cpu_speeds(fn: Callable[[], object], items: int, repeat: int = 7) -> str:
+    """ns per item of ``fn`` (a fixed, in-cache, one-thread workload) on each CPU this process
+    may use, the calling thread pinned to each in turn: a VM's vCPU that the host holds back
+    shows up here, so a slow row can be told from a slow machine. Empty where threads cannot be
+    pinned."""
+    if not hasattr(os, "sched_setaffinity"):
+        return ""
+    allowed = os.sched_getaffinity(0)
+    speeds = []
+    try:
+        for cpu in sorted(allowed):
+            os.sched_setaffinity(0, {cpu})
+            fn()  # warm this CPU's caches first
+            speeds.append(f"cpu{cpu} {ns(best_of(fn, repeat), items):.2f}")
+    finally:
+        os.sched_setaffinity(0, allowed)
+    return ", ".join(speeds)

@@ -39,3 +39,14 @@ def tiled_layout(segments: int, buckets: int = 1, legacy: bool = False) -> bc.To
 
 
 WORKLOADS = {"uuid": uuid_keys, "short": short_keys, "zipf": zipf_keys}
+
+
+def cpu_check() -> str:
+    """Each CPU's speed on a fixed job (murmur3_32 over 4 Ki in-cache UUIDs, one thread, in
+    ns/key): printed before and after a comparison, it shows whether the host held a vCPU back
+    during the run."""
+    from timing import cpu_speeds
+
+    probe = np.array(uuid_keys(4096, seed=9), dtype="S36")
+    speeds = cpu_speeds(lambda: [bc.murmur3_32(probe, threads=1) for _ in range(50)], 4096 * 50)
+    return f"per-CPU check (murmur3_32, 4 Ki in-cache UUIDs, ns/key): {speeds}" if speeds else ""
