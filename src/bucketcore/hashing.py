@@ -81,7 +81,9 @@ def _is_arrow(obj: object) -> bool:
     t = type(obj)
     known = _ARROW_TYPE.get(t)
     if known is None:
-        known = _ARROW_TYPE[t] = t.__module__.split(".")[0] == "pyarrow"
+        known = t.__module__.split(".")[0] == "pyarrow"
+        if len(_ARROW_TYPE) < 64:  # a program passes a handful of types; never hoard made-up ones
+            _ARROW_TYPE[t] = known
     return known
 
 
