@@ -72,19 +72,10 @@ def errors_flag(errors: str) -> bool:
     raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
 
 
-_ARROW_TYPE: dict[type, bool] = {}
-
-
 def _is_arrow(obj: object) -> bool:
     # pyarrow stays optional: recognise its objects by module name, never import it here
-    # (remembered per type: every short call asks a few times)
-    t = type(obj)
-    known = _ARROW_TYPE.get(t)
-    if known is None:
-        known = t.__module__.split(".")[0] == "pyarrow"
-        if len(_ARROW_TYPE) < 64:  # a program passes a handful of types; never hoard made-up ones
-            _ARROW_TYPE[t] = known
-    return known
+    module = type(obj).__module__
+    return module == "pyarrow" or module.startswith("pyarrow.")
 
 
 def _index_label(index: int, shape: tuple[int, ...]) -> object:
