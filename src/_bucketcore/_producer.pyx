@@ -47,6 +47,7 @@ cdef inline cnp.ndarray empty_column(Py_ssize_t n, int typenum):
     cdef cnp.npy_intp dim = n
     return cnp.PyArray_EMPTY(1, &dim, typenum, 0)
 
+
 cdef extern from "lookup.h" nogil:
     uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
 
@@ -61,6 +62,14 @@ from _bucketcore._hashing cimport (
     SPINS, ColumnView, bc_spin_for_change, free_lock, hash_run, hash_view_run, hash_views_at,
     held_lock,
 )
+
+
+cdef inline Py_ssize_t chunk_room(Py_ssize_t n) noexcept nogil:
+    """Items in a per-chunk buffer for a stream of n: a chunk, or the whole of a shorter stream
+    (no chunk is longer; 256 KiB of key descriptors would cost a short call more than its keys:
+    the allocator maps and unmaps a block that large each time)."""
+    return 1 if n < 1 else (n if n < CHUNK else CHUNK)
+
 
 cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1
@@ -1235,9 +1244,7 @@ cdef class KeyChunks:
     cdef HashOut out
 
     def __cinit__(self, Py_ssize_t longest):
-        # a short stream needs short buffers (256 KiB of descriptors would cost a short call more
-        # than its keys: the allocator maps and unmaps a block that large each time)
-        self.cap = max(1, min(longest, CHUNK))
+        self.cap = chunk_room(longest)
         self.a_keys = empty_column(self.cap * sizeof(bc_key), cnp.NPY_UINT8)
         self.a_raw = empty_column(self.cap, cnp.NPY_UINT32)
         self.a_has = empty_column(self.cap, cnp.NPY_UINT8)
@@ -1422,9 +1429,8 @@ cdef class OneShot:
         self.grouper = Grouper(bucket_offsets, policy, max_messages, max_bytes, False)
         self.n = n
         self.a_order = empty_column(n, cnp.NPY_INT64)
-        # every chunk of the stream fits (no chunk is longer than the stream)
-        self.a_gidx = empty_column(max(1, min(n, CHUNK)), cnp.NPY_INT32)
-        self.a_bh = empty_column(max(1, min(n, CHUNK)), cnp.NPY_UINT16)
+        self.a_gidx = empty_column(chunk_room(n), cnp.NPY_INT32)
+        self.a_bh = empty_column(chunk_room(n), cnp.NPY_UINT16)
         self.gidx = <int32_t *>cnp.PyArray_DATA(self.a_gidx)
         self.bh = <uint16_t *>cnp.PyArray_DATA(self.a_bh)
         self.grouper.st.order = <int64_t *>cnp.PyArray_DATA(self.a_order)
