@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal, Optional, Union
 
 from .controller import AssignedSegment, Assignment, BucketRanges
-from .errors import BucketcoreError, StaleLayoutError
+from .errors import ConsumerStateError, StaleLayoutError
 from .layout import _is_int
 
 __all__ = [
@@ -54,10 +54,6 @@ DrainReason = Literal["mode_flip", "removed"]
 
 EXCLUSIVE: SubscriptionType = "Exclusive"
 KEY_SHARED: SubscriptionType = "Key_Shared"
-
-
-class ConsumerStateError(BucketcoreError, ValueError):
-    """A delivery or ack that contradicts the consumer's state (unknown segment, undelivered id, ...)."""
 
 
 def _check_segment_id(segment_id: object, what: str = "segment_id") -> int:

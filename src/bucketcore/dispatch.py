@@ -22,7 +22,7 @@ from typing import Any, Sequence, Union
 import numpy as np
 
 from _bucketcore import _dispatch
-from .errors import BucketcoreError, StaleLayoutError
+from .errors import MalformedStampError, StaleLayoutError
 from .hashing import MAX_HASH, KeyHashes, plain_ints
 from .layout import Buckets, _is_int
 
@@ -52,17 +52,6 @@ MALFORMED: int = _dispatch.MALFORMED
 
 _INT64_MAX = np.iinfo(np.int64).max
 _UINT64_MAX = (1 << 64) - 1
-
-
-class MalformedStampError(BucketcoreError, ValueError):
-    """An entry's stamp is not a hash range: ``hash_min > hash_max``, or a value outside 0..0xFFFF.
-
-    ``index`` is the entry's position in the column that was passed.
-    """
-
-    def __init__(self, message: str, index: int) -> None:
-        super().__init__(message)
-        self.index = index
 
 
 @dataclass(frozen=True)

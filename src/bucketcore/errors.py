@@ -1,4 +1,9 @@
-"""The errors bucketcore raises on purpose; every one subclasses :class:`BucketcoreError`."""
+"""Every error bucketcore raises on purpose, in one place; each subclasses :class:`BucketcoreError`.
+
+An error caused by bad input is also a :class:`ValueError` (or the caller gets a plain
+:class:`TypeError` for a value of the wrong type), so code that catches the builtin exceptions keeps
+working. Errors about one element of a column carry its position as ``index``.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,14 @@ __all__ = [
     "InvalidBoundaryError",
     "InvalidLayoutError",
     "StaleLayoutError",
+    "MalformedStampError",
+    "ConsumerStateError",
+    "StreamError",
+    "OffsetMismatchError",
+    "FencedError",
+    "CapabilityError",
+    "InvariantViolationError",
+    "ChecksumError",
 ]
 
 
@@ -33,3 +46,42 @@ class InvalidLayoutError(BucketcoreError, ValueError):
 
 class StaleLayoutError(BucketcoreError, ValueError):
     """A sharer declared a boundary list different from the segment's."""
+
+
+class MalformedStampError(BucketcoreError, ValueError):
+    """An entry's stamp is not a hash range: ``hash_min > hash_max``, or a value outside 0..0xFFFF.
+
+    ``index`` is the entry's position in the column that was passed.
+    """
+
+    def __init__(self, message: str, index: int) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+class ConsumerStateError(BucketcoreError, ValueError):
+    """A delivery or ack that contradicts the consumer's state (unknown segment, undelivered id, ...)."""
+
+
+class StreamError(BucketcoreError):
+    """Base of the stream store's errors (:mod:`bucketcore.stream`)."""
+
+
+class OffsetMismatchError(StreamError, ValueError):
+    """An append's ``expected_start_offset`` differs from the stream's committed end (no I/O done)."""
+
+
+class FencedError(StreamError):
+    """An append session is stale: a newer session (higher epoch) owns the stream, or it expired."""
+
+
+class CapabilityError(StreamError):
+    """A stream's durability profile has no installed writer; refused before any I/O (fail closed)."""
+
+
+class InvariantViolationError(StreamError):
+    """An immutable key (a WAL object or a commit intent) exists with different content."""
+
+
+class ChecksumError(StreamError):
+    """A stored object's length or CRC32C does not match what was recorded; names the object."""
