@@ -175,11 +175,8 @@ def _validate_splits(splits: Any) -> tuple[int, ...]:
 
 
 def _table_threshold(count: int) -> int:
-    """Smallest column for which building the 64 Ki lookup table (a few µs) beats the search.
-
-    The search costs a few ns per level (its compare is a branch, mispredicted on random
-    hashes), the table ~0.6 ns per hash after a 4-10 µs build: measured crossover ~2048/levels.
-    """
+    """Smallest column of hashes for which building a boundary list's 64 Ki lookup table beats
+    the branchless search over ``count`` buckets (the search's cost grows with its depth)."""
     return max(64, 2048 // max(1, (count - 1).bit_length()))
 
 
@@ -297,6 +294,25 @@ class Buckets:
             object.__setattr__(self, "_table", table)
         return table
 
+    def table_pays_off(self, size: int) -> bool:
+        """Whether looking up ``size`` hashes should go through :meth:`lookup_table`.
+
+        The one rule every caller (routing, bucketing, dispatch) follows: with three or more
+        buckets, use the table once it exists, or once the column is long enough to pay for
+        building it; with one or two buckets a constant or one compare is cheaper.
+
+        Parameters
+        ----------
+        size : int
+            Number of hashes about to be looked up.
+
+        Returns
+        -------
+        bool
+        """
+        count = len(self._splits) + 1
+        return count > 2 and (self._table is not None or size >= _table_threshold(count))
+
     def _plan(self, size: int) -> tuple[int, np.ndarray | None]:
         """The fastest exact method for a column of ``size`` hashes.
 
@@ -308,7 +324,7 @@ class Buckets:
             return _layout.METHOD_CONST, None
         if count == 2:
             return _layout.METHOD_COMPARE, None
-        if self._table is not None or size >= _table_threshold(count):
+        if self.table_pays_off(size):
             return _layout.METHOD_TABLE, self.lookup_table()
         return _layout.METHOD_SEARCH, None
 
@@ -867,7 +883,7 @@ class TopicLayout:
         else:
             n_active = len(self._active)
             table = None
-            if n_active > 2 and (self._starts._table is not None or raw.size >= _table_threshold(n_active)):
+            if self._starts.table_pays_off(raw.size):
                 table = self.segment_table()
             next_rr = _layout.route_keyed(self._starts.splits_array, segment_hash, has_key, out, table,
                                           rr % n_active, n_active)
