@@ -32,7 +32,7 @@ from typing import Literal, Optional, Union
 
 from .controller import AssignedSegment, Assignment, BucketRanges
 from .errors import ConsumerStateError, StaleLayoutError
-from .layout import _is_int
+from .validation import check_int, is_int
 
 __all__ = [
     "ConsumerStateError",
@@ -59,22 +59,18 @@ KEY_SHARED: SubscriptionType = "Key_Shared"
 def _check_segment_id(segment_id: object, what: str = "segment_id") -> int:
     if type(segment_id) is int and segment_id >= 0:  # fast path: delivered/acked run per message
         return segment_id
-    if not _is_int(segment_id):
-        raise TypeError(f"{what} must be an int, not {type(segment_id).__name__} {segment_id!r}")
-    if segment_id < 0:
-        raise ValueError(f"{what} must be >= 0, got {segment_id}")
-    return int(segment_id)
+    return check_int(segment_id, what, lo=0)
 
 
 def _check_message_id(message_id: object, what: str) -> tuple[MessageId, int]:
     """Validate a position; returns it normalised (numpy ints → int) and its shape (0 = int, k = tuple length)."""
     if type(message_id) is int:
         return message_id, 0
-    if _is_int(message_id):
+    if is_int(message_id):
         return int(message_id), 0
     if isinstance(message_id, tuple) and message_id:
         for index, part in enumerate(message_id):
-            if not _is_int(part):
+            if not is_int(part):
                 raise TypeError(
                     f"{what} {message_id!r}: part {index} must be an int, not {type(part).__name__} {part!r}"
                 )

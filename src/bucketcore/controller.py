@@ -18,8 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .hashing import MAX_HASH
-from .layout import SEALED, Segment, TopicLayout, _is_int
+from .layout import SEALED, Segment, TopicLayout
+from .validation import MAX_HASH, check_hash, check_int, is_int
 
 __all__ = [
     "AssignedSegment",
@@ -46,14 +46,6 @@ class BucketRanges(tuple[tuple[int, int], ...]):
     __hash__ = tuple.__hash__
 
 
-def _check_hash(value: object, what: str) -> int:
-    if not _is_int(value):
-        raise TypeError(f"{what} must be an int in 0..0xFFFF, not {type(value).__name__} {value!r}")
-    if not 0 <= value <= MAX_HASH:
-        raise ValueError(f"{what} must be in 0..0xFFFF, got {value}")
-    return int(value)
-
-
 def _normalise_bucket_ranges(value: object, segment_id: int) -> BucketRanges:
     """Check that ``value`` is empty or a full boundary list as inclusive ranges tiling 0..0xFFFF."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
@@ -68,8 +60,8 @@ def _normalise_bucket_ranges(value: object, segment_id: int) -> BucketRanges:
             raise TypeError(
                 f"bucket_ranges[{index}] of segment {segment_id} must be a (start, end) pair, got {pair!r}"
             )
-        start = _check_hash(pair[0], f"bucket_ranges[{index}] start of segment {segment_id}")
-        end = _check_hash(pair[1], f"bucket_ranges[{index}] end of segment {segment_id}")
+        start = check_hash(pair[0], f"bucket_ranges[{index}] start of segment {segment_id}")
+        end = check_hash(pair[1], f"bucket_ranges[{index}] end of segment {segment_id}")
         if start != expected_start or end < start:
             raise ValueError(
                 f"bucket_ranges of segment {segment_id} must be the full boundary list: contiguous "
@@ -104,14 +96,10 @@ class AssignedSegment:
     bucket_ranges: BucketRanges = BucketRanges()
 
     def __post_init__(self) -> None:
-        if not _is_int(self.segment_id):
-            raise TypeError(f"segment_id must be an int, not {type(self.segment_id).__name__} {self.segment_id!r}")
-        if self.segment_id < 0:
-            raise ValueError(f"segment_id must be >= 0, got {self.segment_id}")
         # numpy integers are stored as int so equal assignments also print and hash alike
-        object.__setattr__(self, "segment_id", int(self.segment_id))
-        object.__setattr__(self, "hash_start", _check_hash(self.hash_start, f"hash_start of segment {self.segment_id}"))
-        object.__setattr__(self, "hash_end", _check_hash(self.hash_end, f"hash_end of segment {self.segment_id}"))
+        object.__setattr__(self, "segment_id", check_int(self.segment_id, "segment_id", lo=0))
+        object.__setattr__(self, "hash_start", check_hash(self.hash_start, f"hash_start of segment {self.segment_id}"))
+        object.__setattr__(self, "hash_end", check_hash(self.hash_end, f"hash_end of segment {self.segment_id}"))
         if self.hash_start > self.hash_end:
             raise ValueError(
                 f"segment {self.segment_id}: hash_start {self.hash_start:#06x} is above hash_end {self.hash_end:#06x}"
@@ -144,13 +132,7 @@ class Assignment:
     segments: tuple[AssignedSegment, ...] = ()
 
     def __post_init__(self) -> None:
-        if not _is_int(self.layout_epoch):
-            raise TypeError(
-                f"layout_epoch must be an int, not {type(self.layout_epoch).__name__} {self.layout_epoch!r}"
-            )
-        if self.layout_epoch < 0:
-            raise ValueError(f"layout_epoch must be >= 0, got {self.layout_epoch}")
-        object.__setattr__(self, "layout_epoch", int(self.layout_epoch))
+        object.__setattr__(self, "layout_epoch", check_int(self.layout_epoch, "layout_epoch", lo=0))
         if isinstance(self.segments, (str, bytes)) or not isinstance(self.segments, Iterable):
             raise TypeError(f"segments must be a sequence of AssignedSegment, not {type(self.segments).__name__}")
         segments = tuple(self.segments)
@@ -226,7 +208,7 @@ def _check_drained(drained: object, layout: TopicLayout) -> frozenset[int]:
     ids: set[int] = set()
     present = {segment.segment_id: segment for segment in layout.segments}
     for raw_id in drained:
-        if not _is_int(raw_id):
+        if not is_int(raw_id):
             raise TypeError(f"drained contains {raw_id!r} ({type(raw_id).__name__}); segment ids are ints")
         segment_id = int(raw_id)
         segment = present.get(segment_id)
