@@ -21,9 +21,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from compare_dispatch import _PyAdapter, py_route, run_churn  # noqa: E402
-
-import bucketcore as bc  # noqa: E402
+import bucketcore as bc
+from bucketcore.harness.baselines import PyDispatcherAdapter, py_route, run_churn
 
 N = int(os.environ.get("BUCKETCORE_BENCH_N", 1_000_000))
 DISPATCH_N = int(os.environ.get("BUCKETCORE_BENCH_DISPATCH_N", 200_000))
@@ -86,7 +85,7 @@ def test_dispatcher_churn(benchmark):
 
 def test_dispatcher_churn_py_loop(benchmark):
     benchmark.group = "dispatcher"
-    result = benchmark.pedantic(lambda: run_churn(_PyAdapter, DISPATCH_N), rounds=2)
+    result = benchmark.pedantic(lambda: run_churn(PyDispatcherAdapter, DISPATCH_N), rounds=2)
     if benchmark.stats:
         benchmark.extra_info["entries_per_second"] = DISPATCH_N / benchmark.stats.stats.mean
     assert result["pending"] == 0

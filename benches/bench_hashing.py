@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import mmh3
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from workloads import short_keys, uuid_keys  # noqa: E402
-
-import bucketcore as bc  # noqa: E402
+import bucketcore as bc
+from bucketcore.harness import short_keys, uuid_keys
 
 N = int(os.environ.get("BUCKETCORE_BENCH_N", 1_000_000))
 KEYS = {"uuid": uuid_keys(N), "short": short_keys(N)}

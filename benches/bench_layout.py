@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from compare_layout import python_route  # noqa: E402
-from workloads import tiled_layout  # noqa: E402
+from compare_layout import python_route
 
-import bucketcore as bc  # noqa: E402
+import bucketcore as bc
+from bucketcore.harness import tiled_layout
 
 N = int(os.environ.get("BUCKETCORE_BENCH_N", 1_000_000))
 BALANCED_N = int(os.environ.get("BUCKETCORE_BENCH_BALANCED_N", 10_000_000))

@@ -9,15 +9,12 @@ the same run (group "producer"). The streaming batcher is measured per send on a
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from compare_producer import reference_batches  # noqa: E402
-from workloads import tiled_layout, uuid_keys  # noqa: E402
-
-import bucketcore as bc  # noqa: E402
+import bucketcore as bc
+from bucketcore.harness import tiled_layout, uuid_keys
+from bucketcore.harness.baselines import reference_batches
 
 N = int(os.environ.get("BUCKETCORE_BENCH_N", 1_000_000))
 N_STREAM = min(N, 100_000)

@@ -17,17 +17,18 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import os
-import sys
 import time
-from collections import deque
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-from timing import best_of, ns  # noqa: E402
-
-import bucketcore as bc  # noqa: E402
+import bucketcore as bc
+from bucketcore.harness import best_of, ns
+from bucketcore.harness.baselines import (
+    PyDispatcher,
+    PyDispatcherAdapter,
+    py_route,
+    run_churn,
+)
 
 
 def consumers(k: int) -> list[tuple[str, int]]:
@@ -36,10 +37,6 @@ def consumers(k: int) -> list[tuple[str, int]]:
 
 # ------------------------------------------------------------------------------------------
 # route_entries
-
-
-def py_route(splits: list[int], owner: list[int], hash_min: list[int]) -> list[int]:
-    return [owner[bisect.bisect_right(splits, h)] for h in hash_min]
 
 
 def compare_route(n: int, repeat: int) -> None:
@@ -89,178 +86,12 @@ def compare_fits(n: int, repeat: int) -> None:
 # Dispatcher under churn
 
 
-class PyDispatcher:
-    """The Dispatcher's rules written per entry in plain Python: the baseline (and a cross-check)."""
-
-    def __init__(self, splits: list[int]) -> None:
-        self.splits = splits
-        self.n = len(splits) + 1
-        self.members: list[tuple[str, int]] = []
-        self.owner: list[tuple[str, int] | None] = [None] * self.n
-        self.holder: list[tuple[str, int] | None] = [None] * self.n
-        self.held = [0] * self.n
-        self.queue: list[deque[int]] = [deque() for _ in range(self.n)]
-        self.pending: dict[int, tuple[tuple[str, int], int]] = {}
-        self.info: dict[int, int] = {}  # entry -> bucket
-        self.outbox: dict[tuple[str, int], list[int]] = {}
-
-    def _spread(self) -> None:
-        k = len(self.members)
-        self.owner = [None] * self.n
-        for j, c in enumerate(self.members):
-            for b in range(j * self.n // k, (j + 1) * self.n // k):
-                self.owner[b] = c
-        for b in range(self.n):
-            self._release(b)
-
-    def _ready(self, b: int) -> bool:
-        o = self.owner[b]
-        return o is not None and (self.holder[b] is None or self.holder[b] == o)
-
-    def _deliver(self, e: int, b: int) -> None:
-        o = self.owner[b]
-        self.pending[e] = (o, b)
-        self.holder[b] = o
-        self.held[b] += 1
-        self.outbox.setdefault(o, []).append(e)
-
-    def _release(self, b: int) -> None:
-        q = self.queue[b]
-        while q and self._ready(b):
-            self._deliver(q.popleft(), b)
-
-    def offer(self, ids: list[int], hash_min: list[int]) -> None:
-        splits, queue = self.splits, self.queue
-        for e, h in zip(ids, hash_min):
-            b = bisect.bisect_right(splits, h)
-            self.info[e] = b
-            if not queue[b] and self._ready(b):
-                self._deliver(e, b)
-            else:
-                queue[b].append(e)
-
-    def ack(self, consumer: tuple[str, int], ids: list[int]) -> None:
-        for e in ids:
-            c, b = self.pending.pop(e)
-            assert c == consumer
-            self.held[b] -= 1
-            if self.held[b] == 0:
-                self.holder[b] = None
-                self._release(b)
-
-    def poll(self) -> dict[tuple[str, int], list[int]]:
-        out, self.outbox = self.outbox, {}
-        return out
-
-    def add_consumer(self, name: str, cid: int) -> None:
-        self.members = sorted(self.members + [(name, cid)])
-        self._spread()
-
-    def remove_consumer(self, name: str, cid: int, crash: bool = False) -> None:
-        c = (name, cid)
-        if c in self.members:
-            self.members.remove(c)
-        if crash:
-            mine = sorted(e for e, (h, _) in self.pending.items() if h == c)
-            self.outbox.pop(c, None)
-            for e in reversed(mine):
-                b = self.pending.pop(e)[1]
-                self.held[b] -= 1
-                self.holder[b] = None
-                self.queue[b].appendleft(e)
-        self._spread()
-
-
-def run_churn(make, n_entries: int, n_consumers: int = 16, churn_every: int = 10_000,
-              n_buckets: int = 256, seed: int = 3) -> dict[str, int]:
-    """Drive a dispatcher (fresh from ``make(splits)``) through the churn workload; returns totals."""
-    rng = np.random.default_rng(seed)
-    buckets = bc.Buckets.equal_width(n_buckets)
-    d = make(buckets)
-    members = consumers(n_consumers)
-    for c in members:
-        d.add_consumer(*c)
-    next_id = n_consumers
-    unacked: dict[tuple[str, int], list[np.ndarray]] = {}
-    hash_min = rng.integers(0, 0x10000, size=n_entries, dtype=np.int64).astype(np.uint16)
-    delivered = 0
-    checksum = 0  # which entries went to which consumer, order-insensitive
-    events = ("leave", "join", "crash", "join")
-
-    def collect() -> None:
-        nonlocal delivered, checksum
-        for c, batch in d.poll().items():
-            got = batch.entry_ids if hasattr(batch, "entry_ids") else np.asarray(batch, dtype=np.int64)
-            delivered += got.size
-            checksum += int(got.sum()) * (c[1] + 1)
-            unacked.setdefault(c, []).append(got)
-
-    for r, start in enumerate(range(0, n_entries, churn_every)):
-        stop = min(start + churn_every, n_entries)
-        d.offer(np.arange(start, stop), hash_min[start:stop])
-        collect()
-        # Every consumer acks what it holds except the newest 10% (in flight across the churn).
-        for c in list(unacked):
-            held = np.sort(np.concatenate(unacked[c]))  # order-insensitive: hold the highest ids
-            keep = held.size // 10
-            done, rest = held[: held.size - keep], held[held.size - keep:]
-            if done.size:
-                d.ack(*c, done)
-            unacked[c] = [rest]
-        event = events[r % len(events)]
-        if event == "join":
-            c = (f"consumer-{next_id:03d}", next_id)
-            next_id += 1
-            d.add_consumer(*c)
-            members.append(c)
-        elif members:
-            c = members.pop(int(rng.integers(len(members))))
-            d.remove_consumer(*c, crash=event == "crash")
-            if event == "crash":
-                unacked.pop(c, None)
-    # Drain: everyone still connected acks the rest.
-    for _ in range(4):
-        collect()
-        for c in list(unacked):
-            held = np.concatenate(unacked.pop(c))
-            if held.size:
-                d.ack(*c, held)
-    return {"delivered": delivered, "checksum": checksum, "pending": _pending(d)}
-
-
-def _pending(d) -> int:
-    return d.pending_entries + d.queued_entries if hasattr(d, "pending_entries") else len(d.d.pending) + sum(
-        len(q) for q in d.d.queue)
-
-
-class _PyAdapter:
-    """PyDispatcher behind the Dispatcher's call shapes (numpy columns in, lists inside)."""
-
-    def __init__(self, buckets: bc.Buckets) -> None:
-        self.d = PyDispatcher(list(buckets.splits))
-
-    def add_consumer(self, name: str, cid: int) -> None:
-        self.d.add_consumer(name, cid)
-
-    def remove_consumer(self, name: str, cid: int, crash: bool = False) -> None:
-        self.d.remove_consumer(name, cid, crash)
-
-    def offer(self, ids: np.ndarray, hash_min: np.ndarray) -> None:
-        self.d.offer(ids.tolist(), hash_min.tolist())
-
-    def ack(self, name: str, cid: int, ids: np.ndarray) -> None:
-        self.d.ack((name, cid), ids.tolist())
-
-    def poll(self) -> dict:
-        return self.d.poll()
-
-
 def compare_dispatcher(n: int, repeat: int) -> None:
     fast = run_churn(bc.Dispatcher, n)
-    slow = run_churn(_PyAdapter, n)
+    slow = run_churn(PyDispatcherAdapter, n)
     assert fast == slow, (fast, slow)  # same rules, same deliveries (redeliveries included)
     t_fast = best_of(lambda: run_churn(bc.Dispatcher, n), repeat)
-    t_slow = best_of(lambda: run_churn(_PyAdapter, n), max(1, repeat // 2))
+    t_slow = best_of(lambda: run_churn(PyDispatcherAdapter, n), max(1, repeat // 2))
     print(f"\nDispatcher: {n:,} entries, 16 consumers, churn every 10,000 entries, N=256 "
           f"({fast['delivered']:,} deliveries incl. crash redeliveries)")
     print(f"  py per-entry loop {ns(t_slow, n):8.1f} ns/entry  {n / t_slow / 1e6:6.2f} M entries/s")

@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
-import sys
 
 import mmh3
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-from timing import best_of, best_of_rounds  # noqa: E402
-from workloads import cpu_check, short_keys, uuid_keys  # noqa: E402
-
-import bucketcore as bc  # noqa: E402
+import bucketcore as bc
+from bucketcore.harness import best_of, best_of_rounds, short_keys, uuid_keys
+from bucketcore.harness.timing import cpu_check, format_cpu_check
 
 
 def main() -> None:
@@ -34,7 +30,7 @@ def main() -> None:
     except ImportError:
         pa = None
 
-    check_before = cpu_check()
+    check_before = format_cpu_check(cpu_check())
     rows = []
     for workload, make in (("uuid", uuid_keys), ("short", short_keys)):
         keys = make(args.n)
@@ -55,7 +51,7 @@ def main() -> None:
         rows.extend((workload, what, t) for (what, _), t in zip(runs, times))
 
     print(f"bucketcore {bc.__version__}, n={args.n}, best of {args.repeat} rounds over the rows of a workload")
-    print(f"{check_before} (before); {cpu_check().split(': ', 1)[-1]} (after)")
+    print(f"{check_before} (before); {format_cpu_check(cpu_check()).split(': ', 1)[-1]} (after)")
     print(f"{'workload':<8} {'what':<32} {'ns/key':>8} {'vs mmh3':>8}")
     base = {w: t for w, what, t in rows if what == "mmh3 comprehension"}
     for workload, what, t in rows:

@@ -17,17 +17,12 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-from timing import best_of, ns  # noqa: E402
-from workloads import tiled_layout  # noqa: E402
-
-import bucketcore as bc  # noqa: E402
-from _bucketcore import _layout  # noqa: E402
+import bucketcore as bc
+from _bucketcore import _layout
+from bucketcore.harness import best_of, ns, tiled_layout
 
 
 def compare_bucket_of(n: int, repeat: int) -> None:

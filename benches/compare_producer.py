@@ -15,78 +15,15 @@ import argparse
 import functools
 import gc
 import os
-import sys
 import tracemalloc
-from bisect import bisect_right
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-import mmh3
-import numpy as np
-
-sys.path.insert(0, os.path.dirname(__file__))
-from timing import best_of, best_of_rounds  # noqa: E402
-from workloads import cpu_check, tiled_layout, uuid_keys  # noqa: E402
-
-import bucketcore as bc  # noqa: E402
-from bucketcore.layout import TopicLayout  # noqa: E402
-from bucketcore.producer import bucket_entries  # noqa: E402
-
-
-def reference_batches(keys: list[Any], layout: TopicLayout, max_messages: int = 1000,
-                      policy: str = "shared") -> list[tuple[int, int, int, int, list[int]]]:
-    """The per-message Python baseline: (segment_id, bucket, hash_min, hash_max, indices) per entry.
-
-    Count limit only (no sizes), like bucket_entries without ``sizes``; keyless messages go
-    round-robin from 0 with bucket hash 0.
-    """
-    active = layout.active_segments
-    starts = [s.hash_start for s in active]
-    splits = [list(s.buckets.splits) for s in active]
-    ids = [s.segment_id for s in active]
-    nseg = len(active)
-    windows: list[dict[int, tuple[list[int], list[int]]]] = [{} for _ in active]
-    counts = [0] * nseg
-    shared = policy == "shared"
-    out: list[tuple[int, int, int, int, list[int]]] = []
-    rr = 0
-    for i, key in enumerate(keys):
-        if key is None:
-            s, h = rr % nseg, 0
-            rr += 1
-        else:
-            raw = mmh3.hash(key, 0, signed=False)
-            s = bisect_right(starts, raw >> 16) - 1
-            h = raw & 0xFFFF
-        b = bisect_right(splits[s], h)
-        window = windows[s]
-        batch = window.get(b)
-        if batch is None:
-            batch = window[b] = ([], [])
-        batch[0].append(i)
-        batch[1].append(h)
-        if shared:
-            counts[s] += 1
-            if counts[s] >= max_messages:
-                # the dict keeps insertion order: the batches come out by first message
-                out.extend((ids[s], bb, min(hs), max(hs), idx) for bb, (idx, hs) in window.items())
-                window.clear()
-                counts[s] = 0
-        elif len(batch[0]) >= max_messages:
-            out.append((ids[s], b, min(batch[1]), max(batch[1]), batch[0]))
-            del window[b]
-    rest = [(ids[s], bb, min(hs), max(hs), idx) for s in range(nseg) for bb, (idx, hs) in windows[s].items()]
-    out.extend(sorted(rest, key=lambda e: e[4][0]))
-    return out
-
-
-def same_entries(table: Any, ref: list[tuple[int, int, int, int, list[int]]]) -> bool:
-    if len(table) != len(ref):
-        return False
-    cols = list(zip(*[e[:4] for e in ref])) if ref else [(), (), (), ()]
-    order = np.fromiter((i for e in ref for i in e[4]), dtype=np.int64, count=int(table.order.shape[0]))
-    return (np.array_equal(table.segment_id, cols[0]) and np.array_equal(table.bucket, cols[1])
-            and np.array_equal(table.hash_min, cols[2]) and np.array_equal(table.hash_max, cols[3])
-            and np.array_equal(table.order, order))
+import bucketcore as bc
+from bucketcore.harness import best_of, best_of_rounds, tiled_layout, uuid_keys
+from bucketcore.harness.baselines import reference_batches, same_entries
+from bucketcore.harness.timing import cpu_check, format_cpu_check
+from bucketcore.producer import bucket_entries
 
 
 def peak_bytes(fn: Callable[[], object]) -> int:
@@ -126,7 +63,7 @@ def main() -> None:
           f"(reference best of {args.ref_repeat})")
     if hasattr(os, "getloadavg"):
         print("load average at start: {:.2f} {:.2f} {:.2f} on {} CPUs".format(*os.getloadavg(), os.cpu_count()))
-    print(cpu_check())
+    print(format_cpu_check(cpu_check()))
 
     # where the time goes, from a list of str
     kh = bc.hash_keys(keys)
@@ -161,7 +98,7 @@ def main() -> None:
         del ref
     if hasattr(os, "getloadavg"):
         print("load average at end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
-    print(cpu_check())
+    print(format_cpu_check(cpu_check()))
 
 
 if __name__ == "__main__":

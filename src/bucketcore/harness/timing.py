@@ -1,0 +1,149 @@
+"""Best-of-N wall-clock timing and the per-CPU calm check (DESIGN §5: side by side, same data)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+
+def best_of(fn: Callable[[], object], repeat: int = 5) -> float:
+    """Smallest wall time of ``repeat`` calls of ``fn``.
+
+    Parameters
+    ----------
+    fn : callable
+        The work to time; its result is dropped.
+    repeat : int
+        How many calls; the fastest counts (the others saw more interference).
+
+    Returns
+    -------
+    float
+        Seconds.
+    """
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def best_of_rounds(fns: Sequence[Callable[[], object]], repeat: int = 5) -> list[float]:
+    """Smallest wall time of each function over ``repeat`` rounds that call every one in turn.
+
+    When the machine's speed drifts (a VM's neighbours) every function sees the same slow and
+    fast spells, instead of one row taking all of a slow one.
+
+    Parameters
+    ----------
+    fns : sequence of callables
+        The rows to compare.
+    repeat : int
+        Rounds.
+
+    Returns
+    -------
+    list of float
+        Seconds per function, in the order given.
+    """
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - start)
+    return best
+
+
+def ns(seconds: float, n: int) -> float:
+    """Seconds for ``n`` items as nanoseconds per item.
+
+    Parameters
+    ----------
+    seconds : float
+        Total time.
+    n : int
+        Items (keys, messages or entries).
+
+    Returns
+    -------
+    float
+        Nanoseconds per item.
+    """
+    return seconds / n * 1e9
+
+
+def cpu_speeds(fn: Callable[[], object], items: int, repeat: int = 7) -> dict[int, float]:
+    """ns per item of ``fn`` on each CPU this process may use, the calling thread pinned to each.
+
+    ``fn`` must be a fixed, in-cache, one-thread job: a vCPU that the host holds back then shows
+    up as a slower figure, so a slow row can be told from a slow build.
+
+    Parameters
+    ----------
+    fn : callable
+        The fixed job.
+    items : int
+        Items ``fn`` handles per call.
+    repeat : int
+        Best of this many calls per CPU.
+
+    Returns
+    -------
+    dict
+        CPU number to ns per item; empty where threads cannot be pinned (not Linux).
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        return {}
+    allowed = os.sched_getaffinity(0)
+    speeds: dict[int, float] = {}
+    try:
+        for cpu in sorted(allowed):
+            os.sched_setaffinity(0, {cpu})
+            fn()  # warm this CPU's caches first
+            speeds[cpu] = ns(best_of(fn, repeat), items)
+    finally:
+        os.sched_setaffinity(0, allowed)
+    return speeds
+
+
+def cpu_check() -> dict[int, float]:
+    """The calm check: murmur3_32 over 4 Ki in-cache UUIDs on one thread, per CPU, in ns/key.
+
+    Run before and after a comparison; figures that differ between CPUs or between the two checks
+    mean the host slowed a vCPU during the run.
+
+    Returns
+    -------
+    dict
+        CPU number to ns per key (empty where threads cannot be pinned).
+    """
+    import bucketcore as bc
+
+    from .workloads import uuid_keys
+
+    probe = np.array(uuid_keys(4096, seed=9), dtype="S36")
+    return cpu_speeds(lambda: [bc.murmur3_32(probe, threads=1) for _ in range(50)], 4096 * 50)
+
+
+def format_cpu_check(speeds: dict[int, float]) -> str:
+    """One line for a calm check's figures (empty when there are none).
+
+    Parameters
+    ----------
+    speeds : dict
+        The result of :func:`cpu_check`.
+
+    Returns
+    -------
+    str
+        ``"per-CPU check (...): cpu0 5.31, cpu1 5.28"``.
+    """
+    if not speeds:
+        return ""
+    body = ", ".join(f"cpu{cpu} {v:.2f}" for cpu, v in speeds.items())
+    return f"per-CPU check (murmur3_32, 4 Ki in-cache UUIDs, ns/key): {body}"
