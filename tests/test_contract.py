@@ -8,6 +8,7 @@ references of the rules written in this file. ``bc.stream`` (the storage core) i
 from __future__ import annotations
 
 import bisect
+from types import ModuleType
 
 import mmh3
 import numpy as np
@@ -18,10 +19,6 @@ from hypothesis import strategies as st
 import bucketcore as bc
 from design_vectors import MURMUR3_VECTORS as VECTORS  # DESIGN.md §3.1
 
-try:  # pyarrow is optional for bucketcore (musllinux CI runs without it)
-    import pyarrow as pa
-except ImportError:  # pragma: no cover
-    pa = None
 
 # --- oracles -------------------------------------------------------------------------------------
 
@@ -175,7 +172,7 @@ KEYS = list(VECTORS)
 
 def _columns() -> list[tuple[str, object]]:
     encoded = [k.encode("utf-8") for k in KEYS]
-    columns: list[tuple[str, object]] = [
+    return [
         ("list", list(KEYS)),
         ("tuple", tuple(KEYS)),
         ("bytes list", encoded),
@@ -183,20 +180,31 @@ def _columns() -> list[tuple[str, object]]:
         ("S", np.array(encoded, dtype=object).astype("S")),
         ("object", np.array(KEYS, dtype=object)),
     ]
-    if pa is None:
-        return columns
-    return columns + [
-        ("arrow string", pa.array(KEYS, type=pa.string())),
-        ("arrow large_string", pa.array(KEYS, type=pa.large_string())),
-        ("arrow binary", pa.array(encoded, type=pa.binary())),
-        ("arrow large_binary", pa.array(encoded, type=pa.large_binary())),
-        ("arrow chunked", pa.chunked_array([KEYS[:3], [], KEYS[3:]], type=pa.string())),
-    ]
+
+
+def _arrow_columns(pa: ModuleType) -> dict[str, object]:
+    encoded = [k.encode("utf-8") for k in KEYS]
+    return {
+        "arrow string": pa.array(KEYS, type=pa.string()),
+        "arrow large_string": pa.array(KEYS, type=pa.large_string()),
+        "arrow binary": pa.array(encoded, type=pa.binary()),
+        "arrow large_binary": pa.array(encoded, type=pa.large_binary()),
+        "arrow chunked": pa.chunked_array([KEYS[:3], [], KEYS[3:]], type=pa.string()),
+    }
 
 
 @pytest.mark.parametrize("name, column", _columns(), ids=[n for n, _ in _columns()])
 def test_murmur3_32_every_accepted_column(name: str, column: object) -> None:
     out = bc.murmur3_32(column)
+    assert isinstance(out, np.ndarray) and out.dtype == np.uint32 and out.shape == (len(KEYS),)
+    assert out.tolist() == [VECTORS[k] for k in KEYS]
+
+
+@pytest.mark.parametrize(
+    "name", ["arrow string", "arrow large_string", "arrow binary", "arrow large_binary", "arrow chunked"]
+)
+def test_murmur3_32_every_accepted_arrow_column(name: str, pa: ModuleType) -> None:
+    out = bc.murmur3_32(_arrow_columns(pa)[name])
     assert isinstance(out, np.ndarray) and out.dtype == np.uint32 and out.shape == (len(KEYS),)
     assert out.tolist() == [VECTORS[k] for k in KEYS]
 
@@ -231,9 +239,7 @@ def test_hash_keys_fields() -> None:
     assert (kh.raw[1], kh.segment_hash[1], kh.bucket_hash[1]) == (0, 0, 0)
 
 
-def test_hash_keys_arrow_nulls_with_an_offset_are_keyless() -> None:
-    if pa is None:
-        pytest.skip("pyarrow is not installed")
+def test_hash_keys_arrow_nulls_with_an_offset_are_keyless(pa: ModuleType) -> None:
     arr = pa.array(["x", "a", None, "key-1", None], type=pa.large_string()).slice(1, 3)
     kh = bc.hash_keys(arr, errors="strict")
     assert kh.raw.tolist() == [VECTORS["a"], 0, VECTORS["key-1"]]
@@ -601,9 +607,15 @@ def test_fits_one_bucket() -> None:
     assert out.tolist() == [ref_bucket_of(b.splits, int(x)) == ref_bucket_of(b.splits, int(y)) for x, y in zip(lo, hi)]
 
 
-def test_dispatcher_exists() -> None:
+def test_dispatcher_delivers_an_offered_entry_to_its_bucket_owner() -> None:
     d = bc.Dispatcher(bc.Buckets.equal_width(2))
-    assert d is not None
+    d.add_consumer("a", 1)
+    d.add_consumer("b", 2)  # sorted (name, id): "a" owns bucket 0, "b" bucket 1
+    assert d.offer([10, 11], hash_min=[0x0005, 0x8001]) == 2
+    batches = d.poll()
+    assert sorted(batches) == [("a", 1), ("b", 2)]
+    assert batches[("a", 1)].entry_ids.tolist() == [10]
+    assert batches[("b", 2)].entry_ids.tolist() == [11]
 
 
 # --- controller -----------------------------------------------------------------------------------
@@ -726,7 +738,10 @@ def test_every_argument_by_its_section_4_keyword() -> None:
     assert bc.route_entries(selector=sel, hash_min=[1], key_hash=None, stamped=None).tolist() == [0]
     sel.remove_consumer(name="a", consumer_id=1)
     assert bc.fits_one_bucket(buckets=b, hash_min=[1], hash_max=[2]).tolist() == [True]
-    assert bc.Dispatcher(buckets=b) is not None
+    dispatcher = bc.Dispatcher(buckets=b)
+    dispatcher.add_consumer(name="a", consumer_id=1, declared=b.splits)
+    assert dispatcher.offer(entry_ids=[0], hash_min=[1]) == 1
+    assert dispatcher.poll(name="a", consumer_id=1).entry_ids.tolist() == [0]
     result = bc.compute_assignment(layout=layout, consumer_names=["a"], drained=frozenset())
     a = bc.Assignment(layout_epoch=1, segments=result["a"].segments)
     assert a == result["a"]

@@ -12,6 +12,7 @@ import itertools
 import json
 import pickle
 from fractions import Fraction
+from types import ModuleType
 
 import mmh3
 import numpy as np
@@ -310,14 +311,17 @@ def test_bucket_of_shape_and_empty():
     assert b.bucket_of(np.arange(0, 65536, 4096)[::2]).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
 
 
-def test_bucket_of_read_only_strided_and_arrow_columns():
+def test_bucket_of_read_only_and_strided_columns():
     b = Buckets.equal_width(16)
     every = np.arange(65536, dtype=np.uint16)
     every.flags.writeable = False
     assert b.bucket_of(every)[::4096].tolist() == list(range(16))
     assert b.bucket_of(every[::4096]).tolist() == list(range(16))  # non-contiguous view
     assert b.bucket_of(np.arange(0, 65536, dtype=np.int64)[::8192]).tolist() == list(range(0, 16, 2))
-    pa = pytest.importorskip("pyarrow")
+
+
+def test_bucket_of_an_arrow_integer_column(pa: ModuleType) -> None:
+    b = Buckets.equal_width(16)
     assert b.bucket_of(pa.array([1, 4096, 65535], type=pa.uint16())).tolist() == [0, 1, 15]
 
 

@@ -1,4 +1,4 @@
-"""Review: controller -> Stream consumer state -> broker Dispatcher, end to end (DESIGN.md §3.5-§3.7).
+"""Per-key order end to end: controller -> Stream consumer state -> broker Dispatcher (DESIGN.md §3.5-§3.7).
 
 One segment (N=4). Consumers join and leave the subscription; after each change the controller's
 assignment is applied by every client (mode flips Exclusive <-> Key_Shared, removals), the clients

@@ -1,4 +1,5 @@
-"""Adversarial review of compute_assignment (DESIGN.md §3.6) against per-key order (the spec)."""
+"""compute_assignment (DESIGN.md §3.6) keeps per-key order on layouts with history: a child is never
+assigned before its parents drained, and the rule holds as worded on random split/merge chains."""
 
 from __future__ import annotations
 

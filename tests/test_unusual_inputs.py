@@ -1,4 +1,6 @@
-"""Edge cases found by review: odd numpy/Arrow inputs at the hashing, layout and producer edges.
+"""Unusual but valid inputs, and bad ones that must be named: big-endian numpy U arrays, Python
+lists checked item by item, Arrow integer columns with nulls, ids a layout still names, argument
+checks with precomputed hashes, and no partial effect after an error.
 
 Every expected value comes from an independent oracle (mmh3, or the formulas of DESIGN.md),
 never from bucketcore's own output.
@@ -7,6 +9,8 @@ never from bucketcore's own output.
 from __future__ import annotations
 
 import mmh3
+from types import ModuleType
+
 import numpy as np
 import pytest
 
@@ -138,8 +142,7 @@ def test_batcher_takes_buckets_by_keyword() -> None:
 # --- Arrow integer columns with nulls: named, not reported as "dtype float64" -------------------
 
 
-def test_bucket_of_arrow_column_with_a_null_names_its_index() -> None:
-    pa = pytest.importorskip("pyarrow")
+def test_bucket_of_arrow_column_with_a_null_names_its_index(pa: ModuleType) -> None:
     buckets = bc.Buckets.equal_width(4)
     sliced = pa.array([7, 0, 0x4000, None, 0xFFFF], type=pa.uint16()).slice(1)
     with pytest.raises(ValueError, match="index 2.*null"):
@@ -152,14 +155,12 @@ def test_bucket_of_arrow_column_with_a_null_names_its_index() -> None:
     assert buckets.bucket_of(chunked.slice(0, 2)).tolist() == [0, 2]
 
 
-def test_balanced_arrow_column_with_a_null_names_its_index() -> None:
-    pa = pytest.importorskip("pyarrow")
+def test_balanced_arrow_column_with_a_null_names_its_index(pa: ModuleType) -> None:
     with pytest.raises(ValueError, match="index 1.*null"):
         bc.Buckets.balanced(pa.array([1, None, 3], type=pa.int32()), 2)
 
 
-def test_split_hash_arrow_column_with_a_null_names_its_index() -> None:
-    pa = pytest.importorskip("pyarrow")
+def test_split_hash_arrow_column_with_a_null_names_its_index(pa: ModuleType) -> None:
     with pytest.raises(ValueError, match="index 1.*null"):
         bc.split_hash(pa.array([_raw("a"), None], type=pa.uint32()))
     segment_hash, bucket_hash = bc.split_hash(pa.array([0, _raw("a")], type=pa.uint32()).slice(1))
@@ -201,8 +202,7 @@ def test_bucket_entries_checks_errors_with_precomputed_hashes() -> None:
 # --- no partial effect after an error; odd but valid targets --------------------------------------
 
 
-def test_failed_batcher_calls_leave_no_trace() -> None:
-    pa = pytest.importorskip("pyarrow")
+def test_failed_batcher_calls_leave_no_trace(pa: ModuleType) -> None:
     layout = bc.TopicLayout(0, [bc.Segment(0, 0, 0x7FFF, bc.Buckets.equal_width(3)),
                                 bc.Segment(1, 0x8000, 0xFFFF, bc.Buckets.equal_width(2))])
     clean = bc.EntryBucketBatcher(layout, max_messages=2)
