@@ -21,6 +21,12 @@ __all__ = [
     "CapabilityError",
     "InvariantViolationError",
     "ChecksumError",
+    "MissingObjectError",
+    "UnknownStreamError",
+    "StreamExistsError",
+    "OffsetOutOfRangeError",
+    "StoreClosedError",
+    "UncertainAppendError",
 ]
 
 
@@ -85,3 +91,41 @@ class InvariantViolationError(StreamError):
 
 class ChecksumError(StreamError):
     """A stored object's length or CRC32C does not match what was recorded; names the object."""
+
+
+class MissingObjectError(ChecksumError):
+    """A WAL object that a committed entry references is gone from the object directory.
+
+    A :class:`ChecksumError` too: the object fails validation (nothing of the declared length is
+    there); names the object.
+    """
+
+
+class UnknownStreamError(StreamError, ValueError):
+    """The stream id names no stream of this store (create it first with ``create_stream``)."""
+
+
+class StreamExistsError(StreamError, ValueError):
+    """``create_stream`` was given the id of a stream that already exists."""
+
+
+class OffsetOutOfRangeError(StreamError, ValueError):
+    """A read starts outside the retained log: below its log start (trimmed) or past its committed end.
+
+    ``log_start`` and ``committed_end`` give the readable range ``[log_start, committed_end]``.
+    """
+
+    def __init__(self, message: str, log_start: int, committed_end: int) -> None:
+        super().__init__(message)
+        self.log_start = log_start
+        self.committed_end = committed_end
+
+
+class StoreClosedError(StreamError):
+    """The stream store was closed; open it again to use it."""
+
+
+class UncertainAppendError(StreamError):
+    """An earlier append on this stream's lane failed at an unknown point and its outcome could not
+    be resolved yet (the head store did not answer); later appends wait for the answer rather than
+    guess the next offset."""

@@ -1,0 +1,325 @@
+"""The head-store interface: the durable metadata the append protocol needs, behind one small class.
+
+A head store keeps, per stream, the head (version, committed end, logical size, newest session's
+epoch/token/expiry, log start), the append sessions, the commit intents, the protections of
+physical targets, and the entry index (one row per committed append, its per-entry columns
+packed). :class:`bucketcore.stream.StreamStore` runs the protocol against this interface only; the
+SQLite store (``sqlite_heads.py``) is the embedded default, and a PostgreSQL store implements the
+same methods with the same SQL shapes (the CAS is one conditional ``UPDATE``).
+
+Every method is atomic on its own (one transaction). Times are wall-clock seconds
+(``time.time()``), passed in by the caller so every check of one append uses one clock reading.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from .records import Intent, Session, StreamHead
+
+__all__ = ["HeadStore", "IndexRow", "INDEX_COLUMNS"]
+
+#: The packed per-entry columns of an index row, in the order :meth:`HeadStore.scan_index` may
+#: be asked for, with their numpy dtypes.
+INDEX_COLUMNS: dict[str, np.dtype] = {
+    "starts": np.dtype("<i8"),
+    "hash_min": np.dtype("<u2"),
+    "hash_max": np.dtype("<u2"),
+    "stamped": np.dtype("u1"),
+    "segment_id": np.dtype("<i8"),
+    "bucket": np.dtype("<i4"),
+    "payload_off": np.dtype("<i8"),
+    "payload_len": np.dtype("<i8"),
+    "payload_crc": np.dtype("<u4"),
+    "meta_off": np.dtype("<i8"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRow:
+    """One committed append in the entry index: its range, target and packed per-entry columns.
+
+    ``columns`` maps each name of :data:`INDEX_COLUMNS` to the raw little-endian bytes of that
+    column (``meta_off`` has ``entry_count + 1`` items, the others ``entry_count``); ``metadata``
+    is every entry's metadata concatenated.
+    """
+
+    stream_id: str
+    start_offset: int
+    end_offset: int
+    entry_count: int
+    record_count: int
+    logical_bytes: int
+    commit_id: str
+    object_key: str
+    object_length: int
+    object_crc: int
+    columns: dict[str, bytes]
+    metadata: bytes
+
+
+class HeadStore(abc.ABC):
+    """Durable heads, sessions, intents, protections and the entry index of a stream store."""
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the connection; later calls may fail."""
+
+    # --- streams and heads ---------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def create_stream(self, stream_id: str, profile: str) -> StreamHead:
+        """Create a stream's head: version 0, committed end 0, no session.
+
+        Parameters
+        ----------
+        stream_id, profile : str
+
+        Returns
+        -------
+        StreamHead
+
+        Raises
+        ------
+        StreamExistsError
+            The stream exists.
+        """
+
+    @abc.abstractmethod
+    def read_head(self, stream_id: str) -> StreamHead | None:
+        """The stream's head, or None if there is no such stream.
+
+        Parameters
+        ----------
+        stream_id : str
+
+        Returns
+        -------
+        StreamHead or None
+        """
+
+    @abc.abstractmethod
+    def stream_ids(self) -> list[str]:
+        """Every stream id, sorted.
+
+        Returns
+        -------
+        list of str
+        """
+
+    # --- sessions ------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def open_session(self, stream_id: str, writer: str, ttl: float, now: float) -> Session:
+        """Start a session with an epoch above every earlier one; the head now names it.
+
+        Parameters
+        ----------
+        stream_id, writer : str
+        ttl, now : float
+
+        Returns
+        -------
+        Session
+
+        Raises
+        ------
+        UnknownStreamError
+            No such stream.
+        """
+
+    @abc.abstractmethod
+    def renew_session(self, session: Session, ttl: float, now: float) -> Session | None:
+        """Extend a session that is still the newest and not expired; None if it is not.
+
+        Parameters
+        ----------
+        session : Session
+        ttl, now : float
+
+        Returns
+        -------
+        Session or None
+        """
+
+    # --- protections and intents ---------------------------------------------------------------
+
+    @abc.abstractmethod
+    def protect(self, object_key: str, stream_id: str, commit_id: str, start_offset: int,
+                now: float) -> None:
+        """Durably mark ``object_key`` as used by a pending append (GC must keep it). Idempotent.
+
+        Parameters
+        ----------
+        object_key, stream_id, commit_id : str
+        start_offset : int
+            The offset the pending append expects to commit at.
+        now : float
+        """
+
+    @abc.abstractmethod
+    def is_protected(self, object_key: str) -> bool:
+        """Whether ``object_key`` holds a protection.
+
+        Parameters
+        ----------
+        object_key : str
+
+        Returns
+        -------
+        bool
+        """
+
+    @abc.abstractmethod
+    def put_intent(self, intent: Intent, now: float) -> Intent:
+        """Insert ``intent`` unless one with its commit id exists; return the stored one.
+
+        Parameters
+        ----------
+        intent : Intent
+        now : float
+
+        Returns
+        -------
+        Intent
+            The stored intent (the caller compares it to its own).
+        """
+
+    @abc.abstractmethod
+    def get_intent(self, commit_id: str) -> Intent | None:
+        """The intent with this commit id, or None.
+
+        Parameters
+        ----------
+        commit_id : str
+
+        Returns
+        -------
+        Intent or None
+        """
+
+    @abc.abstractmethod
+    def committed_attempt(self, stream_id: str, writer: str, attempt_id: str) -> Intent | None:
+        """The committed intent of this (stream, writer, attempt id), or None.
+
+        Parameters
+        ----------
+        stream_id, writer, attempt_id : str
+
+        Returns
+        -------
+        Intent or None
+        """
+
+    # --- the linearisation point ---------------------------------------------------------------
+
+    @abc.abstractmethod
+    def commit_append(self, expected: StreamHead, session: Session, intent: Intent, row: IndexRow,
+                      now: float) -> StreamHead | None:
+        """The head CAS: in one transaction, advance the head if it is still ``expected`` and
+        ``session`` still owns it, then index the append, mark the intent committed and drop its
+        protection.
+
+        The head update is one conditional ``UPDATE`` on (stream, version, committed end, epoch,
+        token, lease not expired); nothing else happens unless it changed exactly one row.
+
+        Parameters
+        ----------
+        expected : StreamHead
+            The head the append was prepared against.
+        session : Session
+        intent : Intent
+            The pending intent being committed.
+        row : IndexRow
+        now : float
+
+        Returns
+        -------
+        StreamHead or None
+            The new head, or None if the CAS did not apply (nothing was written).
+
+        Raises
+        ------
+        InvariantViolationError
+            The head advanced but the intent was not pending (rolled back, nothing written).
+        """
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def scan_index(self, stream_id: str, from_offset: int, columns: Sequence[str],
+                   batch_rows: int) -> Iterator[list[tuple]]:
+        """Index rows of committed appends ending after ``from_offset``, in offset order, in batches.
+
+        Each row is ``(start_offset, end_offset, entry_count, object_key, object_length,
+        *columns)`` where each requested column is its packed bytes (``"metadata"`` may be asked
+        for as well).
+
+        Parameters
+        ----------
+        stream_id : str
+        from_offset : int
+        columns : sequence of str
+            Names from :data:`INDEX_COLUMNS` or ``"metadata"``.
+        batch_rows : int
+            Rows per yielded batch.
+
+        Yields
+        ------
+        list of tuple
+        """
+
+    # --- retention and GC ----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def trim(self, stream_id: str, before_offset: int) -> tuple[int, int]:
+        """Raise the log start to the start of the entry holding ``before_offset`` (never lower it),
+        and drop the index rows (and committed intents) that end at or before it.
+
+        Parameters
+        ----------
+        stream_id : str
+        before_offset : int
+            At most the committed end.
+
+        Returns
+        -------
+        tuple of int
+            (new log start, index rows dropped).
+        """
+
+    @abc.abstractmethod
+    def release_dead_protections(self) -> int:
+        """Drop protections and abandon pending intents that can never commit: their start offset
+        is below their stream's committed end (the head moved past them).
+
+        Returns
+        -------
+        int
+            Protections dropped.
+        """
+
+    @abc.abstractmethod
+    def collect(self, candidates: Sequence[str], remove: Callable[[str], bool]) -> list[str]:
+        """Call ``remove(key)`` for every candidate object that no index row references and no
+        protection holds, while holding the store's write lock so no protection or commit can
+        slip in between the check and the removal.
+
+        Parameters
+        ----------
+        candidates : sequence of str
+            Object keys found in the WAL directory.
+        remove : callable
+            Removes one object; returns False if it was already gone.
+
+        Returns
+        -------
+        list of str
+            The keys removed.
+        """

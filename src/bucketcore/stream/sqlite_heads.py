@@ -1,0 +1,404 @@
+"""The embedded head store: one SQLite database (WAL journal, ``synchronous=FULL``).
+
+Every write is one ``BEGIN IMMEDIATE`` transaction, so heads, sessions, intents, protections and
+the entry index change atomically and durably, and several processes can share the file (SQLite's
+locks serialise their writers). All SQL of the stream store lives in this module.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import threading
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from ..errors import InvariantViolationError, StreamError, StreamExistsError, UnknownStreamError
+from .heads import INDEX_COLUMNS, HeadStore, IndexRow
+from .records import Intent, Session, StreamHead
+
+__all__ = ["SQLiteHeadStore", "SCHEMA_VERSION"]
+
+#: Version of the database layout this module writes and reads.
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS streams (
+    stream_id TEXT PRIMARY KEY,
+    profile TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    committed_end INTEGER NOT NULL,
+    logical_size INTEGER NOT NULL,
+    last_commit_id TEXT,
+    epoch INTEGER NOT NULL,
+    token TEXT NOT NULL,
+    writer TEXT,
+    lease_expires REAL NOT NULL,
+    log_start INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    stream_id TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    token TEXT NOT NULL,
+    writer TEXT NOT NULL,
+    opened_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    PRIMARY KEY (stream_id, epoch)
+);
+CREATE TABLE IF NOT EXISTS protections (
+    object_key TEXT PRIMARY KEY,
+    stream_id TEXT NOT NULL,
+    commit_id TEXT NOT NULL,
+    start_offset INTEGER NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS intents (
+    commit_id TEXT PRIMARY KEY,
+    stream_id TEXT NOT NULL,
+    writer TEXT NOT NULL,
+    attempt_id TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    start_offset INTEGER NOT NULL,
+    end_offset INTEGER NOT NULL,
+    record_count INTEGER NOT NULL,
+    entry_count INTEGER NOT NULL,
+    logical_bytes INTEGER NOT NULL,
+    object_key TEXT NOT NULL,
+    object_length INTEGER NOT NULL,
+    object_crc INTEGER NOT NULL,
+    content_crc INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    commit_version INTEGER,
+    logical_size INTEGER,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS intents_attempt ON intents (stream_id, writer, attempt_id);
+CREATE TABLE IF NOT EXISTS appends (
+    stream_id TEXT NOT NULL,
+    end_offset INTEGER NOT NULL,
+    start_offset INTEGER NOT NULL,
+    entry_count INTEGER NOT NULL,
+    record_count INTEGER NOT NULL,
+    logical_bytes INTEGER NOT NULL,
+    commit_id TEXT NOT NULL,
+    object_key TEXT NOT NULL,
+    object_length INTEGER NOT NULL,
+    object_crc INTEGER NOT NULL,
+    starts BLOB NOT NULL,
+    hash_min BLOB NOT NULL,
+    hash_max BLOB NOT NULL,
+    stamped BLOB NOT NULL,
+    segment_id BLOB NOT NULL,
+    bucket BLOB NOT NULL,
+    payload_off BLOB NOT NULL,
+    payload_len BLOB NOT NULL,
+    payload_crc BLOB NOT NULL,
+    meta_off BLOB NOT NULL,
+    metadata BLOB NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS appends_range ON appends (stream_id, end_offset);
+CREATE INDEX IF NOT EXISTS appends_object ON appends (object_key);
+"""
+
+_HEAD_COLUMNS = ("stream_id, profile, version, committed_end, logical_size, last_commit_id, epoch, "
+                 "token, writer, lease_expires, log_start")
+_INTENT_COLUMNS = ("commit_id, stream_id, writer, attempt_id, epoch, start_offset, end_offset, "
+                   "record_count, entry_count, logical_bytes, object_key, object_length, object_crc, "
+                   "content_crc, state, commit_version, logical_size")
+_SCANNABLE = frozenset(INDEX_COLUMNS) | {"metadata"}
+
+# The head CAS: the append's linearisation point. One conditional UPDATE; a head store on another
+# database keeps exactly this shape.
+_CAS = """
+UPDATE streams
+   SET version = version + 1, committed_end = ?, logical_size = logical_size + ?, last_commit_id = ?
+ WHERE stream_id = ? AND version = ? AND committed_end = ? AND epoch = ? AND token = ?
+   AND lease_expires > ?
+"""
+
+
+class SQLiteHeadStore(HeadStore):
+    """The :class:`HeadStore` of an embedded store: one SQLite file shared by any number of processes.
+
+    Parameters
+    ----------
+    path : str
+        The database file (created with its schema if missing).
+    busy_timeout : float
+        Seconds a writer waits for another process's write lock before failing.
+
+    Raises
+    ------
+    StreamError
+        The file holds a newer schema than this build knows.
+    """
+
+    def __init__(self, path: str, *, busy_timeout: float = 30.0) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None,
+                                   check_same_thread=False)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._create_schema()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _create_schema(self) -> None:
+        with self._write() as db:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None:
+                db.execute("INSERT INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise StreamError(f"{self.path} holds stream-store schema {row[0]}; this build reads "
+                                  f"up to {SCHEMA_VERSION}")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: committed on success, rolled back on any error."""
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+    # --- streams and heads ---------------------------------------------------------------------
+
+    def create_stream(self, stream_id: str, profile: str) -> StreamHead:
+        """See :meth:`HeadStore.create_stream`."""
+        with self._write() as db:
+            try:
+                db.execute(
+                    f"INSERT INTO streams ({_HEAD_COLUMNS}) VALUES (?, ?, 0, 0, 0, NULL, 0, '', NULL, 0.0, 0)",
+                    (stream_id, profile))
+            except sqlite3.IntegrityError:
+                raise StreamExistsError(f"stream {stream_id!r} already exists") from None
+            head = self._head(db, stream_id)
+        assert head is not None
+        return head
+
+    @staticmethod
+    def _head(db: sqlite3.Connection, stream_id: str) -> StreamHead | None:
+        row = db.execute(f"SELECT {_HEAD_COLUMNS} FROM streams WHERE stream_id = ?", (stream_id,)).fetchone()
+        return None if row is None else StreamHead(*row)
+
+    def read_head(self, stream_id: str) -> StreamHead | None:
+        """See :meth:`HeadStore.read_head`."""
+        with self._lock:
+            return self._head(self._db, stream_id)
+
+    def stream_ids(self) -> list[str]:
+        """See :meth:`HeadStore.stream_ids`."""
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT stream_id FROM streams ORDER BY stream_id")]
+
+    # --- sessions ------------------------------------------------------------------------------
+
+    def open_session(self, stream_id: str, writer: str, ttl: float, now: float) -> Session:
+        """See :meth:`HeadStore.open_session`."""
+        with self._write() as db:
+            row = db.execute("SELECT epoch FROM streams WHERE stream_id = ?", (stream_id,)).fetchone()
+            if row is None:
+                raise UnknownStreamError(f"no stream {stream_id!r} in this store")
+            epoch = int(row[0]) + 1
+            token = secrets.token_hex(16)
+            expires = now + ttl
+            db.execute("UPDATE streams SET epoch = ?, token = ?, writer = ?, lease_expires = ? "
+                       "WHERE stream_id = ?", (epoch, token, writer, expires, stream_id))
+            db.execute("INSERT INTO sessions (stream_id, epoch, token, writer, opened_at, expires_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", (stream_id, epoch, token, writer, now, expires))
+        return Session(stream_id, epoch, token, writer, expires)
+
+    def renew_session(self, session: Session, ttl: float, now: float) -> Session | None:
+        """See :meth:`HeadStore.renew_session`."""
+        expires = now + ttl
+        with self._write() as db:
+            cur = db.execute("UPDATE streams SET lease_expires = ? WHERE stream_id = ? AND epoch = ? "
+                             "AND token = ? AND lease_expires > ?",
+                             (expires, session.stream_id, session.epoch, session.token, now))
+            if cur.rowcount != 1:
+                return None
+            db.execute("UPDATE sessions SET expires_at = ? WHERE stream_id = ? AND epoch = ?",
+                       (expires, session.stream_id, session.epoch))
+        return Session(session.stream_id, session.epoch, session.token, session.writer, expires)
+
+    # --- protections and intents ---------------------------------------------------------------
+
+    def protect(self, object_key: str, stream_id: str, commit_id: str, start_offset: int,
+                now: float) -> None:
+        """See :meth:`HeadStore.protect`."""
+        with self._write() as db:
+            db.execute("INSERT INTO protections (object_key, stream_id, commit_id, start_offset, created_at) "
+                       "VALUES (?, ?, ?, ?, ?) ON CONFLICT (object_key) DO NOTHING",
+                       (object_key, stream_id, commit_id, start_offset, now))
+
+    def is_protected(self, object_key: str) -> bool:
+        """See :meth:`HeadStore.is_protected`."""
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM protections WHERE object_key = ?",
+                                    (object_key,)).fetchone() is not None
+
+    def put_intent(self, intent: Intent, now: float) -> Intent:
+        """See :meth:`HeadStore.put_intent`."""
+        with self._write() as db:
+            db.execute(
+                f"INSERT INTO intents ({_INTENT_COLUMNS}, created_at) "
+                f"VALUES ({', '.join('?' * 18)}) ON CONFLICT (commit_id) DO NOTHING",
+                (intent.commit_id, intent.stream_id, intent.writer, intent.attempt_id, intent.epoch,
+                 intent.start_offset, intent.end_offset, intent.record_count, intent.entry_count,
+                 intent.logical_bytes, intent.object_key, intent.object_length, intent.object_crc,
+                 intent.content_crc, intent.state, intent.commit_version, intent.logical_size, now))
+            stored = self._intent(db, intent.commit_id)
+        assert stored is not None
+        return stored
+
+    @staticmethod
+    def _intent(db: sqlite3.Connection, commit_id: str) -> Intent | None:
+        row = db.execute(f"SELECT {_INTENT_COLUMNS} FROM intents WHERE commit_id = ?", (commit_id,)).fetchone()
+        return None if row is None else Intent(*row)
+
+    def get_intent(self, commit_id: str) -> Intent | None:
+        """See :meth:`HeadStore.get_intent`."""
+        with self._lock:
+            return self._intent(self._db, commit_id)
+
+    def committed_attempt(self, stream_id: str, writer: str, attempt_id: str) -> Intent | None:
+        """See :meth:`HeadStore.committed_attempt`."""
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {_INTENT_COLUMNS} FROM intents WHERE stream_id = ? AND writer = ? "
+                f"AND attempt_id = ? AND state = 'committed'", (stream_id, writer, attempt_id)).fetchone()
+        return None if row is None else Intent(*row)
+
+    # --- the linearisation point ---------------------------------------------------------------
+
+    def commit_append(self, expected: StreamHead, session: Session, intent: Intent, row: IndexRow,
+                      now: float) -> StreamHead | None:
+        """See :meth:`HeadStore.commit_append`."""
+        with self._write() as db:
+            cur = db.execute(_CAS, (row.end_offset, row.logical_bytes, intent.commit_id, expected.stream_id,
+                                    expected.version, expected.committed_end, session.epoch,
+                                    session.token, now))
+            if cur.rowcount != 1:
+                return None
+            cur = db.execute("UPDATE intents SET state = 'committed', commit_version = ?, logical_size = ? "
+                             "WHERE commit_id = ? AND state = 'pending'",
+                             (expected.version + 1, expected.logical_size + row.logical_bytes,
+                              intent.commit_id))
+            if cur.rowcount != 1:
+                # leaving the block by raising rolls the head update back
+                raise InvariantViolationError(
+                    f"commit intent {intent.commit_id!r} is not pending; the head was left unchanged")
+            cols = row.columns
+            db.execute(
+                "INSERT INTO appends (stream_id, end_offset, start_offset, entry_count, record_count, "
+                "logical_bytes, commit_id, object_key, object_length, object_crc, starts, hash_min, "
+                "hash_max, stamped, segment_id, bucket, payload_off, payload_len, payload_crc, meta_off, "
+                "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (row.stream_id, row.end_offset, row.start_offset, row.entry_count, row.record_count,
+                 row.logical_bytes, row.commit_id, row.object_key, row.object_length, row.object_crc,
+                 cols["starts"], cols["hash_min"], cols["hash_max"], cols["stamped"], cols["segment_id"],
+                 cols["bucket"], cols["payload_off"], cols["payload_len"], cols["payload_crc"],
+                 cols["meta_off"], row.metadata))
+            db.execute("DELETE FROM protections WHERE object_key = ?", (row.object_key,))
+            head = self._head(db, expected.stream_id)
+        return head
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def scan_index(self, stream_id: str, from_offset: int, columns: Sequence[str],
+                   batch_rows: int) -> Iterator[list[tuple]]:
+        """See :meth:`HeadStore.scan_index`."""
+        for c in columns:
+            if c not in _SCANNABLE:
+                raise ValueError(f"unknown index column {c!r}")
+        extra = "".join(f", {c}" for c in columns)
+        sql = (f"SELECT start_offset, end_offset, entry_count, object_key, object_length{extra} "
+               f"FROM appends WHERE stream_id = ? AND end_offset > ? ORDER BY end_offset")
+        with self._lock:
+            cur = self._db.execute(sql, (stream_id, from_offset))
+        try:
+            while True:
+                with self._lock:
+                    rows = cur.fetchmany(batch_rows)
+                if not rows:
+                    return
+                yield rows
+        finally:
+            with self._lock:
+                cur.close()
+
+    # --- retention and GC ----------------------------------------------------------------------
+
+    def trim(self, stream_id: str, before_offset: int) -> tuple[int, int]:
+        """See :meth:`HeadStore.trim`."""
+        with self._write() as db:
+            head = self._head(db, stream_id)
+            if head is None:
+                raise UnknownStreamError(f"no stream {stream_id!r} in this store")
+            if before_offset > head.committed_end:
+                raise ValueError(f"before_offset {before_offset} is past the committed end "
+                                 f"{head.committed_end} of stream {stream_id!r}")
+            new_start = before_offset
+            if before_offset < head.committed_end:
+                row = db.execute("SELECT starts FROM appends WHERE stream_id = ? AND end_offset > ? "
+                                 "ORDER BY end_offset LIMIT 1", (stream_id, before_offset)).fetchone()
+                if row is not None:
+                    starts = np.frombuffer(row[0], dtype=INDEX_COLUMNS["starts"])
+                    # the entry holding before_offset stays whole
+                    new_start = int(starts[np.searchsorted(starts, before_offset, side="right") - 1])
+            new_start = max(new_start, head.log_start)
+            if new_start == head.log_start:
+                return head.log_start, 0
+            db.execute("UPDATE streams SET log_start = ? WHERE stream_id = ?", (new_start, stream_id))
+            dropped = db.execute("DELETE FROM appends WHERE stream_id = ? AND end_offset <= ?",
+                                 (stream_id, new_start)).rowcount
+            db.execute("DELETE FROM intents WHERE stream_id = ? AND state = 'committed' AND end_offset <= ?",
+                       (stream_id, new_start))
+        return new_start, dropped
+
+    def release_dead_protections(self) -> int:
+        """See :meth:`HeadStore.release_dead_protections`."""
+        with self._write() as db:
+            dropped = db.execute(
+                "DELETE FROM protections WHERE start_offset < (SELECT committed_end FROM streams "
+                "WHERE streams.stream_id = protections.stream_id)").rowcount
+            db.execute(
+                "UPDATE intents SET state = 'abandoned' WHERE state = 'pending' AND start_offset < "
+                "(SELECT committed_end FROM streams WHERE streams.stream_id = intents.stream_id)")
+            # abandoned intents are kept no longer than the protections that pointed at them
+            db.execute("DELETE FROM intents WHERE state = 'abandoned'")
+        return dropped
+
+    def collect(self, candidates: Sequence[str], remove: Callable[[str], bool]) -> list[str]:
+        """See :meth:`HeadStore.collect`."""
+        removed: list[str] = []
+        with self._write() as db:
+            for key in candidates:
+                if db.execute("SELECT 1 FROM appends WHERE object_key = ? LIMIT 1", (key,)).fetchone():
+                    continue
+                if db.execute("SELECT 1 FROM protections WHERE object_key = ?", (key,)).fetchone():
+                    continue
+                if remove(key):
+                    removed.append(key)
+        return removed
