@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import bucketcore as bc
 from bucketcore import hashing
+from bucketcore.status import Status
 
 try:
     import pyarrow as pa
@@ -252,13 +253,13 @@ def test_run_parts_reports_the_first_failure_by_index_not_by_time():
             time.sleep(0.05)
         else:
             second_block_failed.set()
-        return _hashing.STATUS_BAD_TYPE, lo + 1
+        return Status.BC_ERR_KEY_TYPE, lo + 1
 
-    assert hashing.run_parts(run, 800, 2) == (_hashing.STATUS_BAD_TYPE, 1)
+    assert hashing.run_parts(run, 800, 2) == (Status.BC_ERR_KEY_TYPE, 1)
     assert len(taken) == 2 and sorted(taken)[0] == (0, 100)
     ok: list[tuple[int, int]] = []
-    assert hashing.run_parts(lambda lo, hi: ok.append((lo, hi)) or (_hashing.STATUS_OK, -1), 10, 3) \
-        == (_hashing.STATUS_OK, -1)
+    assert hashing.run_parts(lambda lo, hi: ok.append((lo, hi)) or (Status.BC_OK, -1), 10, 3) \
+        == (Status.BC_OK, -1)
     assert sorted(ok) == [(i, i + 1) for i in range(10)]  # every key once, 10 blocks for 3 threads
 
 

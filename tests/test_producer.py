@@ -25,7 +25,8 @@ import bucketcore as bc
 from bucketcore.layout import Buckets, Segment, TopicLayout
 from bucketcore.hashing import KeyHashes
 from bucketcore.producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
-from _bucketcore import _producer
+from _bucketcore import _batcher, _grouping, _routing
+from bucketcore.status import Status, check_status
 
 # ------------------------------------------------------------------------------------------------
 # the reference
@@ -504,24 +505,21 @@ def test_bad_keys_and_targets() -> None:
         EntryBucketBatcher("not a layout")  # type: ignore[arg-type]
 
 
-def test_layout_that_does_not_tile() -> None:
+def test_layout_that_does_not_tile_is_refused_before_routing() -> None:
     segments = [Segment(0, 0, 0x7FFF), Segment(1, 0x9000, 0xFFFF)]
     with pytest.raises(bc.InvalidLayoutError):
-        TopicLayout(1, segments)  # TopicLayout itself refuses it ...
+        TopicLayout(1, segments)  # the producer trusts TopicLayout's tiling ...
 
-    class Gapped(TopicLayout):
-        """... so fake one whose active segments leave a gap, as a layout object could."""
 
-        @property
-        def active_segments(self) -> tuple[Segment, ...]:
-            return tuple(segments)
-
-    gapped = Gapped(1, [Segment(0, 0, 0x7FFF), Segment(1, 0x8000, 0xFFFF)])
-    with pytest.raises(bc.InvalidLayoutError, match="layout_or_buckets.*0x9000"):
-        bucket_entries(["a"], gapped)
-    with pytest.raises(bc.InvalidLayoutError, match="buckets: active segments"):
-        EntryBucketBatcher(gapped)
-
+def test_router_refuses_tables_that_name_missing_segments() -> None:
+    """... and the kernel's router checks every index its tables hold, so inconsistent tables
+    (a layout object that lies about its segments) are an error, never a read out of bounds."""
+    table = np.ones(65536, dtype=np.uint16)
+    buckets = Buckets.equal_width(4).lookup_table()
+    with pytest.raises(ValueError, match="names segment 1 of 1"):
+        _routing.Router(_routing.BC_ROUTE_RANGE, table, np.zeros(1, np.int32), [buckets])
+    with pytest.raises(ValueError, match=r"rotation\[1\] = 3"):
+        _routing.Router(_routing.BC_ROUTE_RANGE, np.zeros(65536, np.uint16), np.array([0, 3], np.int32), [buckets])
 
 def test_bad_batcher_input_keeps_state() -> None:
     layout = TopicLayout(1, [Segment(0, 0, 0x7FFF, Buckets.equal_width(2)), Segment(1, 0x8000, 0xFFFF)])
@@ -637,18 +635,23 @@ def test_batcher_payload_forms() -> None:
     assert out[0].payloads is not None and isinstance(out[0].payloads[0], bytearray)
 
 
-def test_kernel_rejects_bad_columns() -> None:
+def test_kernel_reports_the_first_bad_column_value() -> None:
     offsets = np.array([0, 2, 3], dtype=np.int64)
     bh = np.zeros(2, dtype=np.uint16)
-    with pytest.raises(ValueError, match="segment index 2 at message 1"):
-        _producer.group_entries(np.array([0, 2], np.int32), np.zeros(2, np.int32), bh, None, offsets, 0, 5, 5)
-    with pytest.raises(ValueError, match="bucket index 1 at message 0"):
-        _producer.group_entries(np.array([1, 0], np.int32), np.array([1, 0], np.int32), bh, None, offsets, 0, 5, 5)
-    with pytest.raises(ValueError, match="size -1 at message 1"):
-        _producer.group_entries(None, np.zeros(2, np.int32), bh, np.array([0, -1]), offsets, 1, 5, 5)
-    g = _producer.Grouper(offsets, 0, 5, 5)
-    with pytest.raises(ValueError, match="bucket index 7"):
-        g.scan(None, np.array([0, 7], np.int32), bh, None)
+    cases = [
+        (np.array([0, 2], np.int32), np.zeros(2, np.int32), None, Status.BC_ERR_SEGMENT_INDEX, 1,
+         "segment index 2 at message 1"),
+        (np.array([1, 0], np.int32), np.array([1, 0], np.int32), None, Status.BC_ERR_BUCKET_INDEX, 0,
+         "bucket index 1 at message 0"),
+        (None, np.zeros(2, np.int32), np.array([0, -1]), Status.BC_ERR_NEGATIVE_SIZE, 1, "size -1 at message 1"),
+    ]
+    for seg, bucket, sizes, status, index, message in cases:
+        got = _grouping.group_entries(seg, bucket, bh, sizes, offsets, 0, 5, 5)
+        assert got == (status, index, None)
+        with pytest.raises(ValueError, match=message):
+            check_status(*got[:2], segments=seg, buckets=bucket, sizes=sizes)
+    g = _batcher.Grouper(offsets, 0, 5, 5)
+    assert g.scan(None, np.array([0, 7], np.int32), bh, None) == (Status.BC_ERR_BUCKET_INDEX, 1)
     assert g.position == 0 and g.open_batches == 0
 
 
@@ -744,7 +747,6 @@ def test_pipeline_over_many_steps_matches_one_pass(monkeypatch: pytest.MonkeyPat
     from bucketcore import producer
 
     monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)
-    monkeypatch.setattr(producer, "_PIPELINE_LEVELS", levels)
     rng = random.Random(17)
     keys = [None if rng.random() < 0.1 else f"user-{rng.randrange(3000)}" for _ in range(12000)]
     sizes = [rng.randrange(0, 900) for _ in keys]
@@ -755,13 +757,13 @@ def test_pipeline_over_many_steps_matches_one_pass(monkeypatch: pytest.MonkeyPat
         kw: dict[str, Any] = dict(max_messages=40, max_bytes=5000, policy=policy, round_robin=2, sizes=sizes)
         one = bucket_entries(keys, target, threads=1, **kw)
         for column in (keys, tuple(keys), pa.chunked_array([keys[:5000], keys[5000:5001], keys[5001:]])):
-            two = bucket_entries(column, target, threads=2, **kw)
+            two = bucket_entries(column, target, threads=2, _pipeline_levels=levels, **kw)
             assert as_tuples(two) == as_tuples(one)
             assert two.next_round_robin == one.next_round_robin
     with pytest.raises(bc.KeyEncodingError, match="index 9000"):
-        bucket_entries(keys[:9000] + ["\ud800"] + keys[9000:], layout, threads=2)
+        bucket_entries(keys[:9000] + ["\ud800"] + keys[9000:], layout, threads=2, _pipeline_levels=levels)
     with pytest.raises(TypeError, match="index 5432 has type float"):
-        bucket_entries(keys[:5432] + [1.5] + keys[5432:], layout, threads=2)
+        bucket_entries(keys[:5432] + [1.5] + keys[5432:], layout, threads=2, _pipeline_levels=levels)
 
 
 def test_pipeline_names_first_bad_key_whichever_thread_found_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -770,23 +772,23 @@ def test_pipeline_names_first_bad_key_whichever_thread_found_it(monkeypatch: pyt
     from bucketcore import producer
 
     monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)
-    monkeypatch.setattr(producer, "_PIPELINE_LEVELS", ("left", "hashed"))
+    alternate = ("left", "hashed")
     keys: list[Any] = [f"k{i}" for i in range(6000)]
     worker_first = list(keys)
     worker_first[2 * 777 + 5] = 1.5  # step 2: the worker describes it
     worker_first[3 * 777 + 5] = "\ud800"  # step 3: the calling thread hashes it
     with pytest.raises(TypeError, match=f"index {2 * 777 + 5} has type float"):
-        bucket_entries(worker_first, Buckets.equal_width(4), threads=2)
+        bucket_entries(worker_first, Buckets.equal_width(4), threads=2, _pipeline_levels=alternate)
     caller_first = list(keys)
     caller_first[1 * 777 + 5] = "\ud800"
     caller_first[2 * 777 + 6] = 1.5
     with pytest.raises(bc.KeyEncodingError, match=f"index {777 + 5}"):
-        bucket_entries(caller_first, Buckets.equal_width(4), threads=2)
+        bucket_entries(caller_first, Buckets.equal_width(4), threads=2, _pipeline_levels=alternate)
     surrogate_in_worker = list(keys)
     surrogate_in_worker[4 * 777 + 1] = "\udfff"
     with pytest.raises(bc.KeyEncodingError, match=f"index {4 * 777 + 1}"):
-        bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=2)
-    replaced = bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=2, errors="replace")
+        bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=2, _pipeline_levels=alternate)
+    replaced = bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=2, errors="replace", _pipeline_levels=alternate)
     assert as_tuples(replaced) == as_tuples(
         bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=1, errors="replace"))
 
@@ -802,10 +804,9 @@ def test_pipeline_hands_a_legacy_str_to_one_thread(monkeypatch: pytest.MonkeyPat
     from legacy_str import TEXT, legacy_str
 
     monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)
-    monkeypatch.setattr(producer, "_PIPELINE_LEVELS", (level,))
     keys: list[Any] = [f"k{i}" for i in range(3000)]
     keys[2000] = legacy_str()
-    two = bucket_entries(keys, Buckets.equal_width(4), threads=2, max_messages=30)
+    two = bucket_entries(keys, Buckets.equal_width(4), threads=2, max_messages=30, _pipeline_levels=(level,))
     keys[2000] = TEXT
     assert as_tuples(two) == as_tuples(bucket_entries(keys, Buckets.equal_width(4), threads=1, max_messages=30))
 

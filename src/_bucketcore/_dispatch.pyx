@@ -11,6 +11,8 @@ from the shared ``bc_bucket_of`` search for a few entries (``fits`` without a ta
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 cimport numpy as cnp
+
+from _bucketcore._status cimport *
 import numpy as np
 
 cnp.import_array()
@@ -18,19 +20,10 @@ cnp.import_array()
 cdef extern from "lookup.h" nogil:
     uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
 
-# Status of a kernel call; bucketcore.dispatch turns a failure into a MalformedStampError.
-STATUS_OK = 0
-STATUS_OUT_OF_RANGE = 1
-STATUS_MIN_ABOVE_MAX = 2
-
 # Slot written for an entry that routes to nobody / that carries a malformed stamp (mark mode).
 NO_CONSUMER = -1
 MALFORMED = -2
 
-cdef enum:
-    ST_OK = 0
-    ST_OUT_OF_RANGE = 1
-    ST_MIN_ABOVE_MAX = 2
 
 
 cdef inline const uint16_t *u16_ptr(const uint16_t[::1] v) noexcept:
@@ -87,10 +80,10 @@ def route(const uint16_t[::1] table not None, const int32_t[::1] owner,
     cdef uint16_t *h_p = NULL if hash_out is None or n == 0 else &hash_out[0]
     cdef Py_ssize_t i, err_index = -1
     cdef int64_t straddling = 0, malformed = 0
-    cdef int status = ST_OK, bad
+    cdef int status = BC_OK, bad
     cdef uint32_t h, b
     if n == 0:
-        return STATUS_OK, -1, 0, 0
+        return BC_OK, -1, 0, 0
     with nogil:
         if hi_p == NULL and st_p == NULL and fl_p == NULL and bk_p == NULL and h_p == NULL \
                 and slot_p != NULL:
@@ -109,7 +102,7 @@ def route(const uint16_t[::1] table not None, const int32_t[::1] owner,
             for i in range(n):
                 h = lo_p[i]
                 if hi_p[i] < h:
-                    status = ST_MIN_ABOVE_MAX
+                    status = BC_ERR_STAMP_ORDER
                     err_index = i
                     break
                 b = tab[h]
@@ -117,20 +110,20 @@ def route(const uint16_t[::1] table not None, const int32_t[::1] owner,
                 slot_p[i] = own[b]
         else:
             for i in range(n):
-                bad = ST_OK
+                bad = BC_OK
                 if st_p == NULL or st_p[i]:
                     h = lo_p[i]
                     if fl_p != NULL and fl_p[i]:
-                        bad = ST_OUT_OF_RANGE
+                        bad = BC_ERR_STAMP_RANGE
                     elif hi_p != NULL and hi_p[i] < h:
-                        bad = ST_MIN_ABOVE_MAX
+                        bad = BC_ERR_STAMP_ORDER
                     b = tab[h]
-                    if bad == ST_OK and hi_p != NULL and tab[hi_p[i]] != b:
+                    if bad == BC_OK and hi_p != NULL and tab[hi_p[i]] != b:
                         straddling += 1
                 else:
                     h = key_p[i] & 0xFFFF
                     b = tab[h]
-                if bad != ST_OK:
+                if bad != BC_OK:
                     if not mark:
                         status = bad
                         err_index = i
@@ -176,17 +169,17 @@ def fits(const uint16_t[::1] splits not None, const uint16_t[::1] table,
             raise ValueError(f"a bucket table has 65536 items, not {table.shape[0]}")
         tab = &table[0]
     cdef Py_ssize_t i, err_index = -1
-    cdef int status = ST_OK
+    cdef int status = BC_OK
     if n == 0:
-        return STATUS_OK, -1
+        return BC_OK, -1
     with nogil:
         for i in range(n):
             if fl_p != NULL and fl_p[i]:
-                status = ST_OUT_OF_RANGE
+                status = BC_ERR_STAMP_RANGE
                 err_index = i
                 break
             if hi_p[i] < lo_p[i]:
-                status = ST_MIN_ABOVE_MAX
+                status = BC_ERR_STAMP_ORDER
                 err_index = i
                 break
             if tab != NULL:
@@ -220,33 +213,22 @@ def spread(int32_t[::1] owner not None, Py_ssize_t consumers):
 # The Dispatcher's state machine (bucketcore.dispatch.Dispatcher validates, routes and keeps the
 # consumer names; this keeps every per-entry and per-bucket structure in C arrays).
 
+# Columns of the per-consumer counters, in the order key_stats returns them.
+cdef enum:
+    K_DELIVERED = 0
+    K_DELIVERED_MESSAGES = 1
+    K_REDELIVERED = 2
+    K_ACKED = 3
+    K_PENDING = 4
+    K_PENDING_MESSAGES = 5
+    NKSTATS = 6
+
 # Entry states in the log.
-E_QUEUED = 0
-E_PENDING = 1
-E_ACKED = 2
-
-# Ack statuses.
-ACK_OK = 0
-ACK_UNKNOWN = 1
-ACK_ALREADY = 2
-ACK_QUEUED = 3
-ACK_OTHER = 4
-ACK_DUPLICATE = 5
-
-# Columns of the per-consumer counters.
-K_DELIVERED = 0
-K_DELIVERED_MESSAGES = 1
-K_REDELIVERED = 2
-K_ACKED = 3
-K_PENDING = 4
-K_PENDING_MESSAGES = 5
-
 cdef enum:
     QUEUED = 0
     PENDING = 1
     ACKED = 2
     ACKING = 3  # transient mark while an ack call is validated
-    NKSTATS = 6
 
 
 cdef class DispatchCore:
@@ -351,11 +333,11 @@ cdef class DispatchCore:
         self.holder[b] = k
         self.b_pending[b] += 1
         self.b_delivered[b] += 1
-        self.kstats[k, 0] += 1
-        self.kstats[k, 1] += self.msgs[pos]
-        self.kstats[k, 2] += self.redelivered[pos]
-        self.kstats[k, 4] += 1
-        self.kstats[k, 5] += self.msgs[pos]
+        self.kstats[k, K_DELIVERED] += 1
+        self.kstats[k, K_DELIVERED_MESSAGES] += self.msgs[pos]
+        self.kstats[k, K_REDELIVERED] += self.redelivered[pos]
+        self.kstats[k, K_PENDING] += 1
+        self.kstats[k, K_PENDING_MESSAGES] += self.msgs[pos]
         if self.ob_len == self.ob_key.shape[0]:
             self._grow_outbox()
         self.ob_key[self.ob_len] = k
@@ -444,8 +426,8 @@ cdef class DispatchCore:
             self.holder[b] = -1  # it held every unacked entry of b
             self._update_ready(b)
             count += 1
-        self.kstats[key, 4] = 0
-        self.kstats[key, 5] = 0
+        self.kstats[key, K_PENDING] = 0
+        self.kstats[key, K_PENDING_MESSAGES] = 0
         for i in range(self.ob_len):
             if self.ob_key[i] != key:
                 self._move_outbox_row(i, j)
@@ -548,10 +530,10 @@ cdef class DispatchCore:
     def ack(self, int32_t key, const int64_t[::1] ids not None):
         """Individual acks from consumer ``key``; all or nothing.
 
-        Returns ``(status, index, detail)``: ACK_OK, or the first failing id's index and why
-        (detail: the holder key for ACK_OTHER)."""
+        Returns ``(status, index, detail)``: BC_OK, or the first failing id's index and why
+        (detail: the holder key for BC_ERR_ACK_OTHER)."""
         cdef Py_ssize_t n = ids.shape[0], i, pos, b
-        cdef int status = ACK_OK
+        cdef int status = BC_OK
         cdef Py_ssize_t bad = -1
         cdef int32_t detail = -1
         cdef int8_t st
@@ -560,19 +542,19 @@ cdef class DispatchCore:
         for i in range(n):
             pos = self._find(ids[i])
             if pos < 0:
-                status = ACK_UNKNOWN
+                status = BC_ERR_ACK_UNKNOWN
             else:
                 st = self.state[pos]
                 if st == ACKING:
-                    status = ACK_DUPLICATE
+                    status = BC_ERR_ACK_DUPLICATE
                 elif st == ACKED:
-                    status = ACK_ALREADY
+                    status = BC_ERR_ACK_ALREADY
                 elif st == QUEUED:
-                    status = ACK_QUEUED
+                    status = BC_ERR_ACK_QUEUED
                 elif self.holder_log[pos] != key:
-                    status = ACK_OTHER
+                    status = BC_ERR_ACK_OTHER
                     detail = self.holder_log[pos]
-            if status != ACK_OK:
+            if status != BC_OK:
                 bad = i
                 for pos in range(i):  # undo the marks
                     self.state[p[pos]] = PENDING
@@ -581,30 +563,30 @@ cdef class DispatchCore:
             p[i] = pos
         for i in range(n):
             self._commit_ack(key, p[i])
-        return ACK_OK, -1, -1
+        return BC_OK, -1, -1
 
     def ack_one(self, int32_t key, int64_t entry_id):
         """One individual ack; returns a status as :meth:`ack` does (the holder of an entry held
         by another consumer: :meth:`entry_holder`)."""
         cdef Py_ssize_t pos = self._find(entry_id)
         if pos < 0:
-            return ACK_UNKNOWN
+            return BC_ERR_ACK_UNKNOWN
         if self.state[pos] == ACKED:
-            return ACK_ALREADY
+            return BC_ERR_ACK_ALREADY
         if self.state[pos] == QUEUED:
-            return ACK_QUEUED
+            return BC_ERR_ACK_QUEUED
         if self.holder_log[pos] != key:
-            return ACK_OTHER
+            return BC_ERR_ACK_OTHER
         self._commit_ack(key, pos)
-        return ACK_OK
+        return BC_OK
 
     cdef int _commit_ack(self, int32_t key, Py_ssize_t pos) except -1:
         cdef Py_ssize_t b = self.bucket[pos]
         self.state[pos] = ACKED
         self.holder_log[pos] = -1
         self.b_pending[b] -= 1
-        self.kstats[key, 3] += 1
-        self.kstats[key, 4] -= 1
+        self.kstats[key, K_ACKED] += 1
+        self.kstats[key, K_PENDING] -= 1
         self.kstats[key, 5] -= self.msgs[pos]
         if self.b_pending[b] == 0:
             # The holder drained this bucket: a new owner waiting for it may take its queue now.

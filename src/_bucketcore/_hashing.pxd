@@ -2,6 +2,8 @@
 from cpython.object cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
+from _bucketcore._status cimport *
+
 cdef extern from "keys.h" nogil:
     enum:
         BC_KEY_NONE
@@ -9,9 +11,6 @@ cdef extern from "keys.h" nogil:
         BC_KEY_UCS1
         BC_KEY_UCS2
         BC_KEY_UCS4
-        BC_OK
-        BC_ERR_SURROGATE
-        BC_ERR_NOMEM
         BC_KEY_MAX_BYTES
     ctypedef struct bc_key:
         const void *data
@@ -62,14 +61,6 @@ cdef struct HashOut:
 
 cdef enum:
     CHUNK = 1024        # keys described and hashed per step (their descriptors stay in L1)
-    ST_OK = 0
-    ST_BAD_TYPE = 1
-    ST_NONE = 2
-    ST_SURROGATE = 3
-    ST_CHANGED = 4
-    ST_TOO_LONG = 5
-    ST_NEEDS_GIL = 7    # a legacy (not ready) str met without the GIL: describe it with the GIL
-    ST_NOMEM = -1
     SPINS = 4000        # rounds a pipeline thread spins for the other before it sleeps
 
 
@@ -129,6 +120,8 @@ cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, const uint8_t *fixed_b
                   bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                   Py_ssize_t *err_index) noexcept nogil
 
-# Pipeline locks: held_lock() is acquired already (a waiter sleeps until it is released).
-cdef PyThread_type_lock held_lock() except NULL
-cdef void free_lock(PyThread_type_lock lock) noexcept
+
+cdef HashOut make_out(object raw, object segment_hash, object bucket_hash, object has_key) except *
+cdef int hash_range(KeyColumn col, Py_ssize_t start, Py_ssize_t stop, HashOut *out, Py_ssize_t base,
+                    bc_key *keys, bc_scratch *scratch, bint replace, bint allow_none, bint keep_gil,
+                    Py_ssize_t *err_index) except -2

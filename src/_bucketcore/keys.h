@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "murmur3.h"
+#include "status.h"
 
 enum {
     BC_KEY_NONE = 0,   /* keyless message: hash 0, has_key false */
@@ -16,7 +17,6 @@ enum {
     BC_KEY_UCS4 = 4,
 };
 
-enum { BC_OK = 0, BC_ERR_SURROGATE = 1, BC_ERR_NOMEM = 2 };
 
 /* Longest key in UTF-8 bytes: Java's largest byte[] (Pulsar could not hash a longer one). */
 #define BC_KEY_MAX_BYTES 0x7FFFFFFFu

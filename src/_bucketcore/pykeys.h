@@ -5,9 +5,9 @@
 #include <Python.h>
 #include "keys.h"
 
-/* 0: described; 1: not a key type (caller raises TypeError); 2: longer than BC_KEY_MAX_BYTES;
- * 3: a legacy str that is not ready and may_ready is 0 (readying it writes to it: that needs
- * the GIL; only before Python 3.12); -1: Python error set. Without may_ready this only reads the
+/* BC_OK: described; BC_ERR_KEY_TYPE: not a key type; BC_ERR_KEY_TOO_LONG: longer than
+ * BC_KEY_MAX_BYTES; BC_ERR_NEEDS_GIL: a legacy str that is not ready and may_ready is 0 (readying
+ * it writes to it: that needs the GIL; only before Python 3.12); -1: Python error set. Without may_ready this only reads the
  * object, so a thread without the GIL may call it while the GIL holder runs no Python code. */
 static inline int bc_describe_key_as(PyObject *o, bc_key *k, int may_ready)
 {
@@ -15,17 +15,17 @@ static inline int bc_describe_key_as(PyObject *o, bc_key *k, int may_ready)
     if (PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o)) {
         Py_ssize_t units = PyUnicode_GET_LENGTH(o);
         if ((uint64_t)units > BC_KEY_MAX_BYTES)
-            return 2;
+            return BC_ERR_KEY_TOO_LONG;
         k->data = (const void *)(((PyASCIIObject *)o) + 1);
         k->len = (uint32_t)units;
         k->kind = BC_KEY_BYTES;
-        return 0;
+        return BC_OK;
     }
     if (PyUnicode_Check(o)) {
 #if PY_VERSION_HEX < 0x030C0000
         if (!PyUnicode_IS_READY(o)) {
             if (!may_ready)
-                return 3;
+                return BC_ERR_NEEDS_GIL;
             if (PyUnicode_READY(o) < 0)
                 return -1;
         }
@@ -39,26 +39,26 @@ static inline int bc_describe_key_as(PyObject *o, bc_key *k, int may_ready)
                     : kind == PyUnicode_2BYTE_KIND ? BC_KEY_UCS2 : BC_KEY_UCS4;
         }
         if (bc_key_too_long(k->kind, (uint64_t)units))
-            return 2;
+            return BC_ERR_KEY_TOO_LONG;
         k->data = PyUnicode_DATA(o);
         k->len = (uint32_t)units;
-        return 0;
+        return BC_OK;
     }
     if (PyBytes_Check(o)) {
         if ((uint64_t)PyBytes_GET_SIZE(o) > BC_KEY_MAX_BYTES)
-            return 2;
+            return BC_ERR_KEY_TOO_LONG;
         k->data = PyBytes_AS_STRING(o);
         k->len = (uint32_t)PyBytes_GET_SIZE(o);
         k->kind = BC_KEY_BYTES;
-        return 0;
+        return BC_OK;
     }
     if (o == Py_None) {
         k->data = NULL;
         k->len = 0;
         k->kind = BC_KEY_NONE;
-        return 0;
+        return BC_OK;
     }
-    return 1;
+    return BC_ERR_KEY_TYPE;
 }
 
 static inline int bc_describe_key(PyObject *o, bc_key *k)
@@ -70,7 +70,7 @@ static inline int bc_describe_key(PyObject *o, bc_key *k)
  * GIL is released cannot free a key under the kernel (held NULL: the caller keeps the GIL until
  * the keys are hashed, so nothing can change the column and nothing is held). The items are items[0..n), or when items
  * is NULL the object pointers at base + j * stride (a field of a structured array may leave them
- * unaligned). Returns 0, or the bc_describe_key_as code of the item at *at (held too). *nheld
+ * unaligned). Returns BC_OK, or the bc_describe_key_as status of the item at *at (held too). *nheld
  * is the number held; *plain is whether every key is bytes (nothing to encode, no None). */
 static inline int bc_describe_objects(PyObject *const *items, const char *base, Py_ssize_t stride,
                                       size_t n, bc_key *keys, void **held, size_t *nheld,
@@ -88,7 +88,7 @@ static inline int bc_describe_objects(PyObject *const *items, const char *base, 
             held[j] = (void *)o;
         }
         int rc = bc_describe_key_as(o, &keys[j], may_ready);
-        if (rc != 0) {
+        if (rc != BC_OK) {
             *nheld = held ? j + 1 : 0;
             *at = j;
             *plain = 0;
@@ -98,7 +98,7 @@ static inline int bc_describe_objects(PyObject *const *items, const char *base, 
     }
     *nheld = held ? n : 0;
     *plain = all_bytes;
-    return 0;
+    return BC_OK;
 }
 
 #endif

@@ -23,6 +23,7 @@ import numpy as np
 
 from _bucketcore import _dispatch
 from .errors import MalformedStampError, StaleLayoutError
+from .status import Status, check_status
 from .hashing import MAX_HASH, KeyHashes, plain_ints
 from .layout import Buckets, _is_int
 
@@ -222,19 +223,7 @@ def _route_input(hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any) -> _
 
 
 def _raise_malformed(status: int, index: int, inp: _RouteInput) -> None:
-    lo = int(inp.hash_min[index])
-    if status == _dispatch.STATUS_OUT_OF_RANGE:
-        if not 0 <= lo <= MAX_HASH:
-            what = f"hash_min={lo}"
-        else:
-            what = f"hash_max={int(inp.hash_max[index])}"  # type: ignore[index]
-        raise MalformedStampError(
-            f"entry at index {index} has a malformed stamp: {what} is outside 0..0xFFFF", index
-        )
-    hi = int(inp.hash_max[index])  # type: ignore[index]
-    raise MalformedStampError(
-        f"entry at index {index} has a malformed stamp: hash_min={lo:#06x} > hash_max={hi:#06x}", index
-    )
+    check_status(status, index, hash_min=inp.hash_min, hash_max=inp.hash_max)
 
 
 def _declared_splits(declared: Any) -> tuple[int, ...]:
@@ -446,7 +435,7 @@ def route_entries(selector: EntryBucketSelector, hash_min: Any, *, key_hash: Any
         selector._table, selector._owner, inp.lo, inp.hi, inp.stamped, inp.key_hash, inp.flagged,
         out, None, None, malformed == "mark",
     )
-    if status != _dispatch.STATUS_OK:
+    if status != Status.BC_OK:
         _raise_malformed(status, index, inp)
     selector.routed_entries += inp.n - bad
     selector.straddling_entries += straddling
@@ -470,7 +459,7 @@ def sticky_hashes(hash_min: Any, *, key_hash: Any = None, stamped: Any = None) -
     status, index, _, _ = _dispatch.route(
         _ZERO_TABLE, None, inp.lo, None, inp.stamped, inp.key_hash, inp.flagged, None, None, out, False
     )
-    if status != _dispatch.STATUS_OK:
+    if status != Status.BC_OK:
         _raise_malformed(status, index, inp)
     return out
 
@@ -499,7 +488,7 @@ def fits_one_bucket(buckets: BucketsLike, hash_min: Any, hash_max: Any) -> np.nd
         buckets.splits_array, table, lo, hi,
         None if flagged is None else np.ascontiguousarray(flagged, dtype=np.uint8), out.view(np.uint8),
     )
-    if status != _dispatch.STATUS_OK:
+    if status != Status.BC_OK:
         _raise_malformed(status, index, _RouteInput(lo.size, original_min, original_max, lo, hi,
                                                     None, None, None))
     return out
@@ -699,7 +688,8 @@ class Dispatcher:
         return m
 
     def _pending_of(self, m: _Member) -> int:
-        return int(self._core.key_stats(m.key)[_dispatch.K_PENDING])
+        _, _, _, _, pending, _ = self._core.key_stats(m.key)
+        return int(pending)
 
     # -- membership ---------------------------------------------------------------------------
 
@@ -829,7 +819,7 @@ class Dispatcher:
             self._selector._table, None, inp.lo, inp.hi, inp.stamped, inp.key_hash, inp.flagged,
             None, bucket, hashes, False,
         )
-        if status != _dispatch.STATUS_OK:
+        if status != Status.BC_OK:
             _raise_malformed(status, index, inp)
         if n == 0:
             return 0
@@ -853,8 +843,10 @@ class Dispatcher:
         if _is_int(entry_ids) and 0 <= entry_ids <= _INT64_MAX:
             entry = int(entry_ids)
             status = self._core.ack_one(m.key, entry)
-            if status:
-                self._ack_status(m, status, entry, self._core.entry_holder(entry))
+            if status != Status.BC_OK:
+                holder = self._core.entry_holder(entry)
+                check_status(status, 0, entry=entry, consumer=m.consumer,
+                             holder=self._by_key[holder].consumer if status == Status.BC_ERR_ACK_OTHER else None)
             if m.leaving and self._pending_of(m) == 0:
                 self._forget(m)
             return 1
@@ -880,8 +872,9 @@ class Dispatcher:
         if ids.size == 0:
             return 0
         status, index, detail = self._core.ack(m.key, ids)
-        if status != _dispatch.ACK_OK:
-            self._ack_status(m, status, int(ids[index]), detail)
+        if status != Status.BC_OK:
+            holder = self._by_key[detail].consumer if status == Status.BC_ERR_ACK_OTHER else None
+            check_status(status, index, entry=int(ids[index]), consumer=m.consumer, holder=holder)
         if m.leaving and self._pending_of(m) == 0:
             self._forget(m)
         return int(ids.size)
@@ -890,20 +883,6 @@ class Dispatcher:
     def _not_an_entry(m: _Member, index: int, entry: int) -> None:
         raise KeyError(f"entry {entry} (index {index}) is not pending on consumer {m.consumer!r}: "
                        "outside the entry id range 0..2**63-1")
-
-    def _ack_status(self, m: _Member, status: int, entry: int, detail: int) -> None:
-        if status == _dispatch.ACK_OK:
-            return
-        if status == _dispatch.ACK_DUPLICATE:
-            raise ValueError(f"entry {entry} is acked twice in one call")
-        why = {
-            _dispatch.ACK_UNKNOWN: "not a dispatched entry of this segment, or already acked",
-            _dispatch.ACK_ALREADY: "already acked",
-            _dispatch.ACK_QUEUED: "queued for (re)delivery, not delivered",
-        }.get(status)
-        if why is None:
-            why = f"pending on consumer {self._by_key[detail].consumer!r}"
-        raise KeyError(f"entry {entry} is not pending on consumer {m.consumer!r}: {why}")
 
     def _offer_scalar(self, entry_id: Any, hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any,
                       message_count: Any) -> int | None:

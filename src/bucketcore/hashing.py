@@ -15,8 +15,9 @@ from typing import Any, Callable, Union
 
 import numpy as np
 
-from _bucketcore import _hashing
-from .errors import KeyEncodingError
+from _bucketcore import _hashing, _pipeline
+from .status import Status, check_status
+from .validation import index_label, plain_ints, refuse_arrow_nulls
 
 __all__ = ["KeyHashes", "murmur3_32", "hash_keys", "split_hash", "MAX_HASH", "set_kernel_path", "kernel_path"]
 
@@ -63,8 +64,15 @@ def kernel_path() -> str:
     return _hashing.resolved_path()
 
 
-def errors_flag(errors: str) -> bool:
-    """The kernels' replace flag for an ``errors=`` argument ("strict" or "replace")."""
+def replaces_surrogates(errors: str) -> bool:
+    """Whether an ``errors=`` argument asks to replace surrogates ("replace") or to refuse them
+    ("strict"): the kernels' replace flag.
+
+    Raises
+    ------
+    ValueError
+        ``errors`` is neither "strict" nor "replace".
+    """
     if errors == "strict":
         return False
     if errors == "replace":
@@ -76,41 +84,6 @@ def _is_arrow(obj: object) -> bool:
     # pyarrow stays optional: recognise its objects by module name, never import it here
     module = type(obj).__module__
     return module == "pyarrow" or module.startswith("pyarrow.")
-
-
-def _index_label(index: int, shape: tuple[int, ...]) -> object:
-    """A flat index as messages name it: the int itself in 1-D, its tuple of indexes in N-D."""
-    return index if len(shape) <= 1 else tuple(int(i) for i in np.unravel_index(index, shape))
-
-
-def raise_for_status(status: int, index: int, keys: Any, shape: tuple[int, ...], allow_none: bool) -> None:
-    """Raise the error a kernel's status code stands for, naming the key at index."""
-    if status == _hashing.STATUS_OK:
-        return
-    label = _index_label(index, shape)
-    if status == _hashing.STATUS_SURROGATE:
-        raise KeyEncodingError(
-            f"key at index {label} contains a surrogate code point (U+D800..U+DFFF) and is not valid "
-            "UTF-8; pass errors='replace' to encode it the way Java's String.getBytes(UTF_8) does "
-            "(an unpaired surrogate becomes '?', a high+low pair one supplementary character)",
-            index,
-        )
-    if status == _hashing.STATUS_NONE:
-        raise TypeError(
-            f"key at index {label} is None (or null): murmur3_32 has no hash for a keyless "
-            "message; use hash_keys, which reports it as has_key=False"
-        )
-    if status == _hashing.STATUS_TOO_LONG:
-        raise ValueError(
-            f"key at index {label} is longer than 2 GiB of UTF-8, the largest key Pulsar can hash"
-        )
-    if status == _hashing.STATUS_BAD_OFFSETS:
-        raise ValueError(f"Arrow key array has corrupt offsets at index {label}")
-    if status == _hashing.STATUS_CHANGED:
-        raise RuntimeError(f"the key list changed size while it was being hashed (at index {label})")
-    item = keys[index] if isinstance(keys, (list, tuple)) else np.ravel(keys)[index]
-    expected = "str, bytes or None" if allow_none else "str or bytes"
-    raise TypeError(f"key at index {label} has type {type(item).__name__}; expected {expected}")
 
 
 def _arrow_chunks(keys: Any) -> tuple[list[Any], int]:
@@ -176,9 +149,7 @@ def key_columns(source: Any) -> list[_hashing.KeyColumn]:
     if isinstance(source, (list, tuple)) or source.dtype.kind == "O":
         return [_hashing.objects_column(source)]
     status, column = _hashing.fixed_column(source)
-    if column is None:
-        raise_for_status(status, 0, source, source.shape, True)
-    assert column is not None  # a failed status raised above
+    check_status(status, 0, keys=source, shape=source.shape)
     return [column]
 
 
@@ -260,7 +231,7 @@ def run_parts(run: Callable[[int, int], tuple[int, int]], n: int, threads: int) 
             if b >= nblocks:
                 return
             results[b] = status_index = run(bounds[b], bounds[b + 1])
-            if status_index[0] != _hashing.STATUS_OK:
+            if status_index[0] != Status.BC_OK:
                 failed.append(b)
 
     # the calling thread takes blocks too: one thread fewer to wake and wait for
@@ -271,9 +242,9 @@ def run_parts(run: Callable[[int, int], tuple[int, int]], n: int, threads: int) 
         for other in others:
             other.result()
     for b in sorted(results):
-        if results[b][0] != _hashing.STATUS_OK:
+        if results[b][0] != Status.BC_OK:
             return results[b]
-    return _hashing.STATUS_OK, -1
+    return Status.BC_OK, -1
 
 
 def _part(column: np.ndarray | None, start: int, stop: int) -> np.ndarray | None:
@@ -292,9 +263,9 @@ def _hash_all(source: Any, n: int, outputs: tuple[Any, ...], replace: bool,
         end = out + hi - lo
         status, index = _hashing.hash_column(column, *(_part(o, out, end) for o in outputs),
                                              replace, allow_none, lo, hi)
-        if status != _hashing.STATUS_OK:
+        if status != Status.BC_OK:
             return status, out + index - lo
-    return _hashing.STATUS_OK, -1
+    return Status.BC_OK, -1
 
 
 def _hash_pipeline(source: Any, n: int, outputs: tuple[Any, ...], replace: bool,
@@ -302,34 +273,34 @@ def _hash_pipeline(source: Any, n: int, outputs: tuple[Any, ...], replace: bool,
     """Python objects on two threads (HashStage): blocks taken in turn, the GIL kept here."""
     for column, lo, hi, out in column_parts(source, 0, n):
         end = out + hi - lo
-        stage = _hashing.HashStage(column, *(_part(o, out, end) for o in outputs), replace, allow_none,
+        stage = _pipeline.HashStage(column, *(_part(o, out, end) for o in outputs), replace, allow_none,
                                    lo, hi, HASH_BLOCK)
         hashing = shared_pool().submit(stage.run)
         try:
-            status, index = stage.first()
+            status, index = stage.run_calling_thread()
         finally:
             hashing.result()
-        if status != _hashing.STATUS_OK:
+        if status != Status.BC_OK:
             return status, out + index - lo
-    return _hashing.STATUS_OK, -1
+    return Status.BC_OK, -1
 
 
 def _hash_blocks(source: Any, n: int, parts: int, outputs: tuple[Any, ...], replace: bool,
                  allow_none: bool) -> tuple[int, int]:
     """Arrow / numpy keys on `parts` threads (BlockStage), the GIL released throughout."""
-    stage = _hashing.BlockStage([column for column, *_ in column_parts(source, 0, n)], *outputs, replace,
+    stage = _pipeline.BlockStage([column for column, *_ in column_parts(source, 0, n)], *outputs, replace,
                                 allow_none, HASH_BLOCK)
     others = [shared_pool().submit(stage.take) for _ in range(parts - 1)]
     try:
         results = [stage.take()]
     finally:
         results += [other.result() for other in others]
-    return min(results, key=lambda r: (r[0] == _hashing.STATUS_OK, r[1]))
+    return min(results, key=lambda r: (r[0] == Status.BC_OK, r[1]))
 
 
 def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads: int | None):
     """Hash a key column; returns (shape, raw, segment_hash, bucket_hash, has_key)."""
-    replace = errors_flag(errors)
+    replace = replaces_surrogates(errors)
     shape, source = classify_keys(keys)
     n = math.prod(shape)
     buffers = is_buffer_source(source)
@@ -346,13 +317,13 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
             status, index = _hash_blocks(source, n, parts, outputs, replace, allow_none)
         else:
             status, index = _hash_all(source, n, outputs, replace, allow_none)
-        raise_for_status(status, index, keys, shape, allow_none)
+        check_status(status, index, keys=keys, shape=shape, allow_none=allow_none)
     return shape, raw, segment_hash, bucket_hash, has_key
 
 
 def _hash_scalar(key: str | bytes, errors: str) -> int:
-    status, value = _hashing.hash_one(key, errors_flag(errors))
-    raise_for_status(status, 0, [key], (), False)
+    status, value = _hashing.hash_one(key, replaces_surrogates(errors))
+    check_status(status, 0, keys=[key], allow_none=False)
     return int(value)
 
 
@@ -401,24 +372,6 @@ def _path_from_environment() -> None:
 _path_from_environment()
 
 
-def refuse_arrow_nulls(values: Any, what: str) -> None:
-    """An Arrow integer column with a null would reach numpy as float64 (NaN): name the null."""
-    if _is_arrow(values) and values.null_count:
-        index = int(np.flatnonzero(np.asarray(values.is_null()))[0])
-        raise ValueError(f"{what} at index {index} is null; expected an integer")
-
-
-def plain_ints(values: list[Any] | tuple[Any, ...]) -> np.ndarray | None:
-    """A list of plain ints as np.int64 in one C-level pass, or None when some item is another
-    type or beyond int64: then the caller walks the list item by item to name the bad one."""
-    if not set(map(type, values)) <= {int}:
-        return None
-    try:
-        return np.array(values, dtype=np.int64)
-    except OverflowError:
-        return None
-
-
 def _list_of_hashes(raw: list[Any] | tuple[Any, ...]) -> np.ndarray:
     """A (nested) list of 32-bit hashes as np.uint32, checked item by item: numpy would turn
     bools into ints and an empty list into float64, and name no index for a bad item."""
@@ -433,10 +386,10 @@ def _list_of_hashes(raw: list[Any] | tuple[Any, ...]) -> np.ndarray:
     flat = items.reshape(-1)
     for i, item in enumerate(flat):
         if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, np.integer)):
-            raise TypeError(f"hash at index {_index_label(i, items.shape)} is {type(item).__name__} {item!r}; "
+            raise TypeError(f"hash at index {index_label(i, items.shape)} is {type(item).__name__} {item!r}; "
                             "split_hash takes ints in 0..0xFFFFFFFF")
         if not 0 <= int(item) <= 0xFFFFFFFF:
-            raise ValueError(f"hash {int(item)} at index {_index_label(i, items.shape)} is outside 0..0xFFFFFFFF")
+            raise ValueError(f"hash {int(item)} at index {index_label(i, items.shape)} is outside 0..0xFFFFFFFF")
     return np.array([int(item) for item in flat], dtype=np.uint32).reshape(items.shape)
 
 
@@ -460,7 +413,7 @@ def split_hash(raw: Any) -> tuple[Any, Any]:
     if arr.dtype != np.uint32:
         if arr.size and (arr.min() < 0 or arr.max() > 0xFFFFFFFF):
             bad = int(np.flatnonzero((arr.reshape(-1) < 0) | (arr.reshape(-1) > 0xFFFFFFFF))[0])
-            raise ValueError(f"hash at index {_index_label(bad, arr.shape)} is outside 0..0xFFFFFFFF")
+            raise ValueError(f"hash at index {index_label(bad, arr.shape)} is outside 0..0xFFFFFFFF")
         arr = arr.astype(np.uint32)
     flat = np.ascontiguousarray(arr).reshape(-1)
     segment_hash = np.empty(flat.size, dtype=np.uint16)

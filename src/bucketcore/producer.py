@@ -38,19 +38,17 @@ from typing import Any, Iterator, Sequence, overload
 
 import numpy as np
 
-from _bucketcore import _hashing, _producer
-from .errors import InvalidLayoutError
-from .hashing import (MAX_HASH, KeyHashes, classify_keys, column_parts, errors_flag, hash_keys,
-                      is_buffer_source, key_columns, murmur3_32, plain_ints, raise_for_status, run_parts,
-                      shared_pool, threads_for)
-from .layout import Buckets, TopicLayout, _check_int
+from _bucketcore import _batcher, _grouping, _pipeline, _producer, _routing
+from .hashing import (KeyHashes, classify_keys, column_parts, hash_keys, is_buffer_source, key_columns,
+                      replaces_surrogates, run_parts, shared_pool, threads_for)
+from .layout import Buckets, TopicLayout
+from .status import Status, check_status
+from .validation import check_bool, check_choice, check_int, plain_ints
 
 __all__ = ["bucket_entries", "EntryTable", "Entry", "EntryBucketBatcher"]
 
-_POLICIES = {"shared": _producer.POLICY_SHARED, "per_bucket": _producer.POLICY_PER_BUCKET}
+_POLICIES = {"shared": _grouping.Policy.POLICY_SHARED, "per_bucket": _grouping.Policy.POLICY_PER_BUCKET}
 _INT64_MAX = np.iinfo(np.int64).max
-# from this many messages on, the lookup tables (built once per Buckets, a few µs) pay off
-_TABLE_FROM = 4096
 
 
 class Entry:
@@ -171,15 +169,7 @@ def _frozen(arr: np.ndarray) -> np.ndarray:
 
 
 def _check_policy(policy: Any) -> int:
-    if not isinstance(policy, str) or policy not in _POLICIES:
-        raise ValueError(f"policy must be 'shared' or 'per_bucket', not {policy!r}")
-    return _POLICIES[policy]
-
-
-def _check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
-    return bool(value)
+    return int(_POLICIES[check_choice(policy, "policy", tuple(_POLICIES))])
 
 
 def _as_key_hashes(keys: Any, errors: str) -> KeyHashes:
@@ -246,7 +236,7 @@ class _Plan:
     """The segments a producer writes to, flattened for the kernels (built by :func:`_plan_for`)."""
 
     __slots__ = ("layout", "buckets", "segment_ids", "splits", "split_offsets", "bucket_offsets", "single",
-                 "tables", "starts", "legacy_order", "fused")
+                 "tables", "starts", "legacy_order", "_router")
 
     def __init__(self, target: Buckets | TopicLayout) -> None:
         # _plan_for checked the target's type and tiling (on every call, cached plan or not)
@@ -272,7 +262,7 @@ class _Plan:
         # for the per-send path (Grouper.add_key): the same rules as TopicLayout.route_index
         self.starts = np.zeros(0, dtype=np.uint16)
         self.legacy_order: np.ndarray | None = None
-        self.fused: _producer.Router | None = None
+        self._router: _routing.Router | None = None
         if self.layout is not None:
             active = self.layout.active_segments
             self.starts = np.array([seg.hash_start for seg in active[1:]], dtype=np.uint16)
@@ -294,32 +284,32 @@ class _Plan:
             seg, next_rr = self.layout.route_index(kh, round_robin=round_robin)
             seg = np.ascontiguousarray(seg, dtype=np.int32)
         bucket = np.empty(n, dtype=np.int32)
-        if n >= _TABLE_FROM and self.tables is None:
+        if self.tables is None and any(b.table_pays_off(n) for b in self.buckets):
             self.use_tables()
-        _producer.bucket_index(seg, np.ascontiguousarray(kh.bucket_hash), self.splits, self.split_offsets,
+        _grouping.bucket_index(seg, np.ascontiguousarray(kh.bucket_hash), self.splits, self.split_offsets,
                                bucket, self.tables)
         return seg, bucket, int(next_rr)
 
-    def router(self) -> _producer.Router:
+    def router(self) -> _routing.Router:
         """The kernels' router for keys, built once: the same rules as TopicLayout.route_index
         (keyed by segment hash over the active starts, v4 signSafeMod for an all-legacy layout,
         keyless messages in turn), with every boundary list's 64 Ki table."""
-        if self.fused is None:
+        if self._router is None:
             tables = self.use_tables()
             if self.single or self.layout is None:
-                self.fused = _producer.Router(_producer.ROUTE_ONE, None, np.zeros(1, dtype=np.int32), tables)
+                self._router = _routing.Router(_routing.BC_ROUTE_ONE, None, np.zeros(1, dtype=np.int32), tables)
             elif self.legacy_order is not None:
-                self.fused = _producer.Router(_producer.ROUTE_LEGACY, None, self.legacy_order, tables)
+                self._router = _routing.Router(_routing.BC_ROUTE_LEGACY, None, self.legacy_order, tables)
             else:
                 rotation = np.arange(self.segment_ids.shape[0], dtype=np.int32)
-                self.fused = _producer.Router(_producer.ROUTE_TABLE, self.layout.segment_table(), rotation,
-                                              tables)
-        return self.fused
+                self._router = _routing.Router(_routing.BC_ROUTE_RANGE, self.layout.segment_table(), rotation,
+                                               tables)
+        return self._router
 
     def use_tables(self) -> list[np.ndarray]:
         """Look buckets up in each boundary list's 64 Ki table (Buckets.lookup_table, built once per
         Buckets and kept by it) instead of the search: ~1 ns instead of a few mispredicted compares
-        per level, worth it from a few thousand messages on or for a long-lived batcher."""
+        per level, for long columns or a long-lived batcher."""
         if self.tables is None:
             self.tables = [b.lookup_table() for b in self.buckets]
         return self.tables
@@ -335,23 +325,7 @@ def _plan_for(target: Any, argname: str) -> _Plan:
     kept for the last few targets (a producer calls with the same layout again and again)."""
     if not isinstance(target, (Buckets, TopicLayout)):
         raise TypeError(f"{argname} must be a Buckets or a TopicLayout, not {type(target).__name__}")
-    if isinstance(target, TopicLayout):
-        _check_tiling(target.active_segments, argname)
     return _cached_plan(target)
-
-
-def _check_tiling(active: Sequence[Any], argname: str) -> None:
-    expected = 0
-    for seg in active:
-        if seg.hash_start != expected:
-            raise InvalidLayoutError(
-                f"{argname}: active segments do not tile the hash ring: segment {seg.segment_id} starts at "
-                f"{seg.hash_start:#06x}, expected {expected:#06x}")
-        expected = seg.hash_end + 1
-    if expected != MAX_HASH + 1:
-        raise InvalidLayoutError(
-            f"{argname}: active segments do not tile the hash ring: they end at {expected - 1:#06x}, "
-            f"not {MAX_HASH:#06x}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -361,7 +335,7 @@ def _check_tiling(active: Sequence[Any], argname: str) -> None:
 def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout, *, sizes: Any = None,
                    max_messages: int = 1000, max_bytes: int = 131072, policy: str = "shared",
                    encrypted: bool = False, round_robin: int = 0, errors: str = "strict",
-                   threads: int | None = None) -> EntryTable:
+                   threads: int | None = None, _pipeline_levels: tuple[str, ...] | None = None) -> EntryTable:
     """Group a message stream into stamped single-(segment, bucket) entries; see the module doc.
 
     ``keys_or_hashes``: any key input of :func:`hash_keys` or a precomputed :class:`KeyHashes`.
@@ -374,17 +348,18 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
     hashing of Arrow or numpy keys (the grouping itself is sequential). The
     result never depends on it. Every argument is checked before any work.
     """
-    max_messages = _check_int(max_messages, "max_messages", 1, _INT64_MAX)
-    max_bytes = _check_int(max_bytes, "max_bytes", 1, _INT64_MAX)
+    max_messages = check_int(max_messages, "max_messages", lo=1, hi=_INT64_MAX)
+    max_bytes = check_int(max_bytes, "max_bytes", lo=1, hi=_INT64_MAX)
     code = _check_policy(policy)
-    encrypted = _check_bool(encrypted, "encrypted")
-    round_robin = _check_int(round_robin, "round_robin", 0, _INT64_MAX)
-    errors_flag(errors)  # checked even when precomputed KeyHashes make it unused
+    encrypted = check_bool(encrypted, "encrypted")
+    round_robin = check_int(round_robin, "round_robin", lo=0, hi=_INT64_MAX)
+    replaces_surrogates(errors)  # checked even when precomputed KeyHashes make it unused
     plan = _plan_for(layout_or_buckets, "layout_or_buckets")
     threads_for(threads, 1, True)  # checks the argument on every path
     limit = 1 if encrypted else max_messages
     if not isinstance(keys_or_hashes, KeyHashes):
-        return _fused_entries(keys_or_hashes, plan, sizes, code, limit, max_bytes, round_robin, errors, threads)
+        return _fused_entries(keys_or_hashes, plan, sizes, code, limit, max_bytes, round_robin, errors, threads,
+                              _pipeline_levels)
     kh = _as_key_hashes(keys_or_hashes, errors)
     n = kh.raw.shape[0]
     size_arr = _check_sizes(sizes, n)
@@ -398,20 +373,22 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
     seg, bucket, next_rr = plan.route(kh, round_robin)
     bucket_hash = np.ascontiguousarray(kh.bucket_hash)
     del kh  # only the bucket hashes are needed from here on (drops our own hashes early)
-    columns = _producer.group_entries(seg, bucket, bucket_hash, size_arr, plan.bucket_offsets, code, limit,
-                                      max_bytes)
+    status, index, columns = _grouping.group_entries(seg, bucket, bucket_hash, size_arr, plan.bucket_offsets,
+                                                     code, limit, max_bytes)
+    check_status(status, index, segments=seg, buckets=bucket, sizes=size_arr)
     return _entry_table(plan, columns, next_rr)
 
 
 def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: int, max_bytes: int,
-                   round_robin: int, errors: str, threads: int | None) -> EntryTable:
+                   round_robin: int, errors: str, threads: int | None,
+                   pipeline_levels: tuple[str, ...] | None) -> EntryTable:
     """Keys to entries with no column of hashes in between. One thread: the fused kernel hashes,
     routes, looks up and groups a chunk at a time. Two (or more for Python objects, which take two
     at most): a pipeline, see _pipelined_entries. More over buffers: each
     thread hashes and routes its part of the stream into (segment, bucket, bucket hash) columns,
     the keyless rotation is placed in send order, and the grouping (sequential by nature) runs
     once over the columns."""
-    replace = errors_flag(errors)
+    replace = replaces_surrogates(errors)
     if isinstance(keys, (str, bytes)):
         keys = [keys]
     shape, source = classify_keys(keys)
@@ -424,17 +401,16 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
     parts = threads_for(threads, n, buffers)
     if parts == 2 or (parts > 2 and not buffers):
         status, index, columns, next_rr = _pipelined_entries(
-            source, n, size_arr, plan, router, code, max_messages, max_bytes, round_robin, replace)
-        if status == _hashing.STATUS_NEEDS_GIL:
+            source, n, size_arr, plan, router, code, max_messages, max_bytes, round_robin, replace, pipeline_levels)
+        if status == Status.BC_ERR_NEEDS_GIL:
             parts = 1  # a legacy str only the GIL holder may ready (before 3.12): one thread
-        elif columns is None:
-            raise_for_status(status, index, keys, shape, True)
+        else:
+            check_status(status, index, keys=keys, shape=shape)
     if parts <= 1:
         status, index, columns, next_rr = _producer.fused_entries(
             key_columns(source), size_arr, plan.bucket_offsets, code, max_messages, max_bytes, replace,
             router, round_robin)
-        if columns is None:
-            raise_for_status(status, index, keys, shape, True)
+        check_status(status, index, keys=keys, shape=shape)
     elif parts > 2 and buffers:
         bucket = np.empty(n, dtype=np.int32)  # global bucket indexes
         bucket_hash = np.empty(n, dtype=np.uint16)
@@ -444,15 +420,16 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
                 end = out + hi - lo
                 status, index = _producer.route_keys(router, column, lo, hi, replace,
                                                      bucket[out:end], bucket_hash[out:end])
-                if status != _hashing.STATUS_OK:
+                if status != Status.BC_OK:
                     return status, out + index - lo
-            return _hashing.STATUS_OK, -1
+            return Status.BC_OK, -1
 
         status, index = run_parts(run, n, parts)
-        raise_for_status(status, index, keys, shape, True)
+        check_status(status, index, keys=keys, shape=shape)
         next_rr = _producer.place_keyless(router, bucket, round_robin)
-        columns = _producer.group_entries(None, bucket, bucket_hash, size_arr, plan.bucket_offsets, code,
-                                          max_messages, max_bytes, True)
+        status, index, columns = _grouping.group_entries(None, bucket, bucket_hash, size_arr, plan.bucket_offsets,
+                                                         code, max_messages, max_bytes, True)
+        check_status(status, index, buckets=bucket, sizes=size_arr)
     assert columns is not None  # a failed status raised above
     return _entry_table(plan, columns, next_rr)
 
@@ -466,23 +443,22 @@ def _entry_table(plan: _Plan, columns: tuple[np.ndarray, ...], next_rr: int) -> 
 
 # Messages per pipeline step: the worker starts after the first one.
 _PIPELINE_STEP = 1 << 14
-# Tests only: force how far the publisher takes each step, in turn ("left", "hashed", "routed").
-_PIPELINE_LEVELS: tuple[str, ...] | None = None
 
 
 def _pipelined_entries(source: Any, n: int, size_arr: np.ndarray | None, plan: _Plan, router: Any,
                        code: int, max_messages: int, max_bytes: int, round_robin: int,
-                       replace: bool) -> tuple[int, int, tuple[np.ndarray, ...] | None, int]:
+                       replace: bool, levels: tuple[str, ...] | None
+                       ) -> tuple[int, int, tuple[np.ndarray, ...] | None, int]:
     """Two threads in a pipeline (ScanStage): this one reads the stream step by step while a
     worker, with the GIL released throughout, groups it in stream order, so the entries are those
     of the one-thread kernel. Each step is hashed (and routed) by whichever thread has time for
     it. Python keys are read with the GIL held throughout, so nothing can change them and no item
     is held. Returns (status, failing index, entry columns or None, next round robin);
-    STATUS_NEEDS_GIL asks the caller to use one thread."""
-    stage = _producer.ScanStage(router, plan.bucket_offsets, code, max_messages, max_bytes, size_arr, n,
+    BC_ERR_NEEDS_GIL asks the caller to use one thread. ``levels`` (tests): how far this thread
+    takes each step, in turn ("left", "hashed", "routed"), instead of the balancing rule."""
+    stage = _pipeline.ScanStage(router, plan.bucket_offsets, code, max_messages, max_bytes, size_arr, n,
                                 round_robin, _PIPELINE_STEP,
-                                None if _PIPELINE_LEVELS is None
-                                else bytes(_producer.STEP_CODES[lv] for lv in _PIPELINE_LEVELS))
+                                None if levels is None else bytes(_pipeline.STEP_CODES[lv] for lv in levels))
     # a thread of the shared pool (starting a thread per call cost ~0.15 ms here); none of the
     # pool's tasks waits for another, so a busy pool only delays the worker, and feed waits for it
     scanning = shared_pool().submit(stage.run)
@@ -490,7 +466,7 @@ def _pipelined_entries(source: Any, n: int, size_arr: np.ndarray | None, plan: _
         status, index = stage.feed(key_columns(source), replace)
     finally:
         scanning.result()  # feed stopped the worker on any failure
-    if status != _hashing.STATUS_OK:
+    if status != Status.BC_OK:
         return status, index, None, round_robin
     columns, next_rr = stage.finish()
     return status, index, columns, next_rr
@@ -512,13 +488,13 @@ class EntryBucketBatcher:
     def __init__(self, buckets: Buckets | TopicLayout, *, max_messages: int = 1000,
                  max_bytes: int = 131072, policy: str = "shared", encrypted: bool = False,
                  round_robin: int = 0, errors: str = "strict") -> None:
-        self.max_messages = _check_int(max_messages, "max_messages", 1, _INT64_MAX)
-        self.max_bytes = _check_int(max_bytes, "max_bytes", 1, _INT64_MAX)
+        self.max_messages = check_int(max_messages, "max_messages", lo=1, hi=_INT64_MAX)
+        self.max_bytes = check_int(max_bytes, "max_bytes", lo=1, hi=_INT64_MAX)
         self.policy = policy
         code = _check_policy(policy)
-        self.encrypted = _check_bool(encrypted, "encrypted")
-        round_robin = _check_int(round_robin, "round_robin", 0, _INT64_MAX)
-        self._replace = errors_flag(errors)
+        self.encrypted = check_bool(encrypted, "encrypted")
+        round_robin = check_int(round_robin, "round_robin", lo=0, hi=_INT64_MAX)
+        self._replace = replaces_surrogates(errors)
         self._errors = errors
         # `buckets`, as DESIGN.md §4 names it: a Buckets (one segment) or a whole TopicLayout
         self._plan = _plan_for(buckets, "buckets")
@@ -526,7 +502,7 @@ class EntryBucketBatcher:
         # kept normalised (mod the active segment count), as EntryTable.next_round_robin is
         self._round_robin = round_robin % self._plan.segment_ids.shape[0]
         self._plan.use_tables()  # a batcher lives long: build the lookup tables once
-        self._grouper = _producer.Grouper(self._plan.bucket_offsets, code,
+        self._grouper = _batcher.Grouper(self._plan.bucket_offsets, code,
                                           1 if self.encrypted else self.max_messages, self.max_bytes)
         self._grouper.set_routing(self._plan.starts, self._plan.legacy_order, self._plan.splits,
                                   self._plan.split_offsets)
@@ -578,10 +554,9 @@ class EntryBucketBatcher:
                 else:
                     batch.append(payload)
                 return self._drain() if emitted else []
-        if not isinstance(key, (str, bytes)):
+        if status == Status.BC_ERR_KEY_TYPE:
             raise TypeError(f"key must be str, bytes or None, not {type(key).__name__}")
-        murmur3_32(key, errors=self._errors)  # raises the KeyEncodingError that names the problem
-        raise AssertionError("unreachable: murmur3_32 hashed a key the kernel refused")
+        check_status(status, 0, keys=[key])
 
     def add_many(self, keys: Any, payloads: Sequence[Any]) -> list[Entry]:
         """Add a batch of sends in one kernel call; returns the entries that became ready."""
@@ -592,7 +567,7 @@ class EntryBucketBatcher:
         if len(payloads) != n:
             raise ValueError(f"payloads has {len(payloads)} items for {n} keys")
         sizes = np.empty(n, dtype=np.int64)
-        bad = _producer.payload_sizes(payloads, sizes)
+        bad = _batcher.payload_sizes(payloads, sizes)
         if bad >= 0:
             raise TypeError(f"payloads[{bad}] must be bytes, bytearray or memoryview, "
                             f"not {type(payloads[bad]).__name__}")
@@ -600,7 +575,8 @@ class EntryBucketBatcher:
             return []
         with self._lock:
             seg, bucket, next_rr = self._plan.route(kh, self._round_robin)
-            emitted = self._grouper.scan(seg, bucket, np.ascontiguousarray(kh.bucket_hash), sizes)
+            status, index = self._grouper.scan(seg, bucket, np.ascontiguousarray(kh.bucket_hash), sizes)
+            check_status(status, index, segments=seg, buckets=bucket, sizes=sizes)
             self._round_robin = next_rr
             global_bucket = bucket if seg is None else self._plan.bucket_offsets[seg] + bucket
             open_batches = self._open
@@ -610,7 +586,7 @@ class EntryBucketBatcher:
                     open_batches[g] = [payload]
                 else:
                     batch.append(payload)
-            return self._drain() if emitted else []
+            return self._drain() if self._grouper.emitted else []
 
     def flush(self) -> list[Entry]:
         """Emit every pending batch (all segments), ordered by first message."""

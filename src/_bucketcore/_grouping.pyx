@@ -1,0 +1,673 @@
+# cython: language_level=3
+"""The producer's batch state machine (DESIGN.md §3.4), shared by every way of making entries.
+
+A message reaches it as its *global bucket index* (its segment's first index + its bucket):
+
+- ``gs_scan``: the state machine, message by message in send order; it keeps one open batch per
+  (segment, bucket) and, when a limit is reached, emits entry *records* (segment, bucket, stamp,
+  count, bytes) in emission order. A whole stream (``WholeStream``) places each record's messages
+  in the output ``order`` as it is emitted (every open batch lists its messages);
+- ``gs_finish``: end of input, every open batch is emitted ordered by its first message;
+- ``gs_drain``: the streaming batcher's placement, one pass over its buffered messages that puts
+  each into its record's slot (a counting sort keyed by a per-bucket FIFO of records, so send
+  order is kept inside every entry and no per-message entry id is stored).
+
+The state lives in ``malloc`` memory: a pipeline's worker grows it without the GIL while the
+calling thread may hold the GIL and wait for the worker, and tracemalloc's hook on
+``PyMem_Raw*`` takes the GIL.
+"""
+
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
+from libc.stdlib cimport free, malloc, qsort, realloc
+from libc.string cimport memcpy, memset
+
+cimport numpy as cnp
+
+from _bucketcore._status cimport *
+
+cnp.import_array()
+
+cdef extern from "lookup.h" nogil:
+    uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
+
+cdef int gs_init(GroupState *st, const int64_t *first_bucket, int64_t nseg, int policy,
+                 int64_t max_messages, int64_t max_bytes) noexcept nogil:
+    """Zero state for nseg segments; first_bucket[s+1] - first_bucket[s] buckets in segment s. -1: no memory."""
+    cdef int64_t g, s, nb = first_bucket[nseg]
+    memset(st, 0, sizeof(GroupState))
+    st.nseg = nseg
+    st.nbuckets = nb
+    st.policy = policy
+    st.max_messages = max_messages
+    st.max_bytes = max_bytes
+    st.segs = <SegState *>malloc((nseg + 1) * sizeof(SegState))
+    st.bk = <BucketState *>malloc(nb * sizeof(BucketState) + 1)
+    st.open_list = <int32_t *>malloc(nb * sizeof(int32_t) + 1)
+    st.dr = <DrainState *>malloc(nb * sizeof(DrainState) + 1)
+    if st.segs == NULL or st.bk == NULL or st.open_list == NULL or st.dr == NULL:
+        gs_free(st)
+        return -1
+    memset(st.segs, 0, (nseg + 1) * sizeof(SegState))
+    memset(st.bk, 0, nb * sizeof(BucketState))
+    memset(st.dr, 0, nb * sizeof(DrainState))
+    for s in range(nseg + 1):
+        st.segs[s].first_bucket = first_bucket[s]
+        st.segs[s].bucket_count = first_bucket[s + 1] - first_bucket[s] if s < nseg else 0
+    for s in range(nseg):
+        for g in range(first_bucket[s], first_bucket[s + 1]):
+            st.bk[g].seg = <int32_t>s
+            st.bk[g].win = &st.segs[s]
+            st.dr[g].head = -1
+            st.dr[g].tail = -1
+    return 0
+
+
+cdef int init_state(GroupState *st, const int64_t[::1] bucket_offsets, int policy, int64_t max_messages,
+                    int64_t max_bytes) except -1:
+    """Validate a grouping's arguments and zero its state: bucket_offsets[s] is segment s's first
+    global bucket index (from 0, growing by at least 1 per segment)."""
+    cdef Py_ssize_t nseg = bucket_offsets.shape[0] - 1, s
+    if nseg < 1:
+        raise ValueError("bucket_offsets needs at least one segment")
+    for s in range(nseg):
+        if bucket_offsets[s + 1] <= bucket_offsets[s] or bucket_offsets[0] != 0:
+            raise ValueError("bucket_offsets must start at 0 and grow by at least 1 per segment")
+    if bucket_offsets[nseg] > 0x7FFFFFFF:
+        raise ValueError("more than 2**31-1 buckets in total")
+    if policy != POLICY_SHARED and policy != POLICY_PER_BUCKET:
+        raise ValueError(f"unknown policy code {policy}")
+    if max_messages < 1 or max_bytes < 1:
+        raise ValueError("max_messages and max_bytes must be >= 1")
+    if gs_init(st, &bucket_offsets[0], nseg, policy, max_messages, max_bytes) < 0:
+        raise MemoryError()
+    return 0
+
+
+cdef void gs_free(GroupState *st) noexcept nogil:
+    cdef int64_t g
+    if st.bk != NULL:
+        for g in range(st.nbuckets):
+            if not in_slab(st, st.bk[g].msgs):
+                free(st.bk[g].msgs)
+                free(st.bk[g].hashes)
+    free(st.slab_msgs)
+    free(st.slab_hashes)
+    free(st.segs)
+    free(st.bk)
+    free(st.open_list)
+    free(st.dr)
+    free(st.recs)
+    memset(st, 0, sizeof(GroupState))
+
+
+cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
+    """Close bucket g's open batch into a record: its messages placed at once (placing on
+    emit), or the record appended to g's undrained FIFO for a later drain."""
+    cdef int64_t cap
+    cdef Rec *grown
+    cdef BucketState *b = &st.bk[g]
+    if st.nrec == st.cap:
+        cap = st.cap * 2 if st.cap else 64
+        grown = <Rec *>realloc(st.recs, cap * sizeof(Rec))
+        if grown == NULL:
+            return -1
+        st.recs = grown
+        st.cap = cap
+    cdef Rec *r = &st.recs[st.nrec]
+    r.seg = b.seg
+    r.bucket = <int32_t>(g - st.segs[b.seg].first_bucket)
+    r.count = b.count
+    r.nbytes = b.nbytes
+    r.first = b.first
+    r.next = -1
+    if st.order != NULL:
+        # stamped from the listed hashes: a vector pass here, not two compares per message
+        bc_stamp(b.hashes, <size_t>b.count, &r.hash_min, &r.hash_max)
+        r.start = st.placed
+        memcpy(st.order + st.placed, b.msgs, b.count * sizeof(int64_t))
+        st.placed += b.count
+    else:
+        r.hash_min = b.hash_min
+        r.hash_max = b.hash_max
+        if st.dr[g].tail >= 0:
+            st.recs[st.dr[g].tail].next = st.nrec
+            st.dr[g].tail = st.nrec
+        else:
+            st.dr[g].head = st.dr[g].tail = st.nrec
+    st.nrec += 1
+    b.count = 0
+    b.nbytes = 0
+    st.nopen -= 1
+    return 0
+
+
+cdef int gs_flush_segment(GroupState *st, int32_t s) noexcept nogil:
+    """Emit every open batch of segment s (the shared window), in opening order = first message."""
+    cdef SegState *seg = &st.segs[s]
+    cdef int64_t j
+    for j in range(seg.open_count):
+        if gs_emit(st, st.open_list[seg.first_bucket + j]) < 0:
+            return -1
+    seg.open_count = 0
+    seg.window_count = 0
+    seg.window_bytes = 0
+    return 0
+
+
+cdef inline bint in_slab(GroupState *st, const int64_t *msgs) noexcept nogil:
+    return st.slab_msgs != NULL and st.slab_msgs <= msgs < st.slab_msgs + st.nbuckets * st.slab_cap
+
+
+cdef int gs_presize(GroupState *st, int64_t cap) noexcept nogil:
+    """Give every bucket lists of cap messages, out of one block (placing on emit, before the
+    first message). -1: no memory."""
+    cdef int64_t g
+    st.slab_msgs = <int64_t *>malloc(st.nbuckets * cap * sizeof(int64_t) + 1)
+    st.slab_hashes = <uint16_t *>malloc(st.nbuckets * cap * sizeof(uint16_t) + 1)
+    if st.slab_msgs == NULL or st.slab_hashes == NULL:
+        return -1
+    st.slab_cap = cap
+    for g in range(st.nbuckets):
+        st.bk[g].msgs = st.slab_msgs + g * cap
+        st.bk[g].hashes = st.slab_hashes + g * cap
+        st.bk[g].cap = cap
+    return 0
+
+
+cdef int gs_grow_msgs(GroupState *st, BucketState *b) noexcept nogil:
+    """Room for one more message in an open batch's position and hash lists (placing on emit);
+    lists outgrowing the block gs_presize carved them from move to their own memory."""
+    cdef int64_t cap = b.cap * 2 if b.cap else 16
+    cdef int64_t *grown
+    cdef uint16_t *grown_hashes
+    if in_slab(st, b.msgs):
+        grown = <int64_t *>malloc(cap * sizeof(int64_t))
+        grown_hashes = <uint16_t *>malloc(cap * sizeof(uint16_t))
+        if grown == NULL or grown_hashes == NULL:
+            free(grown)
+            free(grown_hashes)
+            return -1
+        memcpy(grown, b.msgs, b.count * sizeof(int64_t))
+        memcpy(grown_hashes, b.hashes, b.count * sizeof(uint16_t))
+        b.msgs = grown
+        b.hashes = grown_hashes
+        b.cap = cap
+        return 0
+    grown = <int64_t *>realloc(b.msgs, cap * sizeof(int64_t))
+    if grown == NULL:
+        return -1
+    b.msgs = grown
+    grown_hashes = <uint16_t *>realloc(b.hashes, cap * sizeof(uint16_t))
+    if grown_hashes == NULL:
+        return -1
+    b.hashes = grown_hashes
+    b.cap = cap
+    return 0
+
+
+# The scan loop calls its rare, bulky paths (emitting batches) through these pointers: they are
+# then never inlined into the hot loop, which keeps its working values in registers.
+ctypedef int (*flush_fn_t)(GroupState *, int32_t) noexcept nogil
+ctypedef int (*emit_fn_t)(GroupState *, int64_t) noexcept nogil
+ctypedef int (*grow_fn_t)(GroupState *, BucketState *) noexcept nogil
+cdef flush_fn_t cold_flush = gs_flush_segment
+cdef emit_fn_t cold_emit = gs_emit
+cdef grow_fn_t cold_grow = gs_grow_msgs
+
+
+cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, const uint16_t *bucket_hash,
+                          const int64_t *sizes, bint shared, bint has_sizes, bint place) noexcept nogil:
+    """The state machine of gs_scan; inlined with constant flags so each variant drops its
+    unused loads, stores and tests (the common one, without sizes, never touches bytes).
+    A message arrives as its global bucket index, so the bucket's state is one load away and
+    the segment (for the shared window) is read from there."""
+    cdef Py_ssize_t i
+    cdef int64_t g, c, sz = 0
+    cdef uint16_t h
+    cdef int64_t maxm = st.max_messages, maxb = st.max_bytes
+    cdef SegState *S
+    cdef BucketState *bk = st.bk
+    cdef BucketState *B
+    cdef int32_t *open_list = st.open_list
+    cdef int64_t seq = st.seq, opened = 0
+    cdef int rc = 0
+    for i in range(n):
+        g = global_bucket[i]
+        B = &bk[g]
+        h = bucket_hash[i]
+        if has_sizes:
+            sz = sizes[i]
+            if shared:
+                S = B.win
+                if S.window_count > 0 and sz > maxb - S.window_bytes:
+                    rc = cold_flush(st, B.seg)
+                    if rc < 0:
+                        break
+            elif B.count > 0 and sz > maxb - B.nbytes:
+                rc = cold_emit(st, g)
+                if rc < 0:
+                    break
+        c = B.count
+        if c == 0:
+            B.first = seq
+            if not place:
+                B.hash_min = h
+                B.hash_max = h
+            opened += 1
+            if shared:
+                S = B.win
+                open_list[S.first_bucket + S.open_count] = <int32_t>g
+                S.open_count += 1
+        elif not place:
+            B.hash_min = h if h < B.hash_min else B.hash_min
+            B.hash_max = h if h > B.hash_max else B.hash_max
+        if place:  # listed; gs_emit stamps the batch from its hashes
+            if c == B.cap and cold_grow(st, B) < 0:
+                rc = -1
+                break
+            B.msgs[c] = seq
+            B.hashes[c] = h
+        B.count = c + 1
+        seq += 1
+        if has_sizes:
+            B.nbytes += sz
+        if shared:
+            S = B.win
+            S.window_count += 1
+            if has_sizes:
+                S.window_bytes += sz
+                if S.window_count >= maxm or S.window_bytes >= maxb:
+                    rc = cold_flush(st, B.seg)
+                    if rc < 0:
+                        break
+            elif S.window_count >= maxm:
+                rc = cold_flush(st, B.seg)
+                if rc < 0:
+                    break
+        elif c + 1 >= maxm or (has_sizes and B.nbytes >= maxb):
+            rc = cold_emit(st, g)
+            if rc < 0:
+                break
+    st.seq = seq
+    st.nopen += opened  # gs_emit decremented it per closed batch; only the sum matters
+    return rc
+
+
+cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, const uint16_t *bucket_hash,
+                 const int64_t *sizes) noexcept nogil:
+    """Feed n messages in send order: global bucket index (segs[s].first_bucket + bucket), bucket hash
+    and size (sizes NULL: 0 bytes each).
+
+    Limits (both policies): before a message is added, a non-empty batch (per_bucket) or window
+    (shared) that it would push over max_bytes is emitted; after it is added, a batch or window
+    that reached max_messages or max_bytes is emitted at once. So the overflowing message opens
+    the next batch, and a message larger than max_bytes is an entry of its own.
+    Every index must be in range and every size >= 0 (check_columns, or the router's own
+    output): the loop does not look. Returns 0, or -1 when memory ran out (the state then holds
+    part of the chunk and is discarded).
+    """
+    cdef bint shared = st.policy == POLICY_SHARED
+    if st.order != NULL:
+        if shared:
+            if sizes != NULL:
+                return scan_loop(st, n, global_bucket, bucket_hash, sizes, True, True, True)
+            return scan_loop(st, n, global_bucket, bucket_hash, sizes, True, False, True)
+        if sizes != NULL:
+            return scan_loop(st, n, global_bucket, bucket_hash, sizes, False, True, True)
+        return scan_loop(st, n, global_bucket, bucket_hash, sizes, False, False, True)
+    if shared:
+        if sizes != NULL:
+            return scan_loop(st, n, global_bucket, bucket_hash, sizes, True, True, False)
+        return scan_loop(st, n, global_bucket, bucket_hash, sizes, True, False, False)
+    if sizes != NULL:
+        return scan_loop(st, n, global_bucket, bucket_hash, sizes, False, True, False)
+    return scan_loop(st, n, global_bucket, bucket_hash, sizes, False, False, False)
+
+
+ctypedef struct OpenRef:
+    int64_t first
+    int64_t g
+
+
+cdef int cmp_open(const void *a, const void *b) noexcept nogil:
+    cdef int64_t x = (<const OpenRef *>a).first, y = (<const OpenRef *>b).first
+    return (x > y) - (x < y)
+
+
+cdef int gs_finish(GroupState *st) noexcept nogil:
+    """End of input: emit every open batch, all segments together, ordered by first message."""
+    if st.nopen == 0:
+        return 0
+    cdef int64_t g, k = 0
+    cdef OpenRef *refs = <OpenRef *>malloc(st.nopen * sizeof(OpenRef))
+    if refs == NULL:
+        return -1
+    for g in range(st.nbuckets):
+        if st.bk[g].count > 0:
+            refs[k].first = st.bk[g].first
+            refs[k].g = g
+            k += 1
+    qsort(refs, k, sizeof(OpenRef), cmp_open)
+    for g in range(k):
+        if gs_emit(st, refs[g].g) < 0:
+            free(refs)
+            return -1
+    free(refs)
+    for g in range(st.nseg):
+        st.segs[g].window_count = 0
+        st.segs[g].window_bytes = 0
+        st.segs[g].open_count = 0
+    return 0
+
+
+cdef int64_t gs_assign_slots(GroupState *st) noexcept nogil:
+    """Lay the emitted records out back to back in emission order and point every bucket's drain
+    cursor at its oldest record; returns the records' message total."""
+    cdef int64_t r, g, pos = 0
+    cdef Rec *rec
+    cdef DrainState *b
+    for r in range(st.nrec):
+        rec = &st.recs[r]
+        rec.start = pos
+        pos += rec.count
+        g = st.segs[rec.seg].first_bucket + rec.bucket
+        b = &st.dr[g]
+        if b.head == r:
+            b.cur = rec.start
+            b.end = rec.start + rec.count
+    return pos
+
+
+cdef int64_t gs_drain(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, int64_t *take,
+                      int64_t *keep) noexcept nogil:
+    """Place the n buffered messages (send order, by global bucket index) of the emitted records
+    into ``take``.
+
+    A bucket's buffered messages are, in send order, those of its emitted records (oldest first)
+    followed by those of its open batch; the per-bucket FIFO says which record is next, so one
+    pass suffices (gs_assign_slots first). Messages of open batches go to ``keep`` (may be NULL
+    when there are none). Returns the number kept, or -1 if the messages do not match the
+    records (a caller's bug).
+    """
+    # a bucket with no undrained record has cur == end (zeroed at init, exhausted after a drain)
+    cdef Py_ssize_t p
+    cdef int64_t r, c, g, k = 0
+    cdef Rec *recs = st.recs
+    cdef DrainState *B
+    for p in range(n):
+        B = &st.dr[global_bucket[p]]
+        c = B.cur
+        if c < B.end:
+            take[c] = p
+            c += 1
+            B.cur = c
+            if c == B.end:
+                r = recs[B.head].next
+                B.head = r
+                if r >= 0:
+                    B.cur = recs[r].start
+                    B.end = B.cur + recs[r].count
+                else:
+                    B.tail = -1
+        else:
+            if keep == NULL:
+                return -1
+            keep[k] = p
+            k += 1
+    for r in range(st.nrec):
+        g = st.segs[recs[r].seg].first_bucket + recs[r].bucket
+        if st.dr[g].head >= 0:
+            return -1
+    st.nrec = 0
+    return k
+
+
+cdef void lookup_buckets(Py_ssize_t n, const int32_t *seg, const uint16_t *bucket_hash,
+                         const uint16_t *splits, const int64_t *split_off,
+                         int32_t *out) noexcept nogil:
+    """out[i] = bucket of bucket_hash[i] in segment seg[i]'s splits (seg NULL: segment 0), by search."""
+    cdef Py_ssize_t i
+    cdef int32_t s
+    cdef const uint16_t *sp
+    cdef uint32_t ns
+    if seg == NULL:
+        sp = splits + split_off[0]
+        ns = <uint32_t>(split_off[1] - split_off[0])
+        for i in range(n):
+            out[i] = <int32_t>bc_bucket_of(sp, ns, bucket_hash[i])
+        return
+    for i in range(n):
+        s = seg[i]
+        out[i] = <int32_t>bc_bucket_of(splits + split_off[s], <uint32_t>(split_off[s + 1] - split_off[s]), bucket_hash[i])
+
+
+cdef void lookup_buckets_table(Py_ssize_t n, const int32_t *seg, const uint16_t *bucket_hash,
+                               const uint16_t **tables, int32_t *out) noexcept nogil:
+    """out[i] = tables[seg[i]][bucket_hash[i]]: the boundary lists' 64 Ki lookup tables (Buckets.lookup_table),
+    for long columns, where a table load beats the search's mispredicted compares."""
+    cdef Py_ssize_t i
+    cdef const uint16_t *t
+    if seg == NULL:
+        t = tables[0]
+        for i in range(n):
+            out[i] = t[bucket_hash[i]]
+        return
+    for i in range(n):
+        out[i] = tables[seg[i]][bucket_hash[i]]
+
+
+cdef const int32_t *optional_i32(object arr, Py_ssize_t n, str name) except? NULL:
+    if arr is None:
+        return NULL
+    cdef const int32_t[::1] view = arr
+    if view.shape[0] != n:
+        raise ValueError(f"{name} has {view.shape[0]} values for {n} messages")
+    return &view[0] if n else NULL
+
+
+cdef const int64_t *optional_i64(object arr, Py_ssize_t n, str name) except? NULL:
+    if arr is None:
+        return NULL
+    cdef const int64_t[::1] view = arr
+    if view.shape[0] != n:
+        raise ValueError(f"{name} has {view.shape[0]} values for {n} messages")
+    return &view[0] if n else NULL
+
+
+def bucket_index(object seg, const uint16_t[::1] bucket_hash, const uint16_t[::1] splits,
+                 const int64_t[::1] split_offsets, int32_t[::1] out, object tables=None):
+    """out[i] = bucket of bucket_hash[i] in segment seg[i] (seg None: one segment).
+
+    Segment s's ascending splits are splits[split_offsets[s]:split_offsets[s+1]]; seg values
+    must be valid segment indexes (the caller routed them). ``tables``: optional sequence of each
+    segment's 65536-entry uint16 lookup table (Buckets.lookup_table), used instead of the search.
+    """
+    cdef Py_ssize_t n = bucket_hash.shape[0], nseg = split_offsets.shape[0] - 1, s
+    if out.shape[0] != n:
+        raise ValueError(f"out has {out.shape[0]} values for {n} messages")
+    cdef const int32_t *segp = optional_i32(seg, n, "seg")
+    cdef const uint16_t **tp = NULL
+    cdef const uint16_t[::1] table
+    if tables is not None:
+        if len(tables) != nseg:
+            raise ValueError(f"{len(tables)} lookup tables for {nseg} segments")
+        for s in range(nseg):
+            table = tables[s]
+            if table.shape[0] != 65536:
+                raise ValueError(f"lookup table {s} has {table.shape[0]} entries, not 65536")
+    if n == 0:
+        return
+    if tables is not None:
+        tp = <const uint16_t **>PyMem_RawMalloc(nseg * sizeof(uint16_t *))
+        if tp == NULL:
+            raise MemoryError()
+        for s in range(nseg):
+            table = tables[s]
+            tp[s] = &table[0]
+        # the tables stay referenced by ``tables`` for the call
+        with nogil:
+            lookup_buckets_table(n, segp, &bucket_hash[0], tp, &out[0])
+        PyMem_RawFree(tp)
+        return
+    # an empty splits view still has a data pointer; bc_bucket_of never reads it when n == 0
+    with nogil:
+        lookup_buckets(n, segp, &bucket_hash[0], &splits[0], &split_offsets[0], &out[0])
+
+
+cdef int64_t check_columns(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bucket,
+                           const int64_t *sizes, int32_t *global_bucket, int *status) noexcept nogil:
+    """Index of the first message with a bad segment, bucket or size (*status says which), else
+    -1. global_bucket[i]: the message's global bucket index (written up to the first bad one)."""
+    cdef Py_ssize_t i
+    cdef int32_t s = 0, b
+    for i in range(n):
+        if seg != NULL:
+            s = seg[i]
+            if s < 0 or s >= st.nseg:
+                status[0] = BC_ERR_SEGMENT_INDEX
+                return i
+        b = bucket[i]
+        if b < 0 or b >= st.segs[s].bucket_count:
+            status[0] = BC_ERR_BUCKET_INDEX
+            return i
+        if sizes != NULL and sizes[i] < 0:
+            status[0] = BC_ERR_NEGATIVE_SIZE
+            return i
+        global_bucket[i] = <int32_t>(st.segs[s].first_bucket + b)
+    return -1
+
+
+cdef int64_t check_global(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, const int64_t *sizes,
+                          int *status) noexcept nogil:
+    """check_columns for messages given by global bucket index."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        if global_bucket[i] < 0 or global_bucket[i] >= st.nbuckets:
+            status[0] = BC_ERR_GLOBAL_INDEX
+            return i
+        if sizes != NULL and sizes[i] < 0:
+            status[0] = BC_ERR_NEGATIVE_SIZE
+            return i
+    return -1
+
+
+cdef tuple record_columns(GroupState *st, int64_t nrec):
+    """Copy the emitted records into numpy columns (seg, bucket, hash_min, hash_max, start, count, nbytes)."""
+    cdef cnp.ndarray a_seg = empty_column(nrec, cnp.NPY_INT32)
+    cdef cnp.ndarray a_bkt = empty_column(nrec, cnp.NPY_INT32)
+    cdef cnp.ndarray a_min = empty_column(nrec, cnp.NPY_UINT16)
+    cdef cnp.ndarray a_max = empty_column(nrec, cnp.NPY_UINT16)
+    cdef cnp.ndarray a_start = empty_column(nrec, cnp.NPY_INT64)
+    cdef cnp.ndarray a_count = empty_column(nrec, cnp.NPY_INT64)
+    cdef cnp.ndarray a_nbytes = empty_column(nrec, cnp.NPY_INT64)
+    cdef int32_t *p_seg = <int32_t *>cnp.PyArray_DATA(a_seg)
+    cdef int32_t *p_bkt = <int32_t *>cnp.PyArray_DATA(a_bkt)
+    cdef uint16_t *p_min = <uint16_t *>cnp.PyArray_DATA(a_min)
+    cdef uint16_t *p_max = <uint16_t *>cnp.PyArray_DATA(a_max)
+    cdef int64_t *p_start = <int64_t *>cnp.PyArray_DATA(a_start)
+    cdef int64_t *p_count = <int64_t *>cnp.PyArray_DATA(a_count)
+    cdef int64_t *p_nbytes = <int64_t *>cnp.PyArray_DATA(a_nbytes)
+    cdef int64_t r
+    cdef Rec *rec
+    with nogil:
+        for r in range(nrec):
+            rec = &st.recs[r]
+            p_seg[r] = rec.seg
+            p_bkt[r] = rec.bucket
+            p_min[r] = rec.hash_min
+            p_max[r] = rec.hash_max
+            p_start[r] = rec.start
+            p_count[r] = rec.count
+            p_nbytes[r] = rec.nbytes
+    return a_seg, a_bkt, a_min, a_max, a_start, a_count, a_nbytes
+
+
+def group_entries(object seg, const int32_t[::1] bucket, const uint16_t[::1] bucket_hash,
+                  object sizes, const int64_t[::1] bucket_offsets, int policy,
+                  int64_t max_messages, int64_t max_bytes, bint global_index=False):
+    """One-stream grouping of a whole message stream, flushed at the end.
+
+    Each message is (segment index, bucket index in that segment) from ``seg`` (None: one
+    segment) and ``bucket``, or with ``global_index`` its global bucket index
+    bucket_offsets[segment] + bucket in ``bucket`` alone (seg None). Every index and size is
+    checked, a chunk at a time, before that chunk is scanned.
+    Returns (status, index, columns): a BC_ERR_* status and the first bad message's index, or
+    BC_OK, -1 and (seg, bucket, hash_min, hash_max, start, count, nbytes, order): one row per
+    entry in emission order, and ``order`` the message indices entry after entry (send order
+    inside each).
+    """
+    cdef Py_ssize_t n = bucket.shape[0], pos = 0, m
+    if bucket_hash.shape[0] != n:
+        raise ValueError(f"bucket_hash has {bucket_hash.shape[0]} values for {n} messages")
+    if global_index and seg is not None:
+        raise ValueError("seg must be None with global bucket indexes")
+    cdef const int32_t *segp = optional_i32(seg, n, "seg")
+    cdef const int64_t *size_ptr = optional_i64(sizes, n, "sizes")
+    cdef WholeStream stream = WholeStream(bucket_offsets, policy, max_messages, max_bytes, n)
+    cdef GroupState *st = &stream.st
+    cdef const int32_t *global_bucket
+    cdef int64_t bad = -1
+    cdef int rc = 0, status = BC_OK
+    with nogil:
+        while pos < n:
+            m = n - pos if n - pos < CHUNK else CHUNK
+            if global_index:
+                global_bucket = &bucket[pos]
+                bad = check_global(st, m, global_bucket, size_ptr + pos if size_ptr != NULL else NULL, &status)
+            else:
+                global_bucket = stream.global_bucket
+                bad = check_columns(st, m, segp + pos if segp != NULL else NULL, &bucket[pos],
+                                    size_ptr + pos if size_ptr != NULL else NULL, stream.global_bucket, &status)
+            if bad >= 0:
+                bad += pos
+                break
+            rc = gs_scan(st, m, global_bucket, &bucket_hash[pos], size_ptr + pos if size_ptr != NULL else NULL)
+            if rc != 0:
+                break
+            pos += m
+    if bad >= 0:
+        return status, bad, None
+    return BC_OK, -1, stream.finish(rc)
+
+
+# The most messages gs_presize gives each bucket's lists up front (2.5 KiB): longer batches grow.
+cdef enum:
+    PRESIZE_MAX = 256
+
+
+cdef class WholeStream:
+    """The batch state of one whole stream of n messages, placing on emit: the ``order`` column
+    the entries' messages are copied to, and one chunk's routed (global bucket index, bucket
+    hash) columns."""
+
+    def __cinit__(self, const int64_t[::1] bucket_offsets, int policy, int64_t max_messages,
+                  int64_t max_bytes, Py_ssize_t n):
+        init_state(&self.st, bucket_offsets, policy, max_messages, max_bytes)
+        self.n = n
+        self.order_column = empty_column(n, cnp.NPY_INT64)
+        self.global_column = empty_column(chunk_room(n), cnp.NPY_INT32)
+        self.hash_column = empty_column(chunk_room(n), cnp.NPY_UINT16)
+        self.global_bucket = <int32_t *>cnp.PyArray_DATA(self.global_column)
+        self.bucket_hash = <uint16_t *>cnp.PyArray_DATA(self.hash_column)
+        self.st.order = <int64_t *>cnp.PyArray_DATA(self.order_column)
+        # a batch holds at most max_messages (and n) messages; most hold about n / buckets
+        if gs_presize(&self.st, max(16, min(2 * n // self.st.nbuckets, max_messages, PRESIZE_MAX))) < 0:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        gs_free(&self.st)
+
+    cdef tuple finish(self, int rc):
+        """End of the stream (rc: the scan's result): emit every open batch and return the
+        entry columns (seg, bucket, hash_min, hash_max, start, count, nbytes, order)."""
+        cdef GroupState *st = &self.st
+        if rc == 0:
+            with nogil:
+                rc = gs_finish(st)
+        if rc == -1:
+            raise MemoryError()
+        if rc != 0 or st.placed != self.n or st.seq != self.n:
+            raise RuntimeError(f"internal error: {st.placed} of {self.n} messages placed (scan {rc})")
+        return record_columns(st, st.nrec) + (self.order_column,)
+
