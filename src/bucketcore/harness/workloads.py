@@ -11,6 +11,7 @@ Two kinds of thing live here:
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,7 +98,7 @@ def tiled_layout(segments: int, buckets: int = 1, legacy: bool = False) -> bc.To
     return bc.TopicLayout(1, [
         bc.Segment(i, a, b - 1, bc.Buckets.equal_width(buckets),
                    legacy_topic_name=f"persistent://t/ns/t-partition-{i}" if legacy else None)
-        for i, (a, b) in enumerate(zip(bounds, bounds[1:]))
+        for i, (a, b) in enumerate(itertools.pairwise(bounds))
     ])
 
 

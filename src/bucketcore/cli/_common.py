@@ -1,0 +1,282 @@
+"""What every subcommand shares: the one-line-error parser, argument types, and the terminal
+output (rich tables and progress, loaded only when a command runs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+__all__ = [
+    "CommandError",
+    "Parser",
+    "add_workload_arguments",
+    "console",
+    "float_range",
+    "int_at_least",
+    "int_list",
+    "print_json",
+    "print_table",
+    "progress",
+    "workload_from_args",
+]
+
+
+class CommandError(Exception):
+    """A bad argument or input found after parsing: printed as one line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (``bucketcore SUB: error: ...``) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print one line naming the problem and exit with status 2.
+
+        Parameters
+        ----------
+        message : str
+            argparse's description of the problem.
+        """
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an int in ``low..high``.
+
+    Parameters
+    ----------
+    low : int
+    high : int, optional
+
+    Returns
+    -------
+    callable
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low or (high is not None and value > high):
+            bound = f"{low}..{high}" if high is not None else f">= {low}"
+            raise argparse.ArgumentTypeError(f"{value} is out of range (must be {bound})")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def float_range(low: float, high: float | None = None) -> Callable[[str], float]:
+    """An argparse type: a float in ``[low, high]``.
+
+    Parameters
+    ----------
+    low : float
+    high : float, optional
+
+    Returns
+    -------
+    callable
+    """
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not value >= low or (high is not None and value > high):
+            bound = f"{low:g}..{high:g}" if high is not None else f">= {low:g}"
+            raise argparse.ArgumentTypeError(f"{text} is out of range (must be {bound})")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def int_list(low: int, high: int) -> Callable[[str], list[int]]:
+    """An argparse type: a comma-separated list of ints, each in ``low..high``, sorted, distinct.
+
+    Parameters
+    ----------
+    low, high : int
+
+    Returns
+    -------
+    callable
+    """
+    one = int_at_least(low, high)
+
+    def parse(text: str) -> list[int]:
+        parts = [p.strip() for p in text.split(",") if p.strip()]
+        if not parts:
+            raise argparse.ArgumentTypeError("an empty list")
+        return sorted({one(p) for p in parts})
+
+    parse.__name__ = "list"
+    return parse
+
+
+def console(stderr: bool = False) -> Any:
+    """A rich Console for stdout (or stderr); 120 columns wide when not writing to a terminal.
+
+    Parameters
+    ----------
+    stderr : bool
+
+    Returns
+    -------
+    rich.console.Console
+    """
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else 120
+    return Console(file=stream, width=width, highlight=False, soft_wrap=False)
+
+
+@contextmanager
+def progress(description: str, total: int, enabled: bool = True) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr (only on a terminal, and not with ``enabled=False``).
+
+    Parameters
+    ----------
+    description : str
+    total : int
+        Units of work.
+    enabled : bool
+
+    Yields
+    ------
+    callable
+        ``update(completed)``: the units done so far.
+    """
+    if not enabled or not sys.stderr.isatty():
+        yield lambda completed: None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda completed: bar.update(task, completed=completed)
+
+
+def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
+                out: Any = None, caption: str | None = None) -> None:
+    """Print a table (numbers right-aligned).
+
+    Parameters
+    ----------
+    title : str or None
+    columns : sequence of str
+    rows : sequence of sequences
+        Cells; anything printable.
+    out : rich Console, optional
+        Default: stdout.
+    caption : str, optional
+        A line under the table.
+    """
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", caption=caption,
+                  caption_justify="left")
+    first = rows[0] if rows else [""] * len(columns)
+    for name, cell in zip(columns, first):
+        table.add_column(name, justify="right" if isinstance(cell, (int, float)) else "left")
+    for row in rows:
+        table.add_row(*(_cell(v) for v in row))
+    (out or console()).print(table)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        return f"{value:,.2f}" if abs(value) < 1e6 else f"{value:,.0f}"
+    return str(value)
+
+
+def print_json(data: Any) -> None:
+    """Print ``data`` as indented JSON on stdout.
+
+    Parameters
+    ----------
+    data : JSON-serialisable object
+    """
+    json.dump(data, sys.stdout, indent=2, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def add_workload_arguments(p: argparse.ArgumentParser, *, messages: int, keys: int) -> None:
+    """The workload options shared by simulate and tune.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+    messages : int
+        Default message count.
+    keys : int
+        Default key population.
+    """
+    p.add_argument("--messages", type=int_at_least(1), default=messages, metavar="M",
+                   help=f"messages in the stream (default {messages:,})")
+    p.add_argument("--keys", default=str(keys), metavar="K|FILE",
+                   help=f"distinct keys (default {keys:,}), or a file with one key per line whose lines "
+                        "are the key population")
+    p.add_argument("--workload", choices=("uuid", "zipf"), default="uuid",
+                   help="key popularity: uniform UUID keys, or Zipf over the K keys (default uuid)")
+    p.add_argument("--zipf-s", type=float_range(0.0, 10.0), default=1.1, metavar="S",
+                   help="Zipf exponent for --workload zipf (default 1.1)")
+    p.add_argument("--keyless", type=float_range(0.0, 1.0), default=0.05, metavar="SHARE",
+                   help="share of keyless messages, 0..1 (default 0.05)")
+    p.add_argument("--seed", type=int_at_least(0), default=1, help="random seed (default 1)")
+
+
+def workload_from_args(args: argparse.Namespace) -> Any:
+    """Build the :class:`bucketcore.harness.KeyWorkload` the workload options describe.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    KeyWorkload
+
+    Raises
+    ------
+    CommandError
+        A key count out of range, or an unreadable key file (named).
+    """
+    from bucketcore.harness import key_workload
+
+    text = str(args.keys)
+    try:
+        count = int(text.replace("_", ""))
+    except ValueError:
+        count = None
+    try:
+        if count is not None:
+            if count < 1:
+                raise CommandError(f"argument --keys: {count} is out of range (must be >= 1)")
+            return key_workload(args.workload, args.messages, keys=count, zipf_s=args.zipf_s,
+                                keyless=args.keyless, seed=args.seed)
+        return key_workload("file", args.messages, keyless=args.keyless, seed=args.seed, key_file=text)
+    except ValueError as err:
+        raise CommandError(f"argument --keys: {err}") from None
