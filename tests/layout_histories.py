@@ -21,7 +21,9 @@ def evolve(draw: st.DrawFn, layout: TopicLayout, steps: int, max_buckets: int) -
             layout = layout.merge(active[i].segment_id, active[i + 1].segment_id)
         else:
             target = draw(st.sampled_from(active))
-            layout = layout.rebucket(target.segment_id, Buckets.equal_width(draw(st.integers(1, max_buckets))))
+            others = [n for n in range(1, max_buckets + 1) if n != target.buckets.count]
+            if others:  # rebucketing to the current list is an error ("unchanged bucketing")
+                layout = layout.rebucket(target.segment_id, Buckets.equal_width(draw(st.sampled_from(others))))
     sealed = [s.segment_id for s in layout.segments if s.state == "sealed"]
     drained = set(draw(st.lists(st.sampled_from(sealed), unique=True))) if sealed else set()
     return layout, drained

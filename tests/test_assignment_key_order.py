@@ -22,8 +22,8 @@ def test_a_sealed_child_is_not_consumed_before_its_sealed_parent_drained():
     layout = chain()
     ids = lambda drained: [s.segment_id for s in assignable_segments(layout, drained)]  # noqa: E731
     assert ids(set()) == [0]
-    assert ids({0}) == [1, 0, 2]
-    assert ids({0, 1}) == [3, 1, 0, 4, 2]
+    assert ids({0}) == [1, 2]  # drained 0 retires
+    assert ids({0, 1}) == [3, 4, 2]
     # a parent garbage-collected from the layout no longer holds anything back
     gc = TopicLayout(2, [s for s in layout.segments if s.segment_id != 0], TOPIC)
     assert [s.segment_id for s in assignable_segments(gc, set())] == [1, 2]
@@ -50,7 +50,8 @@ from layout_histories import evolve  # noqa: E402
 
 def spec_assignment(layout: TopicLayout, names: list[str], drained: set[int]) -> dict[str, list[tuple[int, bool]]]:
     present = {s.segment_id for s in layout.segments}
-    segs = sorted((s for s in layout.segments if all(p in drained for p in s.parent_ids if p in present)),
+    segs = sorted((s for s in layout.segments
+                   if s.segment_id not in drained and all(p in drained for p in s.parent_ids if p in present)),
                   key=lambda s: (s.hash_start, s.hash_end, s.segment_id))
     names = sorted(names)
     owners: list[list[str]] = [[] for _ in segs]

@@ -29,10 +29,14 @@ from .validation import (
     is_int,
 )
 
-__all__ = ["RING", "MAX_BUCKETS", "BucketLoad", "Buckets", "buckets_for_budget"]
+__all__ = ["RING", "MAX_BUCKETS", "MAX_BUCKETS_PER_SEGMENT", "BucketLoad", "Buckets", "buckets_for_budget"]
 
 RING = MAX_HASH + 1  #: number of values of a 16-bit hash
 MAX_BUCKETS = RING  #: every bucket owns at least one hash value
+#: The reference broker's default ceiling on a segment's bucket count (its configuration's
+#: entry-buckets-per-segment limit): the default of the ``max_buckets`` argument of
+#: :meth:`bucketcore.TopicLayout.split`, ``merge`` and ``rebucket``.
+MAX_BUCKETS_PER_SEGMENT = 1024
 
 
 def _validate_splits(splits: Any) -> tuple[int, ...]:
@@ -253,6 +257,44 @@ class Buckets:
             raise hash_out_of_range("bucket hash", flat, bad, shape)
         return out.reshape(shape)
 
+    @property
+    def dispatchable(self) -> bool:
+        """Whether bucket 0 holds its canonical hash 1, so a broker can dispatch by this list.
+
+        False only for a list whose first split is 1 (bucket 0 is ``[0x0000, 0x0000]``, e.g.
+        ``equal_width(65536)``): such a list still partitions the ring and a producer can stamp
+        by it, but a broker cannot represent bucket 0 (its canonical hash 1 lies in bucket 1),
+        so :class:`bucketcore.EntryBucketSelector` and :class:`bucketcore.Dispatcher` refuse it.
+        """
+        return not self._splits or self._splits[0] >= 2
+
+    def check_dispatchable(self, what: str = "boundary list") -> None:
+        """Raise unless a broker can dispatch by this list (see :attr:`dispatchable`).
+
+        Parameters
+        ----------
+        what : str
+            How the list is named in the message (e.g. ``"declared boundary list"``).
+
+        Raises
+        ------
+        InvalidBoundaryError
+            The first split is 1: bucket 0 is ``[0x0000, 0x0000]`` and cannot hold its canonical
+            hash 1.
+        """
+        if not self.dispatchable:
+            raise InvalidBoundaryError(
+                f"{what} cannot be dispatched: its first split is 1, so bucket 0 is [0x0000, 0x0000] and "
+                "cannot hold its canonical hash 1 (0 means 'not set'); give bucket 0 at least two hash values"
+            )
+
+    def _check_bucket_zero_holds_one(self) -> None:
+        if not self.dispatchable:
+            raise InvalidBoundaryError(
+                "bucket 0 has no canonical hash in this list: its first split is 1, so bucket 0 is "
+                "[0x0000, 0x0000] and the canonical hash 1 (0 means 'not set') lies in bucket 1"
+            )
+
     def canonical_hash(self, bucket_index: Any) -> Any:
         """Start hash of a bucket, but 1 for bucket 0 (0 means "not set" in a stamp).
 
@@ -263,7 +305,10 @@ class Buckets:
             b = int(bucket_index)
             if not 0 <= b < count:
                 raise ValueError(f"bucket index {b} is outside 0..{count - 1}")
-            return 1 if b == 0 else self._splits[b - 1]
+            if b == 0:
+                self._check_bucket_zero_holds_one()
+                return 1
+            return self._splits[b - 1]
         if isinstance(bucket_index, (bool, np.bool_, float, np.floating, str, bytes)):
             raise TypeError(f"bucket index must be an int, not {describe(bucket_index)}")
         if isinstance(bucket_index, (list, tuple)):
@@ -285,6 +330,8 @@ class Buckets:
             raise ValueError(
                 f"bucket index {int(flat[index])} at index {index_label(index, arr.shape)} is outside 0..{count - 1}"
             )
+        if not self.dispatchable and flat.size and not flat.all():
+            self._check_bucket_zero_holds_one()
         starts = np.concatenate(([1], self._array)).astype(np.int32)
         return starts[flat.astype(np.intp)].reshape(arr.shape)
 
@@ -292,8 +339,29 @@ class Buckets:
 
     @classmethod
     def equal_width(cls, n: int) -> "Buckets":
-        """``splits = [floor(i * 65536 / n) for i in 1..n-1]`` (the Java reference's list)."""
-        count = _check_bucket_count(n)
+        """The reference's equal-width list: ``splits = [floor(i * 65536 / n) for i in 1..n-1]``.
+
+        Parameters
+        ----------
+        n : int
+            Number of buckets, 0..65536; 0 and 1 both give the empty list (one bucket over the
+            ring), as in the reference.
+
+        Returns
+        -------
+        Buckets
+
+        Raises
+        ------
+        TypeError
+            ``n`` is not an int.
+        InvalidBoundaryError
+            ``n`` is negative or above 65536 (the reference clamps; we refuse: such a count is a
+            caller's mistake, and a clamped list would not have the N the caller asked for).
+        """
+        count = _check_bucket_count(n, lo=0)
+        if count == 0:
+            return cls._trusted(())
         splits = (np.arange(1, count, dtype=np.int64) * RING) // count
         return cls._trusted(tuple(splits.tolist()))
 
@@ -308,8 +376,34 @@ class Buckets:
         as float64 prefix sums compute them, which can differ from the real-number optimum by a
         rounding step. Among the optimal lists: boundaries as far left-packed as the optimum
         allows, spare buckets split off the heaviest ones, and boundaries that fall in a stretch
-        of hashes nobody used spread evenly over it (with no data at all: ``equal_width(n)``).
-        Deterministic: the same inputs give the same list.
+        of hashes nobody used spread evenly over it. Deterministic: the same inputs give the
+        same list.
+
+        Parameters
+        ----------
+        bucket_hashes : int or array-like of int
+            Observed bucket hashes (0..0xFFFF), e.g. ``KeyHashes.bucket_hash`` of a sample.
+        n : int
+            Number of buckets, 1..65536.
+        weights : array-like of numbers, optional
+            One non-negative weight per hash (same shape); default 1 each.
+
+        Returns
+        -------
+        Buckets
+            With nothing observed (an empty column, or every weight 0) every list is equally
+            balanced and the result is ``equal_width(n)``: no error, on purpose, so a planner can
+            start from an empty sample.
+
+        Raises
+        ------
+        TypeError
+            A hash or weight is not a number of the accepted kind (bools refused).
+        ValueError
+            A hash is outside 0..0xFFFF, a weight is negative, not finite or overflows, or the
+            shapes differ (each named with its index).
+        InvalidBoundaryError
+            ``n`` is outside 1..65536.
         """
         count = _check_bucket_count(n)
         bins = histogram(bucket_hashes, weights)
@@ -329,13 +423,13 @@ class Buckets:
         return BucketLoad(per_bucket, total, peak, mean, ratio)
 
 
-def _check_bucket_count(n: object) -> int:
+def _check_bucket_count(n: object, lo: int = 1) -> int:
     if not is_int(n):
         raise TypeError(f"bucket count n must be an int, not {describe(n)}")
     count = int(n)  # type: ignore[call-overload]
-    if not 1 <= count <= MAX_BUCKETS:
+    if not lo <= count <= MAX_BUCKETS:
         raise InvalidBoundaryError(
-            f"bucket count {count} is outside 1..65536 (every bucket owns at least one hash value)"
+            f"bucket count {count} is outside {lo}..65536 (every bucket owns at least one hash value)"
         )
     return count
 

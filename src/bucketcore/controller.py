@@ -203,18 +203,33 @@ def _check_consumer_names(consumer_names: object) -> list[str]:
 
 
 def _check_drained(drained: object, layout: TopicLayout) -> frozenset[int]:
+    """The drained ids as a frozenset, each a sealed segment of the layout or an id it still names.
+
+    A segment that was drained and then garbage-collected is gone from ``layout.segments`` but
+    its successors keep naming it in their ``parent_ids`` (and its sealed siblings' parents in
+    ``child_ids``), so such an id is accepted; an id the layout does not know at all is a
+    mistake (a segment of another topic, a typo) and is refused.
+    """
     if isinstance(drained, (str, bytes)) or not isinstance(drained, Iterable):
         raise TypeError(f"drained must be a collection of segment ids, not {type(drained).__name__}")
     ids: set[int] = set()
     present = {segment.segment_id: segment for segment in layout.segments}
+    named: set[int] | None = None
     for raw_id in drained:
         if not is_int(raw_id):
             raise TypeError(f"drained contains {raw_id!r} ({type(raw_id).__name__}); segment ids are ints")
         segment_id = int(raw_id)
         segment = present.get(segment_id)
-        # Ids missing from the layout are fine (sealed segments are garbage-collected once drained);
-        # an ACTIVE one cannot have been drained: it still takes writes.
-        if segment is not None and segment.state != SEALED:
+        if segment is None:
+            if named is None:
+                named = {i for s in layout.segments for i in (*s.parent_ids, *s.child_ids)}
+            if segment_id not in named:
+                raise ValueError(
+                    f"drained contains segment {segment_id}, which layout epoch {layout.epoch} neither holds "
+                    "nor names as a parent or child"
+                )
+        elif segment.state != SEALED:
+            # an ACTIVE segment cannot have been drained: it still takes writes
             raise ValueError(
                 f"drained contains segment {segment_id}, which is {segment.state}: only sealed segments can be drained"
             )
@@ -225,21 +240,40 @@ def _check_drained(drained: object, layout: TopicLayout) -> frozenset[int]:
 def assignable_segments(layout: TopicLayout, drained: Iterable[int] = frozenset()) -> tuple[Segment, ...]:
     """The segments a subscription may be assigned, in assignment order (DESIGN.md §3.6).
 
-    SEALED segments are assignable (their backlog is replayed/drained) and ACTIVE ones too, each
-    once every parent still present in the layout is in ``drained``, so a key's older messages in
-    the parent are consumed before its newer ones in the child. DESIGN.md §3.6 words the parents
-    rule for ACTIVE segments only; a sealed child of a sealed parent (a split chain) needs it as
-    much, or per-key order breaks. Sorted by ``(hash_start, hash_end, segment_id)``.
+    A segment is assignable once every parent still present in the layout is drained, so a
+    key's older messages in the parent are consumed before its newer ones in the child (also
+    for a sealed child of a sealed parent: a split chain needs it as much). A sealed segment
+    stays assignable while it is not drained (its backlog is replayed); once drained it retires
+    and is assigned to nobody, so consumers move to its successors instead of sitting on a dead
+    segment, as the reference ``SubscriptionCoordinator`` does.
+
+    Parameters
+    ----------
+    layout : TopicLayout
+        The topic's current layout.
+    drained : iterable of int, optional
+        Ids of the sealed segments this subscription has consumed to the end.
+
+    Returns
+    -------
+    tuple of Segment
+        Sorted by ``(hash_start, hash_end, segment_id)``.
+
+    Raises
+    ------
+    TypeError
+        ``layout`` is not a TopicLayout, or ``drained`` is not a collection of ints.
+    ValueError
+        ``drained`` names an active segment, or an id the layout neither holds nor names.
     """
     layout = _check_layout(layout)
     drained_ids = _check_drained(drained, layout)
     present = {segment.segment_id for segment in layout.segments}
-    # Parents first for SEALED segments too: in a split chain (0 -> 1 -> 3) a key's messages in
-    # sealed 1 are newer than its messages in sealed 0, so 1 waits for 0 like an ACTIVE child.
     chosen = [
         segment
         for segment in layout.segments
-        if all(parent in drained_ids for parent in segment.parent_ids if parent in present)
+        if segment.segment_id not in drained_ids
+        and all(parent in drained_ids for parent in segment.parent_ids if parent in present)
     ]
     chosen.sort(key=lambda s: (s.hash_start, s.hash_end, s.segment_id))
     return tuple(chosen)

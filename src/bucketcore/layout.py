@@ -11,7 +11,7 @@ The names live in three modules, one job each, and are re-exported here:
 
 from __future__ import annotations
 
-from .buckets import MAX_BUCKETS, RING, BucketLoad, Buckets, buckets_for_budget
+from .buckets import MAX_BUCKETS, MAX_BUCKETS_PER_SEGMENT, RING, BucketLoad, Buckets, buckets_for_budget
 from .segments import ACTIVE, MAX_SEGMENT_ID, SEALED, Segment, TopicLayout
 from .validation import check_int
 from .validation import is_int as _is_int  # dispatch.py's import, until it takes is_int from validation

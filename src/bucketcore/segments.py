@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from _bucketcore import _layout
-from .buckets import MAX_BUCKETS, Buckets
+from .buckets import MAX_BUCKETS, MAX_BUCKETS_PER_SEGMENT, Buckets
 from .errors import InvalidBoundaryError, InvalidLayoutError
 from .hashing import KeyHashes, hash_keys
 from .validation import check_int, describe, is_int
@@ -363,12 +363,34 @@ class TopicLayout:
         segments = [sealed.get(s.segment_id, s) for s in self._segments] + children
         return TopicLayout(self._epoch + 1, segments, self._topic)
 
-    def split(self, segment_id: int) -> "TopicLayout":
+    def split(self, segment_id: int, *, max_buckets: int = MAX_BUCKETS_PER_SEGMENT) -> "TopicLayout":
         """Seal an active segment and replace it by two children at its range midpoint.
 
-        Lower child ``[start, mid]`` gets id ``max_id + 1``, upper ``[mid + 1, end]`` ``max_id + 2``;
-        each has ``max(1, N // 2)`` equal-width buckets.
+        Parameters
+        ----------
+        segment_id : int
+            The active segment to split.
+        max_buckets : int, default 1024
+            Ceiling on a segment's bucket count (the reference broker's default). Each child gets
+            ``min(max(1, N // 2), max_buckets)`` equal-width buckets.
+
+        Returns
+        -------
+        TopicLayout
+            The successor layout (epoch + 1): the segment sealed, its lower child
+            ``[start, mid]`` with id ``max_id + 1`` and its upper child ``[mid + 1, end]`` with
+            ``max_id + 2`` active.
+
+        Raises
+        ------
+        KeyError
+            No segment has this id.
+        InvalidLayoutError
+            The segment is sealed, or its range is a single hash.
+        TypeError, ValueError
+            ``max_buckets`` is not an int in 1..65536.
         """
+        ceiling = _check_ceiling(max_buckets)
         seg = self._active_segment(segment_id, "split")
         if seg.hash_start == seg.hash_end:
             raise InvalidLayoutError(
@@ -376,18 +398,41 @@ class TopicLayout:
             )
         mid = seg.hash_start + (seg.hash_end - seg.hash_start) // 2
         low_id = self._next_id()
-        buckets = Buckets.equal_width(max(1, seg.buckets.count // 2))
+        buckets = Buckets.equal_width(min(max(1, seg.buckets.count // 2), ceiling))
         low = Segment(low_id, seg.hash_start, mid, buckets, ACTIVE, (seg.segment_id,))
         high = Segment(low_id + 1, mid + 1, seg.hash_end, buckets, ACTIVE, (seg.segment_id,))
         parent = Segment(seg.segment_id, seg.hash_start, seg.hash_end, seg.buckets, SEALED, seg.parent_ids,
                          seg.legacy_topic_name, (low_id, low_id + 1))
         return self._successor({seg.segment_id: parent}, [low, high])
 
-    def merge(self, id_a: int, id_b: int) -> "TopicLayout":
+    def merge(self, id_a: int, id_b: int, *, max_buckets: int = MAX_BUCKETS_PER_SEGMENT) -> "TopicLayout":
         """Seal two adjacent active segments and replace them by one child over both ranges.
 
-        The child (id ``max_id + 1``, parents in hash order) has ``N_a + N_b`` equal-width buckets.
+        Parameters
+        ----------
+        id_a, id_b : int
+            The two active segments, in either order; their ranges must be adjacent.
+        max_buckets : int, default 1024
+            Ceiling on a segment's bucket count (the reference broker's default). The child gets
+            ``min(N_a + N_b, max_buckets)`` equal-width buckets: a merge is clamped to the
+            ceiling, as the reference clamps it.
+
+        Returns
+        -------
+        TopicLayout
+            The successor layout (epoch + 1); the child has id ``max_id + 1`` and its parents in
+            hash order.
+
+        Raises
+        ------
+        KeyError
+            No segment has one of the ids.
+        InvalidLayoutError
+            A segment is sealed, the two are the same segment, or their ranges are not adjacent.
+        TypeError, ValueError
+            ``max_buckets`` is not an int in 1..65536.
         """
+        ceiling = _check_ceiling(max_buckets)
         a = self._active_segment(id_a, "merge")
         b = self._active_segment(id_b, "merge")
         if a.segment_id == b.segment_id:
@@ -398,12 +443,7 @@ class TopicLayout:
                 f"cannot merge segments {low.segment_id} (0x{low.hash_start:04x}-0x{low.hash_end:04x}) and "
                 f"{high.segment_id} (0x{high.hash_start:04x}-0x{high.hash_end:04x}): they are not adjacent"
             )
-        count = low.buckets.count + high.buckets.count
-        if count > MAX_BUCKETS:
-            raise InvalidLayoutError(
-                f"cannot merge segments {low.segment_id} and {high.segment_id}: {low.buckets.count} + "
-                f"{high.buckets.count} buckets exceed 65536; rebucket one of them first"
-            )
+        count = min(low.buckets.count + high.buckets.count, ceiling)
         child_id = self._next_id()
         child = Segment(child_id, low.hash_start, high.hash_end, Buckets.equal_width(count), ACTIVE,
                         (low.segment_id, high.segment_id))
@@ -414,11 +454,51 @@ class TopicLayout:
         }
         return self._successor(sealed, [child])
 
-    def rebucket(self, segment_id: int, buckets: Buckets) -> "TopicLayout":
-        """Rebucket rollover: seal the segment, add a successor with the same range and ``buckets``."""
+    def rebucket(self, segment_id: int, buckets: Buckets, *,
+                 max_buckets: int = MAX_BUCKETS_PER_SEGMENT) -> "TopicLayout":
+        """Rebucket rollover: seal the segment and add a successor with the same range and ``buckets``.
+
+        Parameters
+        ----------
+        segment_id : int
+            The active segment to rebucket.
+        buckets : Buckets
+            The successor's boundary list; it must differ from the segment's.
+        max_buckets : int, default 1024
+            Ceiling on a segment's bucket count (the reference broker's default).
+
+        Returns
+        -------
+        TopicLayout
+            The successor layout (epoch + 1); the successor has id ``max_id + 1``.
+
+        Raises
+        ------
+        KeyError
+            No segment has this id.
+        TypeError
+            ``buckets`` is not a :class:`Buckets`, or ``max_buckets`` not an int.
+        InvalidLayoutError
+            The segment is sealed; ``buckets`` equals its current list ("unchanged bucketing",
+            as the reference refuses it); or ``buckets`` has more than ``max_buckets`` buckets
+            (the reference clamps its own computed counts; a list the caller built is refused
+            rather than silently replaced by another).
+        ValueError
+            ``max_buckets`` is outside 1..65536.
+        """
+        ceiling = _check_ceiling(max_buckets)
         seg = self._active_segment(segment_id, "rebucket")
         if not isinstance(buckets, Buckets):
             raise TypeError(f"buckets must be a Buckets, not {describe(buckets)}")
+        if buckets == seg.buckets:
+            raise InvalidLayoutError(
+                f"cannot rebucket segment {seg.segment_id}: unchanged bucketing (it already has {buckets!r})"
+            )
+        if buckets.count > ceiling:
+            raise InvalidLayoutError(
+                f"cannot rebucket segment {seg.segment_id} to {buckets.count} buckets: above the ceiling of "
+                f"{ceiling} buckets per segment (pass max_buckets= to raise it)"
+            )
         child_id = self._next_id()
         child = Segment(child_id, seg.hash_start, seg.hash_end, buckets, ACTIVE, (seg.segment_id,))
         parent = Segment(seg.segment_id, seg.hash_start, seg.hash_end, seg.buckets, SEALED, seg.parent_ids,
@@ -447,6 +527,10 @@ class TopicLayout:
             raise InvalidLayoutError(f"layout: segments must be a list of segment mappings, not {describe(raw_segments)}")
         segments = [Segment.from_dict(s) for s in raw_segments]
         return cls(data["epoch"], segments, data.get("topic", "persistent://t/ns/topic"))
+
+
+def _check_ceiling(max_buckets: object) -> int:
+    return check_int(max_buckets, "max_buckets", lo=1, hi=MAX_BUCKETS)
 
 
 def _check_lineage(segs: tuple[Segment, ...], by_id: dict[int, Segment]) -> None:
