@@ -155,6 +155,8 @@ def _child_contender(args: dict[str, Any]) -> None:
     rng = random.Random(args["seed"])
     name = args["writer"]
     outcomes = []
+    # both contenders start together, however long each took to start up
+    time.sleep(max(0.0, args["start_at"] - time.time()))
     deadline = time.time() + args["seconds"]
     rounds = 0
     while rounds < args["rounds"] and time.time() < deadline:

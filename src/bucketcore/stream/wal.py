@@ -56,12 +56,12 @@ MANIFEST_DTYPE = np.dtype([
 ])
 
 
-def crc32c(data: bytes | memoryview) -> int:
+def crc32c(data: bytes) -> int:
     """CRC32C (Castagnoli) of ``data``.
 
     Parameters
     ----------
-    data : bytes or memoryview
+    data : bytes
 
     Returns
     -------
@@ -326,7 +326,7 @@ class ObjectWal:
             Size, trailer or checksum differ (names the object).
         """
         data = self.read_span(key, length, 0, length)
-        actual = google_crc32c.value(memoryview(data)[:-4])
+        actual = google_crc32c.value(data[:-4])
         (trailer,) = _U32.unpack_from(data, length - 4)
         if data[:8] != MAGIC or actual != crc or trailer != crc:
             raise ChecksumError(f"WAL object {key!r} fails validation: CRC32C {actual:#010x}, trailer "
