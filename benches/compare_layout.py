@@ -43,7 +43,7 @@ def compare_bucket_of(n: int, repeat: int) -> None:
         cold = best_of(lambda: next(fresh).bucket_of(hashes), repeat)
         wide_t = best_of(lambda: buckets.bucket_of(wide), repeat)
         out = np.empty(n, dtype=np.int32)
-        search = best_of(lambda: _layout.bucket_of(buckets.splits_array, hashes, out, None, _layout.METHOD_SEARCH), repeat)
+        search = best_of(lambda: _layout.bucket_of(buckets.splits_array, hashes, out, None, _layout.LookupMethod.METHOD_SEARCH), repeat)
         method = {0: "constant", 1: "one compare", 2: "search", 3: "64Ki table"}[buckets._plan(n)[0]]
         print(
             f"{count:>6} {ns(baseline, n):>12.1f} {ns(warm, n):>7.2f} {baseline / warm:>5.0f}x "

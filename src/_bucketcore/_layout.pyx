@@ -16,23 +16,21 @@ from libc.string cimport memcpy, memset
 cdef extern from "lookup.h" nogil:
     uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
 
-# How bucket_of maps hashes to buckets (chosen per call by bucketcore.layout).
+from _bucketcore._routing cimport bc_legacy_slot, bc_next_turn, bc_range_segment
+
+# How bucket_of maps hashes to buckets (chosen per call by bucketcore.buckets).
+cpdef enum LookupMethod:
+    METHOD_CONST = 0    # N == 1: every hash is bucket 0
+    METHOD_COMPARE = 1  # N == 2: one comparison against the single split
+    METHOD_SEARCH = 2   # binary search over the splits (lookup.h's bc_bucket_of), for small columns
+    METHOD_TABLE = 3    # one load from a 64 Ki uint16 table: the bucket of every hash value
+
 cdef enum:
-    M_CONST = 0    # N == 1: every hash is bucket 0
-    M_COMPARE = 1  # N == 2: one comparison against the single split
-    M_SEARCH = 2   # binary search over the splits (lookup.h's bc_bucket_of), for small columns
-    M_TABLE = 3    # one load from a 64 Ki uint16 table: the bucket of every hash value
     N_TABLE = 65536
     BLOCK = 4096   # hashes range-checked at a time (fits L1 for every dtype)
 
 # Eight numpy bools (0/1 bytes) that are all True, read as one word.
 cdef uint64_t ALL_KEYED = 0x0101010101010101ULL
-
-METHOD_CONST = M_CONST
-METHOD_COMPARE = M_COMPARE
-METHOD_SEARCH = M_SEARCH
-METHOD_TABLE = M_TABLE
-TABLE_SIZE = N_TABLE
 
 ctypedef fused hash_t:
     uint8_t
@@ -68,12 +66,12 @@ cdef inline void lookup_block(const hash_t *h, Py_ssize_t n, int32_t *out, int m
                               uint32_t first) noexcept nogil:
     """out[i] = bucket of h[i] by the given method; every h[i] is already known to be 16-bit."""
     cdef Py_ssize_t i
-    if method == M_CONST:
+    if method == METHOD_CONST:
         memset(out, 0, n * sizeof(int32_t))
-    elif method == M_COMPARE:
+    elif method == METHOD_COMPARE:
         for i in range(n):
             out[i] = <uint32_t>h[i] >= first
-    elif method == M_TABLE:
+    elif method == METHOD_TABLE:
         for i in range(n):
             out[i] = t[<uint32_t>h[i]]
     else:
@@ -115,7 +113,7 @@ def bucket_of(const uint16_t[::1] splits, const hash_t[::1] hashes, int32_t[::1]
     """out[i] = number of splits <= hashes[i]; returns the index of the first hash outside
     0..0xFFFF (out is then partly written) or -1.
 
-    table is required for M_TABLE and ignored otherwise (pass None).
+    table is required for METHOD_TABLE and ignored otherwise (pass None).
     """
     cdef Py_ssize_t i, n = hashes.shape[0]
     cdef uint32_t nsplits = <uint32_t>splits.shape[0]
@@ -125,18 +123,18 @@ def bucket_of(const uint16_t[::1] splits, const hash_t[::1] hashes, int32_t[::1]
     cdef Py_ssize_t bad = -1
     if out.shape[0] != n:
         raise ValueError("out must have one slot per hash")
-    if method == M_TABLE:
+    if method == METHOD_TABLE:
         if table is None or table.shape[0] != N_TABLE:
-            raise ValueError("M_TABLE needs the 65536-entry table")
+            raise ValueError("METHOD_TABLE needs the 65536-entry table")
         t = &table[0]
-    elif method == M_COMPARE:
+    elif method == METHOD_COMPARE:
         if nsplits != 1:
-            raise ValueError("M_COMPARE needs exactly one split")
+            raise ValueError("METHOD_COMPARE needs exactly one split")
         first = splits[0]
-    elif method == M_CONST:
+    elif method == METHOD_CONST:
         if nsplits != 0:
-            raise ValueError("M_CONST needs an empty boundary list")
-    elif method != M_SEARCH:
+            raise ValueError("METHOD_CONST needs an empty boundary list")
+    elif method != METHOD_SEARCH:
         raise ValueError(f"unknown bucket_of method {method}")
     if n == 0:
         return -1
@@ -192,7 +190,7 @@ def route_keyed(const uint16_t[::1] starts, const uint16_t[::1] segment_hash,
             memset(&out[0], 0, n * sizeof(int32_t))
         else:
             for i in range(n):
-                out[i] = <int32_t>bc_bucket_of(s, nstarts, segment_hash[i])
+                out[i] = <int32_t>bc_range_segment(s, nstarts, segment_hash[i])
         # Keyless messages are rare: a second pass, eight flags at a time (numpy bools are 0/1
         # bytes, so an all-keyed word is 0x0101010101010101), keeps the lookup loop tight.
         i = 0
@@ -206,9 +204,7 @@ def route_keyed(const uint16_t[::1] starts, const uint16_t[::1] segment_hash,
             while i < end:
                 if not has_key[i]:
                     out[i] = <int32_t>rr
-                    rr += 1
-                    if rr == n_active:
-                        rr = 0
+                    rr = bc_next_turn(rr, n_active)
                 i += 1
     return rr
 
@@ -230,13 +226,10 @@ def route_legacy(const uint32_t[::1] raw, const uint8_t[::1] has_key, int32_t[::
     with nogil:
         for i in range(n):
             if has_key[i]:
-                # raw & 0x7FFFFFFF is never negative, so Java's signSafeMod is a plain remainder.
-                out[i] = legacy_to_active[(raw[i] & 0x7FFFFFFF) % parts]
+                out[i] = legacy_to_active[bc_legacy_slot(raw[i], parts)]
             else:
                 out[i] = legacy_to_active[rr]
-                rr += 1
-                if rr == parts:
-                    rr = 0
+                rr = bc_next_turn(rr, parts)
     return rr
 
 

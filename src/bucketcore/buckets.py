@@ -232,12 +232,12 @@ class Buckets:
         """
         count = self.count
         if count == 1:
-            return _layout.METHOD_CONST, None
+            return _layout.LookupMethod.METHOD_CONST, None
         if count == 2:
-            return _layout.METHOD_COMPARE, None
+            return _layout.LookupMethod.METHOD_COMPARE, None
         if self.table_pays_off(size):
-            return _layout.METHOD_TABLE, self.lookup_table()
-        return _layout.METHOD_SEARCH, None
+            return _layout.LookupMethod.METHOD_TABLE, self.lookup_table()
+        return _layout.LookupMethod.METHOD_SEARCH, None
 
     def bucket_of(self, bucket_hashes: Any) -> Any:
         """Bucket index of each bucket hash (the number of splits <= h).
