@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -136,7 +137,7 @@ def console(stderr: bool = False) -> Any:
 
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else 120
-    return Console(file=stream, width=width, highlight=False, soft_wrap=False)
+    return Console(file=stream, width=width, highlight=False, soft_wrap=False, markup=False)
 
 
 @contextmanager
@@ -190,14 +191,25 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
     from rich import box
     from rich.table import Table
 
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", caption=caption,
-                  caption_justify="left")
+    out = out or console()
+    if title:
+        out.print(title)
+    table = Table(box=box.SIMPLE_HEAD, caption=caption, caption_justify="left", pad_edge=False)
     first = rows[0] if rows else [""] * len(columns)
     for name, cell in zip(columns, first):
-        table.add_column(name, justify="right" if isinstance(cell, (int, float)) else "left")
+        table.add_column(name, justify="right" if _numeric(cell) else "left")
     for row in rows:
         table.add_row(*(_cell(v) for v in row))
-    (out or console()).print(table)
+    out.print(table)
+
+
+_NUMBER = re.compile(r"[-+]?[\d,.]+(x|%| ?/\w+)?|-|inf")
+
+
+def _numeric(cell: Any) -> bool:
+    if isinstance(cell, bool):
+        return False
+    return isinstance(cell, (int, float)) or (isinstance(cell, str) and bool(_NUMBER.fullmatch(cell)))
 
 
 def _cell(value: Any) -> str:

@@ -101,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
     fmt = args.format
     header = not args.no_header
     width = 36
+    for name in args.files:  # every input readable before anything is written
+        if name != "-":
+            _open(name).close()
     if fmt == "csv" and header:
         out.write("key,raw,segment_hash,bucket_hash\n")
     if fmt == "table" and header:
@@ -112,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
                 kh = bc.hash_keys(keys)
                 raw, seg, bkt = kh.raw.tolist(), kh.segment_hash.tolist(), kh.bucket_hash.tolist()
                 out.write(_render(fmt, keys, raw, seg, bkt, width))
+                out.flush()  # a block at a time: a reader sees each block as soon as it is hashed
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
