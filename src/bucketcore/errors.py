@@ -74,7 +74,12 @@ class StreamError(BucketcoreError):
 
 
 class OffsetMismatchError(StreamError, ValueError):
-    """An append's ``expected_start_offset`` differs from the stream's committed end (no I/O done)."""
+    """An append cannot commit at the offset it was prepared for.
+
+    Either its ``expected_start_offset`` differs from the stream's committed end (checked before
+    any WAL I/O), or another append of the same session moved the head first (found at the head
+    CAS; the prepared WAL object is left for ``gc``). Nothing was committed.
+    """
 
 
 class FencedError(StreamError):

@@ -7,8 +7,13 @@ packed). :class:`bucketcore.stream.StreamStore` runs the protocol against this i
 SQLite store (``sqlite_heads.py``) is the embedded default, and a PostgreSQL store implements the
 same methods with the same SQL shapes (the CAS is one conditional ``UPDATE``).
 
-Every method is atomic on its own (one transaction). Times are wall-clock seconds
-(``time.time()``), passed in by the caller so every check of one append uses one clock reading.
+Every method is atomic on its own (one transaction) and durable when it returns, except
+:meth:`HeadStore.protect` and :meth:`HeadStore.put_intent`: those must be visible to every client
+of the head store at once but may become durable only with the next durable write (at the latest
+the append's own :meth:`HeadStore.commit_append`), provided a crash that loses them also loses
+every write made after them. A protection or intent lost that way protected nothing that had
+committed, and a retry writes it again. Times are wall-clock seconds (``time.time()``), passed in
+by the caller so every check of one append uses one clock reading.
 """
 
 from __future__ import annotations
@@ -268,7 +273,8 @@ class HeadStore(abc.ABC):
         columns : sequence of str
             Names from :data:`INDEX_COLUMNS` or ``"metadata"``.
         batch_rows : int
-            Rows per yielded batch.
+            Rows in the first yielded batch; later batches may grow (a caller that stops early
+            fetches little, a long scan fetches in large batches).
 
         Yields
         ------

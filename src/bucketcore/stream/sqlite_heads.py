@@ -112,6 +112,7 @@ _INTENT_COLUMNS = ("commit_id, stream_id, writer, attempt_id, epoch, start_offse
                    "record_count, entry_count, logical_bytes, object_key, object_length, object_crc, "
                    "content_crc, state, commit_version, logical_size")
 _SCANNABLE = frozenset(INDEX_COLUMNS) | {"metadata"}
+_MAX_BATCH_ROWS = 4096
 
 # The head CAS: the append's linearisation point. One conditional UPDATE; a head store on another
 # database keeps exactly this shape.
@@ -147,6 +148,7 @@ class SQLiteHeadStore(HeadStore):
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
+            self._sync = "FULL"
             self._create_schema()
         except BaseException:
             self._db.close()
@@ -165,10 +167,20 @@ class SQLiteHeadStore(HeadStore):
                                   f"up to {SCHEMA_VERSION}")
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction: committed on success, rolled back on any error."""
+    def _write(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: committed on success, rolled back on any error.
+
+        ``durable=False`` commits without syncing the journal: the transaction is visible to every
+        connection at once and becomes durable with the next synced commit, of this process or
+        another (the WAL journal is replayed in order, so a crash that loses it loses every later
+        transaction too).
+        """
         with self._lock:
             db = self._db
+            level = "FULL" if durable else "NORMAL"
+            if self._sync != level:
+                db.execute(f"PRAGMA synchronous={level}")
+                self._sync = level
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -247,7 +259,7 @@ class SQLiteHeadStore(HeadStore):
     def protect(self, object_key: str, stream_id: str, commit_id: str, start_offset: int,
                 now: float) -> None:
         """See :meth:`HeadStore.protect`."""
-        with self._write() as db:
+        with self._write(durable=False) as db:
             db.execute("INSERT INTO protections (object_key, stream_id, commit_id, start_offset, created_at) "
                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (object_key) DO NOTHING",
                        (object_key, stream_id, commit_id, start_offset, now))
@@ -260,7 +272,7 @@ class SQLiteHeadStore(HeadStore):
 
     def put_intent(self, intent: Intent, now: float) -> Intent:
         """See :meth:`HeadStore.put_intent`."""
-        with self._write() as db:
+        with self._write(durable=False) as db:
             db.execute(
                 f"INSERT INTO intents ({_INTENT_COLUMNS}, created_at) "
                 f"VALUES ({', '.join('?' * 18)}) ON CONFLICT (commit_id) DO NOTHING",
@@ -337,13 +349,15 @@ class SQLiteHeadStore(HeadStore):
                f"FROM appends WHERE stream_id = ? AND end_offset > ? ORDER BY end_offset")
         with self._lock:
             cur = self._db.execute(sql, (stream_id, from_offset))
+        size = max(1, batch_rows)
         try:
             while True:
                 with self._lock:
-                    rows = cur.fetchmany(batch_rows)
+                    rows = cur.fetchmany(size)
                 if not rows:
                     return
                 yield rows
+                size = min(2 * size, _MAX_BATCH_ROWS)
         finally:
             with self._lock:
                 cur.close()

@@ -587,7 +587,7 @@ class StreamStore:
         max_entries = check_count(max_entries, "max_entries")
         self._readable_head(stream_id, from_offset)
         out: list[CommittedEntry] = []
-        batches = self._heads.scan_index(stream_id, from_offset, _READ_COLUMNS, 64)
+        batches = self._heads.scan_index(stream_id, from_offset, _READ_COLUMNS, 2)
         try:
             for rows in batches:
                 for row in rows:
@@ -601,36 +601,40 @@ class StreamStore:
     def _read_row(self, row: tuple, from_offset: int, room: int, out: list[CommittedEntry]) -> None:
         (_, end, n, key, length, b_starts, b_lo, b_hi, b_stamped, b_seg, b_bucket, b_off, b_len,
          b_crc, b_meta_off, metadata) = row
-        starts = np.frombuffer(b_starts, dtype=INDEX_COLUMNS["starts"])
-        first = max(int(np.searchsorted(starts, from_offset, side="right")) - 1, 0)
+        starts_arr = np.frombuffer(b_starts, dtype=INDEX_COLUMNS["starts"])
+        first = max(int(np.searchsorted(starts_arr, from_offset, side="right")) - 1, 0)
         last = min(n, first + room)
-        off = np.frombuffer(b_off, dtype=INDEX_COLUMNS["payload_off"])
-        size = np.frombuffer(b_len, dtype=INDEX_COLUMNS["payload_len"])
-        crc = np.frombuffer(b_crc, dtype=INDEX_COLUMNS["payload_crc"])
-        meta_off = np.frombuffer(b_meta_off, dtype=INDEX_COLUMNS["meta_off"])
-        lo_b = int(off[first])
-        hi_b = int(off[last - 1] + size[last - 1])
-        span = self._wal.read_span(key, length, lo_b, hi_b)
-        stamped = np.frombuffer(b_stamped, dtype=np.uint8)
-        h_lo = np.frombuffer(b_lo, dtype=INDEX_COLUMNS["hash_min"])
-        h_hi = np.frombuffer(b_hi, dtype=INDEX_COLUMNS["hash_max"])
-        seg = np.frombuffer(b_seg, dtype=INDEX_COLUMNS["segment_id"])
-        bucket = np.frombuffer(b_bucket, dtype=INDEX_COLUMNS["bucket"])
-        for i in range(first, last):
-            p0 = int(off[i]) - lo_b
-            payload = span[p0:p0 + int(size[i])]
-            if crc32c(payload) != int(crc[i]):
-                raise ChecksumError(f"WAL object {key!r}: the entry at offset {int(starts[i])} fails its "
-                                    f"CRC32C check (recorded {int(crc[i]):#010x})")
-            s = int(starts[i])
-            e = int(starts[i + 1]) if i + 1 < n else end
-            is_stamped = bool(stamped[i])
-            segment = int(seg[i])
-            bkt = int(bucket[i])
-            out.append(CommittedEntry(
-                s, e, e - s, payload, metadata[int(meta_off[i]):int(meta_off[i + 1])],
-                int(h_lo[i]) if is_stamped else None, int(h_hi[i]) if is_stamped else None,
-                None if segment < 0 else segment, None if bkt < 0 else bkt))
+        sl = slice(first, last)
+        starts = starts_arr[first:last + 1].tolist()
+        if last == n:
+            starts.append(end)
+        off = np.frombuffer(b_off, dtype=INDEX_COLUMNS["payload_off"])[sl].tolist()
+        size = np.frombuffer(b_len, dtype=INDEX_COLUMNS["payload_len"])[sl].tolist()
+        crc = np.frombuffer(b_crc, dtype=INDEX_COLUMNS["payload_crc"])[sl].tolist()
+        meta_off = np.frombuffer(b_meta_off, dtype=INDEX_COLUMNS["meta_off"])[first:last + 1].tolist()
+        stamped = np.frombuffer(b_stamped, dtype=np.uint8)[sl].tolist()
+        h_lo = np.frombuffer(b_lo, dtype=INDEX_COLUMNS["hash_min"])[sl].tolist()
+        h_hi = np.frombuffer(b_hi, dtype=INDEX_COLUMNS["hash_max"])[sl].tolist()
+        seg = np.frombuffer(b_seg, dtype=INDEX_COLUMNS["segment_id"])[sl].tolist()
+        bucket = np.frombuffer(b_bucket, dtype=INDEX_COLUMNS["bucket"])[sl].tolist()
+        lo_b = off[0]
+        span = self._wal.read_span(key, length, lo_b, off[-1] + size[-1])
+        append = out.append
+        for i in range(last - first):
+            p0 = off[i] - lo_b
+            payload = span[p0:p0 + size[i]]
+            if crc32c(payload) != crc[i]:
+                raise ChecksumError(f"WAL object {key!r}: the entry at offset {starts[i]} fails its "
+                                    f"CRC32C check (recorded {crc[i]:#010x})")
+            s, e = starts[i], starts[i + 1]
+            if stamped[i]:
+                append(CommittedEntry(s, e, e - s, payload, metadata[meta_off[i]:meta_off[i + 1]],
+                                      h_lo[i], h_hi[i], None if seg[i] < 0 else seg[i],
+                                      None if bucket[i] < 0 else bucket[i]))
+            else:
+                append(CommittedEntry(s, e, e - s, payload, metadata[meta_off[i]:meta_off[i + 1]],
+                                      None, None, None if seg[i] < 0 else seg[i],
+                                      None if bucket[i] < 0 else bucket[i]))
 
     def read_stamps(self, stream_id: str, from_offset: int = 0, max_entries: int | None = None) -> StampColumns:
         """The stamps of committed entries from ``from_offset`` on, as numpy columns; no payload is read.
@@ -668,7 +672,9 @@ class StreamStore:
         have = 0
         skip = 0
         first_row = True
-        batches = self._heads.scan_index(stream_id, from_offset, _STAMP_COLUMNS, 4096)
+        # the first batch is sized for a short read; the head store grows later ones
+        batches = self._heads.scan_index(stream_id, from_offset, _STAMP_COLUMNS,
+                                         4096 if limit is None else min(4096, 1 + limit // 64))
         try:
             for rows in batches:
                 if first_row:
