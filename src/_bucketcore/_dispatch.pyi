@@ -1,11 +1,9 @@
-"""Type stub of the broker dispatch kernels (see _dispatch.pyx)."""
+"""Type stub of _dispatch.pyx: the broker dispatch kernels. Statuses returned are bc_status values
+(_bucketcore._status) as ints."""
 
 import numpy as np
 import numpy.typing as npt
 
-STATUS_OK: int
-STATUS_OUT_OF_RANGE: int
-STATUS_MIN_ABOVE_MAX: int
 NO_CONSUMER: int
 MALFORMED: int
 
@@ -32,27 +30,17 @@ def fits(
 ) -> tuple[int, int]: ...
 def spread(owner: npt.NDArray[np.int32], consumers: int) -> None: ...
 
-E_QUEUED: int
-E_PENDING: int
-E_ACKED: int
-ACK_OK: int
-ACK_UNKNOWN: int
-ACK_ALREADY: int
-ACK_QUEUED: int
-ACK_OTHER: int
-ACK_DUPLICATE: int
-K_DELIVERED: int
-K_DELIVERED_MESSAGES: int
-K_REDELIVERED: int
-K_ACKED: int
-K_PENDING: int
-K_PENDING_MESSAGES: int
-
 class DispatchCore:
-    n_buckets: int
-    base: int
-    end: int
-    ob_len: int
+    """Per-bucket FIFOs, pending bookkeeping and outboxes of one shared segment."""
+
+    @property
+    def n_buckets(self) -> int: ...
+    @property
+    def base(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def ob_len(self) -> int: ...
     def __init__(self, table: npt.NDArray[np.uint16], n_buckets: int) -> None: ...
     def release_all(self) -> None: ...
     def add_key(self, key: int) -> None: ...

@@ -1,15 +1,18 @@
 """Bucket and segment lookup kernels (compiled). Called by bucketcore.layout, which validates input first."""
 
+from enum import IntEnum
 from typing import overload
 
 import numpy as np
 import numpy.typing as npt
 
-METHOD_CONST: int
-METHOD_COMPARE: int
-METHOD_SEARCH: int
-METHOD_TABLE: int
-TABLE_SIZE: int
+class LookupMethod(IntEnum):
+    """How bucket_of maps hashes to buckets (its ``method`` argument)."""
+
+    METHOD_CONST = 0
+    METHOD_COMPARE = 1
+    METHOD_SEARCH = 2
+    METHOD_TABLE = 3
 
 _Hashes = (
     npt.NDArray[np.uint8]

@@ -1,0 +1,53 @@
+"""Type stub of _grouping.pyx: the batch state machine, bucket lookup and one-stream grouping."""
+
+from enum import IntEnum
+from typing import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+# The per-entry columns (seg, bucket, hash_min, hash_max, start, count, nbytes) and the message
+# order, as group_entries, fused_entries, hashed_entries and ScanStage.finish return them.
+_Columns = tuple[
+    npt.NDArray[np.int32],
+    npt.NDArray[np.int32],
+    npt.NDArray[np.uint16],
+    npt.NDArray[np.uint16],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+]
+
+class Policy(IntEnum):
+    """Batching policy: the limits apply to a segment's shared window or to each bucket."""
+
+    POLICY_SHARED = 0
+    POLICY_PER_BUCKET = 1
+
+class WholeStream:
+    """The batch state of one whole stream of n messages (its methods are C-level only)."""
+
+    def __init__(
+        self, bucket_offsets: npt.NDArray[np.int64], policy: int, max_messages: int, max_bytes: int, n: int
+    ) -> None: ...
+
+def bucket_index(
+    seg: npt.NDArray[np.int32] | None,
+    bucket_hash: npt.NDArray[np.uint16],
+    splits: npt.NDArray[np.uint16],
+    split_offsets: npt.NDArray[np.int64],
+    out: npt.NDArray[np.int32],
+    tables: Sequence[npt.NDArray[np.uint16]] | None = None,
+) -> None: ...
+def group_entries(
+    seg: npt.NDArray[np.int32] | None,
+    bucket: npt.NDArray[np.int32],
+    bucket_hash: npt.NDArray[np.uint16],
+    sizes: npt.NDArray[np.int64] | None,
+    bucket_offsets: npt.NDArray[np.int64],
+    policy: int,
+    max_messages: int,
+    max_bytes: int,
+    global_index: bool = False,
+) -> tuple[int, int, _Columns | None]: ...
