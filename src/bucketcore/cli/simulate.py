@@ -158,8 +158,8 @@ def _print_report(report: Any, data: dict[str, Any], config: Any) -> None:
     out = console()
     ev = report.events
     out.print(f"bucketcore simulate: {data['workload']}; seed {config.seed}")
-    out.print(f"topology: {config.segments} segments x N={config.buckets} at the start, {config.consumers} consumers, "
-              f"policy {config.policy}, max_messages {config.max_messages}, max_bytes {config.max_bytes}, "
+    out.print(f"topology: {config.segments} segments x N={config.buckets} at the start, {config.consumers} consumers")
+    out.print(f"producer: policy {config.policy}, max_messages {config.max_messages}, max_bytes {config.max_bytes}, "
               f"{config.chunk:,} messages per tick")
     out.print(f"layout: {ev['splits']} split, {ev['rebuckets']} rebucket rollover, {ev['drained']} sealed segments "
               f"drained; final epoch {report.layout_epochs}")
