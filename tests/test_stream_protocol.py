@@ -243,3 +243,34 @@ def test_store_reopens_with_everything_committed(tmp_path) -> None:
 def test_create_stream_twice_is_refused(store) -> None:
     with pytest.raises(st.StreamExistsError, match="orders"):
         store.create_stream("orders")
+
+
+def test_readers_in_other_threads_see_only_whole_committed_appends(store) -> None:
+    session = store.open_session("orders", "w1")
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                stamps = store.read_stamps("orders")
+                # every append is two entries of 2 and 1 records: whole appends only
+                assert len(stamps) % 2 == 0
+                assert stamps.record_count.tolist() == [2, 1] * (len(stamps) // 2)
+                got = store.read("orders", 0, 1000)
+                assert [e.payload for e in got] == [b"a", b"b"] * (len(got) // 2)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for i in range(60):
+        store.append("orders", [EntryPayload(b"a", 2), EntryPayload(b"b", 1)], session=session)
+        if i % 20 == 0:
+            store.gc()
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert store.head("orders").committed_end == 180
