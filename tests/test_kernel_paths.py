@@ -440,3 +440,29 @@ def test_concurrent_two_thread_calls_share_the_pool() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "done []"
+
+
+def test_simd_path_is_built_where_gcc_or_clang_compiles_for_x86_64() -> None:
+    """The AVX2 path exists in x86-64 builds by GCC or Clang; elsewhere forcing it says the build
+    has none (never that the CPU lacks AVX2)."""
+    import platform
+    import sysconfig
+
+    from _bucketcore import _hashing
+
+    compiler = (sysconfig.get_config_var("CC") or "").split()[:1]
+    gnu = bool(compiler) and any(name in compiler[0] for name in ("gcc", "clang", "cc"))
+    if platform.machine().lower() in ("x86_64", "amd64") and gnu:
+        assert _hashing.build_has_simd()
+    if not _hashing.build_has_simd():
+        with pytest.raises(ValueError, match="this build of bucketcore has no simd"):
+            hashing.set_kernel_path("simd")
+    elif not _hashing.cpu_has_simd():
+        with pytest.raises(ValueError, match="needs a CPU with AVX2"):
+            hashing.set_kernel_path("simd")
+    else:
+        hashing.set_kernel_path("simd")
+        try:
+            assert hashing.kernel_path() == "simd"
+        finally:
+            hashing.set_kernel_path("auto")

@@ -4,7 +4,7 @@
 Inputs arrive validated and converted by :mod:`bucketcore.dispatch` (contiguous ``uint16`` stamps,
 ``uint32`` key hashes, ``uint8`` views of bool masks). The loops run with the GIL released and
 build no Python object per entry. Buckets come from a boundary list's 65536-entry lookup table
-(``Buckets.lookup_table()``: one load per entry, where a search costs ~10 ns on random stamps), or
+(``Buckets.lookup_table()``: one load per entry, where a search mispredicts on random stamps), or
 from the shared ``bc_bucket_of`` search for a few entries (``fits`` without a table).
 """
 

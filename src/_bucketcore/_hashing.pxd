@@ -29,6 +29,7 @@ cdef extern from "murmur3_lanes.h" nogil:
         BC_PATH_SCALAR
         BC_PATH_INTERLEAVED
         BC_PATH_SIMD
+        BC_HAVE_AVX2_PATH
     int bc_best_path()
     int bc_cpu_has_avx2()
     void bc_hash_bytes(const bc_key *keys, size_t n, uint32_t *out, int path)

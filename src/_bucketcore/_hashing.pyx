@@ -45,8 +45,14 @@ PATHS = {"auto": BC_PATH_AUTO, "scalar": BC_PATH_SCALAR, "interleaved": BC_PATH_
          "simd": BC_PATH_SIMD}
 
 
+def build_has_simd():
+    """Whether this build holds the SIMD (AVX2) path: x86-64 compiled by GCC or Clang (an MSVC
+    build, such as a Windows wheel, has the scalar and interleaved paths only)."""
+    return bool(BC_HAVE_AVX2_PATH)
+
+
 def cpu_has_simd():
-    """Whether this CPU runs the SIMD (AVX2) path."""
+    """Whether the SIMD (AVX2) path runs here: this build has it and this CPU has AVX2."""
     return bool(bc_cpu_has_avx2())
 
 
@@ -60,6 +66,9 @@ def set_path(str name):
     global hash_path
     if name not in PATHS:
         raise ValueError(f"unknown hashing path {name!r}; expected one of {sorted(PATHS)}")
+    if PATHS[name] == BC_PATH_SIMD and not BC_HAVE_AVX2_PATH:
+        raise ValueError("this build of bucketcore has no simd hashing path (the AVX2 kernel is "
+                         "compiled for x86-64 by GCC or Clang only)")
     if PATHS[name] == BC_PATH_SIMD and not bc_cpu_has_avx2():
         raise ValueError("the simd hashing path needs a CPU with AVX2")
     hash_path = PATHS[name]

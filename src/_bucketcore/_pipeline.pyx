@@ -318,24 +318,14 @@ cdef enum:
 cdef class ScanStage:
     """The two-thread pipeline of ``bucket_entries`` (``threads=2``).
 
-    ``feed`` (the calling thread) reads the key columns a step at a time and publishes each step
-    after taking it as far as balance asks; meanwhile ``run``, on a worker thread with the GIL
-    released from start to end, takes the published steps in stream order, does what is left of
-    each and feeds the batch state machine (the keyless round-robin is placed there too: the
-    rotation is only known in stream order). The rule, per step: when the worker ran out of work
-    while the publisher was on the previous step, the publisher leaves it this whole step;
-    otherwise it hashes the step, and routes it too when the worker has not yet taken the
-    previous one (a routed step is hashed a chunk at a time into the publisher's own buffers, so
-    only its routed columns cross). Both threads then stay busy whatever the keys (Python objects
-    take long to describe, Arrow keys almost nothing) and however the machine's load shifts, and
-    only the steps the publisher worked on cross between the cores. Over Arrow/numpy keys the
-    publisher's steps run without the GIL.
+    ``feed`` (the calling thread) publishes the stream a step at a time; ``run`` (a worker, the
+    GIL released throughout) takes the steps in stream order, finishes each and groups it (the
+    keyless rotation is placed there: it is only known in stream order). Per step, the publisher
+    leaves the whole step to a worker that ran out of work, else hashes it, and routes it too
+    when the worker is a step behind; so both threads stay busy whatever the keys cost to read.
 
-    Python keys are read with the GIL held and nothing held (INCREF): the worker describes its
-    steps from pinned column views (describe_view) while ``feed`` keeps the GIL and runs no
-    Python code until the worker is done. The hand-off is atomic counts; a waiting thread spins
-    briefly, then sleeps on a lock the other releases (a Python-level hand-off would wait for
-    the GIL, which a thread in long C calls yields only at the interpreter's switch interval).
+    Python keys are read with the GIL held by ``feed`` and nothing INCREF'd: the worker
+    describes from pinned views while ``feed`` runs no Python code until the worker is done.
     The first bad key by stream position wins, whichever thread found it. ``finish`` returns
     the entries."""
 

@@ -178,8 +178,7 @@ static BC_AVX2 inline __m256i bc_v_final(__m256i h, __m256i tw, __m256i vlen)
 }
 
 /* 16 keys of one length len >= 16 (UUIDs, fixed-format ids), 8 in g0 and 8 in g1, as two 8-lane
- * chains run side by side: one chain alone would wait on its own latency (about 6 cycles a
- * block). Every load lies inside its key, so no lane needs a page check, a copy or a mask:
+ * chains run side by side: one chain alone would wait on its own multiply latency. Every load lies inside its key, so no lane needs a page check, a copy or a mask:
  * blocks come 4 at a time from 16-byte windows (few registers live, so nothing spills), the
  * blocks past the last whole 4 from a window ending at the last whole block, the tail bytes
  * from one ending at len. */
@@ -300,8 +299,7 @@ static BC_AVX2 __attribute__((noinline)) void bc_hash16_mixed(const bc_key *k, u
 
 /* The common fixed-format key lengths, hashed by copies of the kernel with the length a constant:
  * the block loop unrolls and, in a column of one length, every lane loads at a constant offset
- * from the group's start (a canonical UUID column: 36 -> 22 instructions per key, about a fifth
- * less time). 16: raw UUIDs; 24: ObjectId hex; 32: MD5 hex, UUIDs without dashes; 36: UUIDs;
+ * from the group's start. 16: raw UUIDs; 24: ObjectId hex; 32: MD5 hex, UUIDs without dashes; 36: UUIDs;
  * 40: SHA-1 hex; 64: SHA-256 hex. */
 #define BC_KNOWN_LENGTHS(X) X(16) X(24) X(32) X(36) X(40) X(64)
 
@@ -352,8 +350,8 @@ static BC_AVX2 void bc_hash_bytes_avx2(const bc_key *keys, size_t n, uint32_t *o
 
 /* n keys of len >= 16 bytes each, back to back from base (an Arrow column of one length): no
  * descriptors to read, the lanes' addresses follow from the group's position. The bytes 128
- * keys ahead are prefetched (past the end too: a prefetch never faults): the hardware prefetcher
- * alone left about a fifth of the time waiting on memory. */
+ * keys ahead are prefetched (past the end too: a prefetch never faults), which the hardware
+ * prefetcher alone does not keep up with. */
 static BC_AVX2 BC_INLINE void bc_hash_rows_avx2(const uint8_t *base, size_t len, size_t n, uint32_t *out)
 {
     size_t i = 0;

@@ -30,9 +30,22 @@ KeyInput = Union[str, bytes, "list[str | bytes | None]", "tuple[str | bytes | No
 
 @dataclass(frozen=True, eq=False)
 class KeyHashes:
-    """Hashes of a key column: ``raw`` u32, ``segment_hash`` u16, ``bucket_hash`` u16, ``has_key`` bool.
+    """Hashes of a key column, as :func:`hash_keys` returns them.
 
     A keyless message (``None`` or an Arrow null) has ``has_key=False`` and every hash 0.
+    :func:`bucket_entries` reads ``segment_hash`` (routing), ``bucket_hash`` (lookup and stamp)
+    and ``has_key`` of a ``KeyHashes`` it is given; ``raw`` only for an all-legacy layout.
+
+    Attributes
+    ----------
+    raw : numpy.ndarray of uint32
+        The raw Murmur3_32 hash of each key (a numpy scalar for a single key).
+    segment_hash : numpy.ndarray of uint16
+        ``raw >> 16``: what routes a message to its segment.
+    bucket_hash : numpy.ndarray of uint16
+        ``raw & 0xFFFF``: what selects its bucket and stamps its entry.
+    has_key : numpy.ndarray of bool
+        False for a keyless message.
     """
 
     raw: Any  # np.ndarray, or a numpy scalar for a single key
@@ -52,15 +65,33 @@ class KeyHashes:
 
 
 def set_kernel_path(path: str) -> None:
-    """Force the Murmur3 path of every kernel: "auto" (the best this CPU has), "scalar",
-    "interleaved" (4 keys in lockstep) or "simd" (8 AVX2 lanes; needs AVX2). Results are
-    bit-identical on every path; this exists to prove it and to measure each one. The
-    environment variable BUCKETCORE_HASH_PATH sets it at import."""
+    """Force the Murmur3 path of every kernel.
+
+    Results are bit-identical on every path; this exists to prove it and to measure each one.
+    The environment variable ``BUCKETCORE_HASH_PATH`` sets it at import.
+
+    Parameters
+    ----------
+    path : str
+        "auto" (the best this CPU has), "scalar", "interleaved" (4 keys in lockstep) or "simd"
+        (two 8-lane AVX2 chains).
+
+    Raises
+    ------
+    ValueError
+        An unknown path, or "simd" where this build or this CPU has no AVX2 path.
+    """
     _hashing.set_path(path)
 
 
 def kernel_path() -> str:
-    """The Murmur3 path kernels take now (the forced one, or the best for this CPU)."""
+    """The Murmur3 path kernels take now.
+
+    Returns
+    -------
+    str
+        The forced path, or the best for this CPU when none is forced.
+    """
     return _hashing.resolved_path()
 
 
@@ -155,11 +186,11 @@ def key_columns(source: Any) -> list[_hashing.KeyColumn]:
 
 # Below this many keys a second thread costs more than it saves.
 AUTO_THREADS_MIN_KEYS = 1 << 18
-# Keys per block that the threads hashing a column take in turn (BlockStage, HashStage): 1M keys
-# make 61 of them, each ~40 us on a core from Arrow, ~100 us from a list.
+# Keys per block that the threads hashing a column take in turn (BlockStage, HashStage): small
+# enough that a slowed thread takes fewer, large enough that taking one costs nothing in comparison.
 HASH_BLOCK = 1 << 14
 # Blocks per thread that run_parts cuts a range into: fine enough that a slowed thread costs
-# little, coarse enough (1M keys on 2 threads: 128 Ki keys, ~0.3 ms each) that taking one does not.
+# little, coarse enough that taking one does not.
 PART_BLOCKS = 4
 _CPUS = os.cpu_count() or 1
 _executor: ThreadPoolExecutor | None = None
@@ -330,14 +361,34 @@ def _hash_scalar(key: str | bytes, errors: str) -> int:
 def murmur3_32(keys: KeyInput, *, errors: str = "strict", threads: int | None = None) -> Any:
     """Raw (unmasked) Murmur3_32, seed 0, of each key's UTF-8 bytes.
 
-    A single ``str``/``bytes`` gives a Python int; a column gives a ``np.uint32`` array of the
-    same shape. ``None`` has no hash here (``TypeError`` naming its index): use :func:`hash_keys`.
-    ``errors="replace"`` encodes unpaired surrogates as ``?`` like Java's ``getBytes(UTF_8)``.
-    ``threads``: how many threads share a large column (None: Arrow and numpy keys one thread
-    per core from ``AUTO_THREADS_MIN_KEYS`` keys each; Python objects two from that many keys).
-    Python objects take two threads at most, which take blocks of keys in turn: the calling thread
-    keeps the GIL until the worker is done, so nothing can change them and no item is held.
-    The result never depends on it.
+    Parameters
+    ----------
+    keys : str, bytes or a key column
+        A single key, or a list/tuple of str/bytes, a numpy array of dtype U, S or object, or a
+        pyarrow string/binary array or chunked array (read zero-copy).
+    errors : {"strict", "replace"}
+        What a str with an unpaired surrogate does: raise, or encode each as ``?`` like Java's
+        ``String.getBytes(UTF_8)``.
+    threads : int or None
+        How many threads share a large column (None: Arrow and numpy keys one thread per core
+        from ``AUTO_THREADS_MIN_KEYS`` keys each; Python objects two from that many). Python
+        objects take two threads at most; the calling thread keeps the GIL until the worker is
+        done, so nothing can change them. The result never depends on it.
+
+    Returns
+    -------
+    int or numpy.ndarray of uint32
+        A Python int for a single key; an array of the column's shape otherwise.
+
+    Raises
+    ------
+    TypeError
+        A key that is not str or bytes (``None`` has no hash here: use :func:`hash_keys`),
+        naming its index; or an input that is not a key column.
+    KeyEncodingError
+        A str with a surrogate under ``errors="strict"``, naming its index.
+    ValueError
+        A bad ``errors`` or ``threads``, or a key too long to hash.
     """
     if isinstance(keys, (str, bytes)):
         return _hash_scalar(keys, errors)
@@ -348,8 +399,25 @@ def murmur3_32(keys: KeyInput, *, errors: str = "strict", threads: int | None = 
 def hash_keys(keys: KeyInput, *, errors: str = "strict", threads: int | None = None) -> KeyHashes:
     """Raw hash plus its segment (high 16 bits) and bucket (low 16 bits) halves, and ``has_key``.
 
-    ``None`` and Arrow nulls are keyless: ``has_key=False`` and hash 0. A single key gives
-    numpy scalars in each field. ``threads`` as in :func:`murmur3_32`.
+    Parameters
+    ----------
+    keys : str, bytes or a key column
+        As :func:`murmur3_32` takes them; ``None`` and Arrow nulls are keyless
+        (``has_key=False``, every hash 0).
+    errors : {"strict", "replace"}
+        As in :func:`murmur3_32`.
+    threads : int or None
+        As in :func:`murmur3_32`.
+
+    Returns
+    -------
+    KeyHashes
+        Arrays of the column's shape, or numpy scalars for a single key.
+
+    Raises
+    ------
+    TypeError, KeyEncodingError, ValueError
+        As :func:`murmur3_32`, except that ``None`` is accepted.
     """
     if isinstance(keys, (str, bytes)):
         h = _hash_scalar(keys, errors)
@@ -396,8 +464,22 @@ def _list_of_hashes(raw: list[Any] | tuple[Any, ...]) -> np.ndarray:
 def split_hash(raw: Any) -> tuple[Any, Any]:
     """``(raw >> 16, raw & 0xFFFF)``: the segment hash and the bucket hash, vectorised.
 
-    An int gives a pair of ints; an integer array (values in 0..0xFFFFFFFF) gives two
-    ``np.uint16`` arrays of its shape.
+    Parameters
+    ----------
+    raw : int, list or integer array
+        32-bit raw hashes (0..0xFFFFFFFF).
+
+    Returns
+    -------
+    tuple
+        A pair of ints for an int; two ``np.uint16`` arrays of the input's shape otherwise.
+
+    Raises
+    ------
+    TypeError
+        A bool, a non-integer item or array dtype, naming the index.
+    ValueError
+        A value outside 0..0xFFFFFFFF or an Arrow null, naming the index.
     """
     if isinstance(raw, (bool, np.bool_)):
         raise TypeError("split_hash takes a 32-bit hash, not a bool")

@@ -54,9 +54,19 @@ _INT64_MAX = np.iinfo(np.int64).max
 class Entry:
     """One stamped entry: a batch of messages of one (segment, bucket), in send order.
 
-    ``message_indices`` are positions in the input (:func:`bucket_entries`) or in the
-    batcher's stream since it was created (:class:`EntryBucketBatcher`); ``payloads`` is the
-    list of payloads for entries from a batcher and ``None`` for an :class:`EntryTable` view.
+    Parameters
+    ----------
+    segment_id, bucket : int
+        The segment the entry belongs to and its bucket index in that segment's boundary list.
+    hash_min, hash_max : int
+        The stamp: the smallest and largest bucket hash of its messages.
+    message_indices : numpy.ndarray of int64
+        Positions in the input (:func:`bucket_entries`) or in the batcher's stream since it was
+        created (:class:`EntryBucketBatcher`).
+    nbytes : int
+        Payload bytes of its messages (0 when :func:`bucket_entries` had no sizes).
+    payloads : list or None
+        The payloads, for entries from a batcher; ``None`` for an :class:`EntryTable` row.
     """
 
     __slots__ = ("segment_id", "bucket", "hash_min", "hash_max", "message_indices", "nbytes", "payloads")
@@ -99,10 +109,24 @@ class Entry:
 class EntryTable:
     """Columnar result of :func:`bucket_entries`: one row per entry, in emission order.
 
-    Columns (read-only numpy arrays): ``segment_id`` int64, ``bucket`` int32, ``hash_min`` and
-    ``hash_max`` uint16, ``start``, ``count``, ``nbytes`` int64; ``order`` int64 message indices,
-    entry ``i`` being ``order[start[i]:start[i] + count[i]]``. ``nbytes`` is 0 without sizes.
-    ``next_round_robin`` continues the keyless round-robin in a following call.
+    Indexing gives :class:`Entry` views (``table[i]``, ``table[a:b]``, iteration); ``len`` is the
+    number of entries.
+
+    Parameters
+    ----------
+    segment_id : numpy.ndarray of int64
+    bucket : numpy.ndarray of int32
+    hash_min, hash_max : numpy.ndarray of uint16
+        Each entry's stamp.
+    start, count, nbytes : numpy.ndarray of int64
+        Entry ``i``'s messages are ``order[start[i]:start[i] + count[i]]``; ``nbytes`` is 0
+        without sizes.
+    order : numpy.ndarray of int64
+        Message indices, entry after entry, in send order inside each.
+    next_round_robin : int
+        Where the keyless round-robin continues in a following call.
+
+    The columns are made read-only.
     """
 
     __slots__ = ("segment_id", "bucket", "hash_min", "hash_max", "start", "count", "nbytes", "order",
@@ -151,7 +175,13 @@ class EntryTable:
             yield self._entry(i)
 
     def as_dict(self) -> dict[str, np.ndarray]:
-        """The numpy columns by name (the per-entry ones and ``order``)."""
+        """The numpy columns by name.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            The per-entry columns and ``order``.
+        """
         return {name: getattr(self, name) for name in
                 ("segment_id", "bucket", "hash_min", "hash_max", "start", "count", "nbytes", "order")}
 
@@ -308,8 +338,8 @@ class _Plan:
 
     def use_tables(self) -> list[np.ndarray]:
         """Look buckets up in each boundary list's 64 Ki table (Buckets.lookup_table, built once per
-        Buckets and kept by it) instead of the search: ~1 ns instead of a few mispredicted compares
-        per level, for long columns or a long-lived batcher."""
+        Buckets and kept by it) instead of the search: one load instead of a compare per level,
+        for long columns or a long-lived batcher."""
         if self.tables is None:
             self.tables = [b.lookup_table() for b in self.buckets]
         return self.tables
@@ -338,15 +368,39 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
                    threads: int | None = None, _pipeline_levels: tuple[str, ...] | None = None) -> EntryTable:
     """Group a message stream into stamped single-(segment, bucket) entries; see the module doc.
 
-    ``keys_or_hashes``: any key input of :func:`hash_keys` or a precomputed :class:`KeyHashes`.
-    ``sizes``: per-message payload bytes (without it only ``max_messages`` applies).
-    ``round_robin``: where the keyless round-robin starts; the table's ``next_round_robin``
-    is where the next call should continue. ``threads``: how many threads share the work on a
-    large key stream (None: automatic, two from 256 Ki messages on a machine with two cores or
-    more). Two run a pipeline: a worker groups the stream in order while the calling thread hashes
-    and routes the steps ahead of it, each step done by whichever thread has time; more split the
-    hashing of Arrow or numpy keys (the grouping itself is sequential). The
-    result never depends on it. Every argument is checked before any work.
+    Parameters
+    ----------
+    keys_or_hashes : key column or KeyHashes
+        Any key input of :func:`hash_keys` (one-dimensional), or precomputed hashes.
+    layout_or_buckets : TopicLayout or Buckets
+        Where messages go: a layout's active segments, or one segment (``segment_id`` 0).
+    sizes : list or integer array, optional
+        Per-message payload bytes (>= 0); without it only ``max_messages`` applies.
+    max_messages, max_bytes : int
+        Batch limits (>= 1).
+    policy : {"shared", "per_bucket"}
+        Whether the limits apply to a segment's window or to each bucket's batch.
+    encrypted : bool
+        One message per entry.
+    round_robin : int
+        Where the keyless round-robin starts.
+    errors : {"strict", "replace"}
+        What a key with a surrogate does (as in :func:`murmur3_32`).
+    threads : int or None
+        How many threads share a large key stream (None: automatic). Two run a pipeline (a
+        worker groups in stream order while the calling thread hashes and routes ahead); more
+        split the hashing of Arrow or numpy keys. The result never depends on it.
+
+    Returns
+    -------
+    EntryTable
+        One row per entry in emission order; ``next_round_robin`` continues the rotation.
+
+    Raises
+    ------
+    TypeError, ValueError, KeyEncodingError
+        A bad argument, key or size, named (with its index); every argument is checked before
+        any work.
     """
     max_messages = check_int(max_messages, "max_messages", lo=1, hi=_INT64_MAX)
     max_bytes = check_int(max_bytes, "max_bytes", lo=1, hi=_INT64_MAX)
@@ -459,7 +513,7 @@ def _pipelined_entries(source: Any, n: int, size_arr: np.ndarray | None, plan: _
     stage = _pipeline.ScanStage(router, plan.bucket_offsets, code, max_messages, max_bytes, size_arr, n,
                                 round_robin, _PIPELINE_STEP,
                                 None if levels is None else bytes(_pipeline.STEP_CODES[lv] for lv in levels))
-    # a thread of the shared pool (starting a thread per call cost ~0.15 ms here); none of the
+    # a thread of the shared pool (not one started per call); none of the
     # pool's tasks waits for another, so a busy pool only delays the worker, and feed waits for it
     scanning = shared_pool().submit(stage.run)
     try:
@@ -482,7 +536,29 @@ class EntryBucketBatcher:
     Same semantics as :func:`bucket_entries` over the concatenated stream: ``add`` /
     ``add_many`` return the entries emitted while adding (a window or batch that filled up),
     ``flush`` emits everything pending. Entries carry their payloads in send order;
-    ``message_indices`` count messages since the batcher was created.
+    ``message_indices`` count messages since the batcher was created. Calls from several
+    threads are serialised.
+
+    Parameters
+    ----------
+    buckets : Buckets or TopicLayout
+        One segment's boundary list, or a whole layout (messages are routed to its active
+        segments).
+    max_messages, max_bytes : int
+        Batch limits (>= 1), applied per segment window or per bucket by ``policy``.
+    policy : {"shared", "per_bucket"}
+        Where the limits apply (see the module documentation).
+    encrypted : bool
+        One message per entry (an encrypted producer never batches).
+    round_robin : int
+        Where the keyless round-robin starts.
+    errors : {"strict", "replace"}
+        What a key with a surrogate does (as in :func:`murmur3_32`).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad argument, named.
     """
 
     def __init__(self, buckets: Buckets | TopicLayout, *, max_messages: int = 1000,
@@ -534,9 +610,26 @@ class EntryBucketBatcher:
         return int(self._grouper.position)
 
     def add(self, key: str | bytes | None, payload: bytes | bytearray | memoryview) -> list[Entry]:
-        """Add one message; returns the entries that became ready (often none).
+        """Add one message: one kernel call hashes, routes, looks up and batches it.
 
-        One kernel call hashes, routes, looks up and batches the message.
+        Parameters
+        ----------
+        key : str, bytes or None
+            The message key (``None``: keyless, round-robin over the segments).
+        payload : bytes, bytearray or memoryview
+            Its payload; its byte size counts toward ``max_bytes``.
+
+        Returns
+        -------
+        list of Entry
+            The entries that became ready (often none).
+
+        Raises
+        ------
+        TypeError
+            A key or payload of another type.
+        KeyEncodingError
+            A str key with a surrogate under ``errors="strict"``.
         """
         if isinstance(payload, (bytes, bytearray)):
             size = len(payload)
@@ -559,7 +652,25 @@ class EntryBucketBatcher:
         check_status(status, 0, keys=[key])
 
     def add_many(self, keys: Any, payloads: Sequence[Any]) -> list[Entry]:
-        """Add a batch of sends in one kernel call; returns the entries that became ready."""
+        """Add a batch of sends in one kernel call.
+
+        Parameters
+        ----------
+        keys : key column
+            Any key input of :func:`hash_keys` (one-dimensional).
+        payloads : list or tuple
+            One bytes-like payload per key.
+
+        Returns
+        -------
+        list of Entry
+            The entries that became ready.
+
+        Raises
+        ------
+        TypeError, ValueError, KeyEncodingError
+            A bad key or payload (named by index), or a length mismatch; nothing is added.
+        """
         if not isinstance(payloads, (list, tuple)):
             raise TypeError(f"payloads must be a list or tuple, not {type(payloads).__name__}")
         kh = _as_key_hashes(keys, self._errors)
@@ -589,7 +700,13 @@ class EntryBucketBatcher:
             return self._drain() if self._grouper.emitted else []
 
     def flush(self) -> list[Entry]:
-        """Emit every pending batch (all segments), ordered by first message."""
+        """Emit every pending batch (all segments).
+
+        Returns
+        -------
+        list of Entry
+            The entries, ordered by their first message.
+        """
         with self._lock:
             self._grouper.finish()
             return self._drain() if self._grouper.emitted else []
