@@ -91,7 +91,10 @@ def compare_appends(root: str, seconds: float) -> None:
         with StreamStore.open(store_dir) as store:
             store.create_stream("bench")
             session = store.open_session("bench", "bench", ttl=3600.0)
-            calls, elapsed = timed_appends(lambda b: store.append("bench", b, session=session), pool, seconds)
+            def append_call(batch: list[EntryPayload], store=store, session=session) -> None:
+                store.append("bench", batch, session=session)
+
+            calls, elapsed = timed_appends(append_call, pool, seconds)
         rate = calls * per_call / elapsed
         print(f"{per_call:>12} {base_rate:>10,.0f} {rate:>10,.0f} {rate / base_rate:>7.1f} "
               f"{elapsed / calls * 1e3:>8.2f}")

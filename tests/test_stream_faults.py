@@ -12,11 +12,19 @@ import json
 import random
 
 import pytest
+from test_stream_support import (
+    EXIT_CODE,
+    InjectedFault,
+    entry_dict,
+    raising_hook,
+    read_all,
+    run_child,
+    same_entry,
+    wal_objects,
+)
 
 import bucketcore.stream as st
 from bucketcore.stream import EntryPayload, StreamStore
-from test_stream_support import (EXIT_CODE, InjectedFault, entry_dict, raising_hook, read_all, run_child,
-                                 same_entry, wal_objects)
 
 STEPS = (4, 5, 6, 7)
 

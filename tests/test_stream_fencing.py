@@ -6,10 +6,10 @@ import json
 import time
 
 import pytest
+from test_stream_support import read_all, run_child, snapshot, spawn_child
 
 import bucketcore.stream as st
 from bucketcore.stream import EntryPayload, StreamStore
-from test_stream_support import read_all, run_child, snapshot, spawn_child
 
 
 @pytest.fixture

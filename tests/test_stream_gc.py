@@ -7,10 +7,10 @@ import os
 import time
 
 import pytest
+from test_stream_support import InjectedFault, raising_hook, read_all, wal_objects
 
 import bucketcore.stream as st
 from bucketcore.stream import EntryPayload, StreamStore
-from test_stream_support import InjectedFault, raising_hook, read_all, wal_objects
 
 
 @pytest.fixture

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from test_stream_support import snapshot
 
 import bucketcore.stream as st
 from bucketcore.stream import EntryPayload, StreamStore
-from test_stream_support import snapshot
 
 
 @pytest.fixture

@@ -3,15 +3,16 @@ group commit, fail-closed checks before any I/O."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 import threading
 
 import pytest
+from test_stream_support import read_all, snapshot, wal_objects
 
 import bucketcore.stream as st
 from bucketcore.stream import EntryPayload, StreamStore
-from test_stream_support import read_all, snapshot, wal_objects
 
 
 @pytest.fixture
@@ -180,7 +181,7 @@ def test_appends_from_many_threads_serialise_in_the_lane(store) -> None:
         t.join()
     assert not errors
     ranges = sorted((r.start_offset, r.end_offset) for r in results)
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])) and ranges[0][0] == 0
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges)) and ranges[0][0] == 0
     assert sorted(r.commit_version for r in results) == list(range(1, 33))
     assert len(read_all(store, "orders")) == 32
 

@@ -7,11 +7,11 @@ import random
 
 import numpy as np
 import pytest
+from test_stream_support import random_entries, read_all
 
 import bucketcore as bc
 import bucketcore.stream as st
 from bucketcore.stream import EntryPayload, StreamStore, pack_messages, unpack_messages
-from test_stream_support import random_entries, read_all
 
 
 @pytest.fixture

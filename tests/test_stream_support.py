@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from bucketcore.stream import (CommittedEntry, EntryPayload, FencedError, StreamStore)
+from bucketcore.stream import CommittedEntry, EntryPayload, FencedError, StreamStore
 
 SUPPORT = os.path.abspath(__file__)
 EXIT_CODE = 77
@@ -119,8 +119,8 @@ def snapshot(path: str) -> dict[str, str]:
 
 def run_child(command: str, args: dict[str, Any], *, timeout: float = 60.0) -> subprocess.CompletedProcess:
     """Run this file as a child process with ``command`` and ``args``; returns the finished process."""
-    return subprocess.run([sys.executable, SUPPORT, command, json.dumps(args)], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run([sys.executable, SUPPORT, command, json.dumps(args)], check=False,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def spawn_child(command: str, args: dict[str, Any]) -> subprocess.Popen:

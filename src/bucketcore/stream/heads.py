@@ -19,14 +19,14 @@ by the caller so every check of one append uses one clock reading.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
 from .records import Intent, Session, StreamHead
 
-__all__ = ["HeadStore", "IndexRow", "INDEX_COLUMNS"]
+__all__ = ["INDEX_COLUMNS", "HeadStore", "IndexRow"]
 
 #: The packed per-entry columns of an index row, in the order :meth:`HeadStore.scan_index` may
 #: be asked for, with their numpy dtypes.
@@ -158,7 +158,8 @@ class HeadStore(abc.ABC):
     @abc.abstractmethod
     def protect(self, object_key: str, stream_id: str, commit_id: str, start_offset: int,
                 now: float) -> None:
-        """Durably mark ``object_key`` as used by a pending append (GC must keep it). Idempotent.
+        """Mark ``object_key`` as used by a pending append, so GC keeps it. Idempotent; durable by
+        the next durable write at the latest (see the module notes).
 
         Parameters
         ----------
@@ -166,19 +167,6 @@ class HeadStore(abc.ABC):
         start_offset : int
             The offset the pending append expects to commit at.
         now : float
-        """
-
-    @abc.abstractmethod
-    def is_protected(self, object_key: str) -> bool:
-        """Whether ``object_key`` holds a protection.
-
-        Parameters
-        ----------
-        object_key : str
-
-        Returns
-        -------
-        bool
         """
 
     @abc.abstractmethod

@@ -9,21 +9,22 @@ them without touching payloads (:class:`StampColumns`).
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..producer import Entry, EntryTable
 
 __all__ = [
-    "EntryPayload",
+    "MAX_RECORDS",
     "CommittedEntry",
-    "StampColumns",
     "EntryColumns",
+    "EntryPayload",
+    "StampColumns",
     "pack_messages",
     "unpack_messages",
-    "MAX_RECORDS",
 ]
 
 #: Largest record count of one entry (stored as an unsigned 32-bit field).
@@ -116,7 +117,7 @@ class EntryPayload:
         return self.hash_min is not None
 
     @classmethod
-    def from_entry(cls, entry: Entry, *, metadata: bytes | bytearray | memoryview = b"") -> "EntryPayload":
+    def from_entry(cls, entry: Entry, *, metadata: bytes | bytearray | memoryview = b"") -> EntryPayload:
         """An entry from the producer (:class:`bucketcore.Entry` with payloads), stamp included.
 
         The payload is the entry's messages framed with :func:`pack_messages` (each message's
@@ -148,7 +149,7 @@ class EntryPayload:
                              "with its payloads through StreamStore.append_table instead")
         if len(entry.payloads) != entry.count:
             raise ValueError(f"entry has {len(entry.payloads)} payloads for {entry.count} messages")
-        return cls(pack_messages(entry.payloads), entry.count, metadata, entry.hash_min,
+        return cls(pack_messages(entry.payloads), entry.count, _frozen_bytes(metadata, "metadata"), entry.hash_min,
                    entry.hash_max, entry.segment_id, entry.bucket)
 
 
@@ -198,7 +199,7 @@ class StampColumns:
         -1 where unknown.
     """
 
-    __slots__ = ("start_offset", "end_offset", "hash_min", "hash_max", "stamped", "segment_id", "bucket")
+    __slots__ = ("bucket", "end_offset", "hash_max", "hash_min", "segment_id", "stamped", "start_offset")
 
     def __init__(self, start_offset: np.ndarray, end_offset: np.ndarray, hash_min: np.ndarray,
                  hash_max: np.ndarray, stamped: np.ndarray, segment_id: np.ndarray,
@@ -239,8 +240,16 @@ class EntryColumns:
     :class:`EntryTable` and its message payloads (:meth:`from_table`).
     """
 
-    __slots__ = ("payloads", "metadata", "record_count", "stamped", "hash_min", "hash_max",
-                 "segment_id", "bucket")
+    __slots__ = (
+        "bucket",
+        "hash_max",
+        "hash_min",
+        "metadata",
+        "payloads",
+        "record_count",
+        "segment_id",
+        "stamped",
+    )
 
     def __init__(self, payloads: list[bytes], metadata: list[bytes], record_count: np.ndarray,
                  stamped: np.ndarray, hash_min: np.ndarray, hash_max: np.ndarray,
@@ -258,7 +267,7 @@ class EntryColumns:
         return len(self.payloads)
 
     @classmethod
-    def from_payloads(cls, entries: Any) -> "EntryColumns":
+    def from_payloads(cls, entries: Any) -> EntryColumns:
         """Columns of a non-empty list or tuple of :class:`EntryPayload`.
 
         Parameters
@@ -299,7 +308,7 @@ class EntryColumns:
 
     @classmethod
     def from_table(cls, table: EntryTable, payloads: Sequence[Any],
-                   metadata: Sequence[Any] | None = None) -> "EntryColumns":
+                   metadata: Sequence[Any] | None = None) -> EntryColumns:
         """Columns of a producer's :class:`EntryTable` and the payloads of its messages.
 
         Entry ``i`` gets the messages ``payloads[j]`` for ``j`` in

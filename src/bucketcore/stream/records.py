@@ -16,21 +16,21 @@ import numpy as np
 from ..errors import CapabilityError
 
 __all__ = [
-    "Profile",
+    "MAX_STREAM_ID",
     "PROFILES",
-    "Session",
-    "StreamHead",
-    "ReadTarget",
     "AppendResult",
     "Intent",
-    "check_stream_id",
-    "check_profile",
-    "check_writer",
-    "check_ttl",
-    "check_offset",
-    "check_count",
+    "Profile",
+    "ReadTarget",
+    "Session",
+    "StreamHead",
     "check_attempt_id",
-    "MAX_STREAM_ID",
+    "check_count",
+    "check_offset",
+    "check_profile",
+    "check_stream_id",
+    "check_ttl",
+    "check_writer",
 ]
 
 #: Longest stream id accepted (characters; ids are ASCII).

@@ -10,16 +10,21 @@ from __future__ import annotations
 import secrets
 import sqlite3
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import InvariantViolationError, StreamError, StreamExistsError, UnknownStreamError
+from ..errors import (
+    InvariantViolationError,
+    StreamError,
+    StreamExistsError,
+    UnknownStreamError,
+)
 from .heads import INDEX_COLUMNS, HeadStore, IndexRow
 from .records import Intent, Session, StreamHead
 
-__all__ = ["SQLiteHeadStore", "SCHEMA_VERSION"]
+__all__ = ["SCHEMA_VERSION", "SQLiteHeadStore"]
 
 #: Version of the database layout this module writes and reads.
 SCHEMA_VERSION = 1
@@ -263,12 +268,6 @@ class SQLiteHeadStore(HeadStore):
             db.execute("INSERT INTO protections (object_key, stream_id, commit_id, start_offset, created_at) "
                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (object_key) DO NOTHING",
                        (object_key, stream_id, commit_id, start_offset, now))
-
-    def is_protected(self, object_key: str) -> bool:
-        """See :meth:`HeadStore.is_protected`."""
-        with self._lock:
-            return self._db.execute("SELECT 1 FROM protections WHERE object_key = ?",
-                                    (object_key,)).fetchone() is not None
 
     def put_intent(self, intent: Intent, now: float) -> Intent:
         """See :meth:`HeadStore.put_intent`."""

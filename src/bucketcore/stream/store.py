@@ -26,19 +26,40 @@ import os
 import secrets
 import threading
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..errors import (CapabilityError, ChecksumError, FencedError, InvariantViolationError,
-                      OffsetMismatchError, OffsetOutOfRangeError, StoreClosedError,
-                      UncertainAppendError, UnknownStreamError)
+from ..errors import (
+    CapabilityError,
+    ChecksumError,
+    FencedError,
+    InvariantViolationError,
+    OffsetMismatchError,
+    OffsetOutOfRangeError,
+    StoreClosedError,
+    UncertainAppendError,
+    UnknownStreamError,
+)
 from ..producer import EntryTable
 from .heads import INDEX_COLUMNS, HeadStore, IndexRow
 from .payload import CommittedEntry, EntryColumns, StampColumns
-from .records import (PROFILES, AppendResult, Intent, ReadTarget, Session, StreamHead,
-                      check_attempt_id, check_count, check_offset, check_profile, check_stream_id,
-                      check_ttl, check_writer)
+from .records import (
+    PROFILES,
+    AppendResult,
+    Intent,
+    ReadTarget,
+    Session,
+    StreamHead,
+    check_attempt_id,
+    check_count,
+    check_offset,
+    check_profile,
+    check_stream_id,
+    check_ttl,
+    check_writer,
+)
 from .sqlite_heads import SQLiteHeadStore
 from .wal import OBJECT_SUFFIX, EncodedObject, ObjectWal, crc32c, encode_object
 
@@ -106,7 +127,7 @@ class StreamStore:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], heads: HeadStore | str | None = None, *,
-             _fault: FaultHook | None = None) -> "StreamStore":
+             _fault: FaultHook | None = None) -> StreamStore:
         """Open (creating if needed) the store in directory ``path``.
 
         The directory holds ``heads.sqlite3`` (the head store, unless ``heads`` is given) and
@@ -161,7 +182,7 @@ class StreamStore:
         """Whether :meth:`close` was called."""
         return self._closed
 
-    def __enter__(self) -> "StreamStore":
+    def __enter__(self) -> StreamStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -33,8 +33,16 @@ import numpy as np
 from ..errors import ChecksumError, InvariantViolationError, MissingObjectError
 from .payload import EntryColumns
 
-__all__ = ["ObjectWal", "EncodedObject", "encode_object", "crc32c", "MANIFEST_DTYPE", "MAGIC",
-           "OBJECT_SUFFIX", "TEMP_PREFIX"]
+__all__ = [
+    "MAGIC",
+    "MANIFEST_DTYPE",
+    "OBJECT_SUFFIX",
+    "TEMP_PREFIX",
+    "EncodedObject",
+    "ObjectWal",
+    "crc32c",
+    "encode_object",
+]
 
 MAGIC = b"BCSWAL\x00\x01"
 OBJECT_SUFFIX = ".obj"
