@@ -32,7 +32,7 @@ STEPS = (4, 5, 6, 7)
 def _check(store: StreamStore, stream: str, expected: list[EntryPayload]) -> None:
     got = read_all(store, stream)
     assert len(got) == len(expected)
-    for i, (g, e) in enumerate(zip(got, expected)):
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         assert same_entry(g, e), f"entry {i} differs"
     stamps = store.read_stamps(stream, store.head(stream).log_start)
     assert stamps.start_offset.tolist() == [g.start_offset for g in got]

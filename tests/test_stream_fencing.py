@@ -105,7 +105,7 @@ def test_two_processes_taking_turns_only_the_newest_session_commits(path, tmp_pa
         tags = [e.metadata.decode() for e in log]
     # every committed entry is an append some process was told succeeded, exactly once, and back
     assert sorted(tags) == sorted(ok)
-    for e, tag in zip(log, tags):
+    for e, tag in zip(log, tags, strict=True):
         assert (e.start_offset, e.end_offset) == (ok[tag]["start"], ok[tag]["end"])
     # fencing: once a newer session has committed, no older session ever commits again
     epochs = [int(t.split(":")[1]) for t in tags]

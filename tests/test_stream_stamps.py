@@ -36,7 +36,7 @@ def test_entries_from_the_batcher_keep_payloads_and_stamps(store) -> None:
     res = store.append("x", [EntryPayload.from_entry(e) for e in entries], session=store.session)
     assert res.record_count == 60 and res.entry_count == len(entries)
     got = read_all(store, "x")
-    for e, g in zip(entries, got):
+    for e, g in zip(entries, got, strict=True):
         assert unpack_messages(g.payload) == [bytes(p) for p in e.payloads]
         assert (g.hash_min, g.hash_max, g.segment_id, g.bucket) == (e.hash_min, e.hash_max, e.segment_id, e.bucket)
         assert g.record_count == e.count
@@ -100,7 +100,7 @@ def test_read_stamps_feed_route_entries_directly(store) -> None:
     routed = bc.route_entries(selector, stamps.hash_min, hash_max=stamps.hash_max)
     assert np.array_equal(routed, bc.route_entries(selector, table.hash_min))
     owners = selector.owners()
-    for slot, lo in zip(routed.tolist(), stamps.hash_min.tolist()):
+    for slot, lo in zip(routed.tolist(), stamps.hash_min.tolist(), strict=True):
         assert selector.consumers[slot] == owners[buckets.bucket_of(lo)]
 
 

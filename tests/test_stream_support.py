@@ -165,8 +165,8 @@ def _child_contender(args: dict[str, Any]) -> None:
         for seq in range(rng.randint(1, 4)):
             tag = f"{name}:{session.epoch}:{seq}".encode()
             try:
-                res = store.append(args["stream"], [EntryPayload(rng.randbytes(rng.randint(1, 64)), rng.randint(1, 3), tag)],
-                                   session=session)
+                entry = EntryPayload(rng.randbytes(rng.randint(1, 64)), rng.randint(1, 3), tag)
+                res = store.append(args["stream"], [entry], session=session)
             except FencedError:
                 outcomes.append({"epoch": session.epoch, "tag": tag.decode(), "ok": False})
                 break

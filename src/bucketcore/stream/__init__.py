@@ -10,35 +10,35 @@ for :func:`bucketcore.route_entries`. See docs/stream.md.
 from __future__ import annotations
 
 from ..errors import (
-                      CapabilityError,
-                      ChecksumError,
-                      FencedError,
-                      InvariantViolationError,
-                      MissingObjectError,
-                      OffsetMismatchError,
-                      OffsetOutOfRangeError,
-                      StoreClosedError,
-                      StreamError,
-                      StreamExistsError,
-                      UncertainAppendError,
-                      UnknownStreamError,
+    CapabilityError,
+    ChecksumError,
+    FencedError,
+    InvariantViolationError,
+    MissingObjectError,
+    OffsetMismatchError,
+    OffsetOutOfRangeError,
+    StoreClosedError,
+    StreamError,
+    StreamExistsError,
+    UncertainAppendError,
+    UnknownStreamError,
 )
 from .heads import HeadStore, IndexRow
 from .payload import (
-                      CommittedEntry,
-                      EntryPayload,
-                      StampColumns,
-                      pack_messages,
-                      unpack_messages,
+    CommittedEntry,
+    EntryPayload,
+    StampColumns,
+    pack_messages,
+    unpack_messages,
 )
 from .records import (
-                      PROFILES,
-                      AppendResult,
-                      Intent,
-                      Profile,
-                      ReadTarget,
-                      Session,
-                      StreamHead,
+    PROFILES,
+    AppendResult,
+    Intent,
+    Profile,
+    ReadTarget,
+    Session,
+    StreamHead,
 )
 from .sqlite_heads import SQLiteHeadStore
 from .store import StreamStore

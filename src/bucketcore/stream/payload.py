@@ -358,7 +358,7 @@ class EntryColumns:
         order = table.order.tolist()
         start = table.start.tolist()
         count = table.count.tolist()
-        framed = [pack_messages([payloads[j] for j in order[s:s + c]]) for s, c in zip(start, count)]
+        framed = [pack_messages([payloads[j] for j in order[s:s + c]]) for s, c in zip(start, count, strict=True)]
         return cls(
             framed,
             meta,

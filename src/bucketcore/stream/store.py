@@ -712,7 +712,7 @@ class StreamStore:
         finally:
             batches.close()  # type: ignore[attr-defined]
         cols = [np.frombuffer(b"".join(p), dtype=INDEX_COLUMNS[name])
-                for p, name in zip(parts, _STAMP_COLUMNS)]
+                for p, name in zip(parts, _STAMP_COLUMNS, strict=True)]
         starts, h_lo, h_hi, stamped, seg, bucket = cols
         ends = np.empty_like(starts)
         if starts.shape[0]:
