@@ -69,8 +69,12 @@ _raw = _rng.integers(0, 1 << 32, size=N, dtype=np.uint64).astype(np.uint32)
 _has_key = _rng.random(N) >= 0.01
 _raw[~_has_key] = 0
 KEY_HASHES = bc.KeyHashes(_raw, *bc.split_hash(_raw), _has_key)
-LAYOUTS = {"1 active": tiled_layout(1), "16 active": tiled_layout(16), "256 active": tiled_layout(256),
-           "16 legacy": tiled_layout(16, legacy=True)}
+LAYOUTS = {
+    "1 active": tiled_layout(1),
+    "16 active": tiled_layout(16),
+    "256 active": tiled_layout(256),
+    "16 legacy": tiled_layout(16, legacy=True),
+}
 
 
 @pytest.fixture(params=sorted(LAYOUTS))
@@ -109,6 +113,7 @@ BALANCED_HASHES = np.random.default_rng(3).integers(0, 0x10000, size=BALANCED_N,
 def test_balanced(benchmark, count, weighted):
     benchmark.group = "balanced 10M"
     weights = np.random.default_rng(4).random(BALANCED_N) if weighted == "float weights" else None
-    result = benchmark.pedantic(bc.Buckets.balanced, args=(BALANCED_HASHES, count), kwargs={"weights": weights},
-                                rounds=3)
+    result = benchmark.pedantic(
+        bc.Buckets.balanced, args=(BALANCED_HASHES, count), kwargs={"weights": weights}, rounds=3
+    )
     assert result.count == count

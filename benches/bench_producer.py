@@ -61,7 +61,7 @@ def test_batcher_add_many_chunks_of_1000(benchmark):
         batcher = bc.EntryBucketBatcher(LAYOUT)
         out = []
         for i in range(0, N_STREAM, 1000):
-            out += batcher.add_many(keys[i:i + 1000], payloads[i:i + 1000])
+            out += batcher.add_many(keys[i : i + 1000], payloads[i : i + 1000])
         return out + batcher.flush()
 
     entries = benchmark(run)
@@ -70,7 +70,7 @@ def test_batcher_add_many_chunks_of_1000(benchmark):
 
 def test_batcher_add_one_by_one(benchmark):
     benchmark.group = "batcher"
-    keys = KEYS[:N_STREAM // 10]
+    keys = KEYS[: N_STREAM // 10]
     payload = b"x" * 16
 
     def run():

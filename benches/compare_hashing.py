@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import functools
 
-import mmh3
 import numpy as np
 
 import bucketcore as bc
 from bucketcore.harness import best_of, best_of_rounds, short_keys, uuid_keys
+from bucketcore.harness.baselines import mmh3_hashes
 from bucketcore.harness.timing import cpu_check, format_cpu_check
 
 
@@ -34,21 +34,24 @@ def main() -> None:
     rows = []
     for workload, make in (("uuid", uuid_keys), ("short", short_keys)):
         keys = make(args.n)
-        baseline = best_of(lambda: [mmh3.hash(k, 0, signed=False) for k in keys], max(2, args.repeat // 2))
+        baseline = best_of(functools.partial(mmh3_hashes, keys), max(2, args.repeat // 2))
         rows.append((workload, "mmh3 comprehension", baseline))
         inputs = {"list[str]": keys, "numpy U": np.array(keys), "list[bytes]": [k.encode() for k in keys]}
         if pa is not None:
             inputs["arrow string"] = pa.array(keys, type=pa.string())
-        runs = [(f"murmur3_32 {name}", functools.partial(bc.murmur3_32, column, threads=1))
-                for name, column in inputs.items()]
+        runs = [
+            (f"murmur3_32 {name}", functools.partial(bc.murmur3_32, column, threads=1))
+            for name, column in inputs.items()
+        ]
         runs.append(("murmur3_32 list[str], 2 threads", functools.partial(bc.murmur3_32, keys, threads=2)))
         if pa is not None:
-            runs.append(("murmur3_32 arrow, 2 threads",
-                         functools.partial(bc.murmur3_32, inputs["arrow string"], threads=2)))
+            runs.append(
+                ("murmur3_32 arrow, 2 threads", functools.partial(bc.murmur3_32, inputs["arrow string"], threads=2))
+            )
         runs.append(("hash_keys list[str], 1 thread", functools.partial(bc.hash_keys, keys, threads=1)))
         runs.append(("hash_keys list[str], auto", functools.partial(bc.hash_keys, keys)))
         times = best_of_rounds([fn for _, fn in runs], args.repeat)
-        rows.extend((workload, what, t) for (what, _), t in zip(runs, times))
+        rows.extend((workload, what, t) for (what, _), t in zip(runs, times, strict=False))
 
     print(f"bucketcore {bc.__version__}, n={args.n}, best of {args.repeat} rounds over the rows of a workload")
     print(f"{check_before} (before); {format_cpu_check(cpu_check()).split(': ', 1)[-1]} (after)")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import functools
+from typing import Any
 
 import numpy as np
 
@@ -25,25 +27,41 @@ from _bucketcore import _layout
 from bucketcore.harness import best_of, ns, tiled_layout
 
 
+def bisect_all(splits: list[int], hashes: list[int]) -> list[int]:
+    """The baseline: each hash's bucket by bisect in a Python loop."""
+    return [bisect.bisect_right(splits, h) for h in hashes]
+
+
+def _next_bucket_of(fresh: Any, hashes: np.ndarray) -> np.ndarray:
+    return next(fresh).bucket_of(hashes)
+
+
 def compare_bucket_of(n: int, repeat: int) -> None:
     rng = np.random.default_rng(1)
     hashes = rng.integers(0, 0x10000, size=n, dtype=np.int64).astype(np.uint16)
     wide = hashes.astype(np.int64)
     as_list = hashes.tolist()
     print(f"\nbucket_of over {n:,} uniform hashes (ns per hash; x = speed-up over bisect in a Python loop)")
-    print(f"{'N':>6} {'bisect loop':>12} {'warm':>7} {'x':>6} {'cold':>7} {'x':>6} {'int64 in':>9} {'search':>7}  method")
+    print(
+        f"{'N':>6} {'bisect loop':>12} {'warm':>7} {'x':>6} {'cold':>7} {'x':>6} {'int64 in':>9} {'search':>7}  method"
+    )
     for count in (1, 4, 16, 256, 4096, 65536):
         buckets = bc.Buckets.equal_width(count)
         splits = list(buckets.splits)
         expected = np.searchsorted(buckets.splits_array, hashes, side="right")
         assert np.array_equal(buckets.bucket_of(hashes), expected)  # also builds the table (warm)
-        baseline = best_of(lambda: [bisect.bisect_right(splits, h) for h in as_list], max(2, repeat // 2))
-        warm = best_of(lambda: buckets.bucket_of(hashes), repeat)
+        baseline = best_of(functools.partial(bisect_all, splits, as_list), max(2, repeat // 2))
+        warm = best_of(functools.partial(buckets.bucket_of, hashes), repeat)
         fresh = iter([bc.Buckets._trusted(buckets.splits) for _ in range(repeat)])  # built untimed
-        cold = best_of(lambda: next(fresh).bucket_of(hashes), repeat)
-        wide_t = best_of(lambda: buckets.bucket_of(wide), repeat)
+        cold = best_of(functools.partial(_next_bucket_of, fresh, hashes), repeat)
+        wide_t = best_of(functools.partial(buckets.bucket_of, wide), repeat)
         out = np.empty(n, dtype=np.int32)
-        search = best_of(lambda: _layout.bucket_of(buckets.splits_array, hashes, out, None, _layout.LookupMethod.METHOD_SEARCH), repeat)
+        search = best_of(
+            functools.partial(
+                _layout.bucket_of, buckets.splits_array, hashes, out, None, _layout.LookupMethod.METHOD_SEARCH
+            ),
+            repeat,
+        )
         method = {0: "constant", 1: "one compare", 2: "search", 3: "64Ki table"}[buckets._plan(n)[0]]
         print(
             f"{count:>6} {ns(baseline, n):>12.1f} {ns(warm, n):>7.2f} {baseline / warm:>5.0f}x "
@@ -51,8 +69,7 @@ def compare_bucket_of(n: int, repeat: int) -> None:
         )
 
 
-def python_route(layout: bc.TopicLayout, raw: list[int], segment_hash: list[int],
-                 has_key: list[bool]) -> list[int]:
+def python_route(layout: bc.TopicLayout, raw: list[int], segment_hash: list[int], has_key: list[bool]) -> list[int]:
     """The baseline: route each pre-hashed key in a Python loop (bisect over the active
     segments' starts; v4 signSafeMod for an all-legacy layout; keyless round-robin)."""
     ids = [s.segment_id for s in layout.active_segments]
@@ -60,14 +77,14 @@ def python_route(layout: bc.TopicLayout, raw: list[int], segment_hash: list[int]
     parts = len(ids)
     out, rr = [], 0
     if layout.is_legacy:
-        for r, k in zip(raw, has_key):
+        for r, k in zip(raw, has_key, strict=False):
             if k:
                 out.append(ids[(r & 0x7FFFFFFF) % parts])
             else:
                 out.append(ids[rr])
                 rr = (rr + 1) % parts
         return out
-    for h, k in zip(segment_hash, has_key):
+    for h, k in zip(segment_hash, has_key, strict=False):
         if k:
             out.append(ids[bisect.bisect_right(starts, h) - 1])
         else:
@@ -89,13 +106,14 @@ def compare_route(n: int, repeat: int) -> None:
     layouts = [(f"{c} active", tiled_layout(c)) for c in (1, 16, 256)]
     layouts.append(("16 legacy", tiled_layout(16, legacy=True)))
     for name, layout in layouts:
+
         def loop(layout: bc.TopicLayout = layout) -> list[int]:
             return python_route(layout, raw_list, seg_list, key_list)
 
         assert loop() == layout.route(kh).tolist()
         baseline = best_of(loop, max(2, repeat // 2))
-        index_t = best_of(lambda: layout.route_index(kh), repeat)
-        route_t = best_of(lambda: layout.route(kh), repeat)
+        index_t = best_of(functools.partial(layout.route_index, kh), repeat)
+        route_t = best_of(functools.partial(layout.route, kh), repeat)
         print(
             f"{name:>14} {ns(baseline, n):>12.1f} {ns(index_t, n):>12.2f} {baseline / index_t:>5.0f}x "
             f"{ns(route_t, n):>7.2f} {baseline / route_t:>5.0f}x"
@@ -118,9 +136,9 @@ def compare_balanced(n: int, repeat: int) -> None:
     print(f"{'':>35}uniform counts | zipf keys (floor = hottest hash) | lognormal bytes")
     for count in (16, 256, 4096, 65536):
         reps = max(2, repeat // 2)
-        counts = best_of(lambda: bc.Buckets.balanced(uniform, count), reps)
-        float_w = best_of(lambda: bc.Buckets.balanced(uniform, count, weights=weights), reps)
-        int_w = best_of(lambda: bc.Buckets.balanced(uniform, count, weights=int_weights), reps)
+        counts = best_of(functools.partial(bc.Buckets.balanced, uniform, count), reps)
+        float_w = best_of(functools.partial(bc.Buckets.balanced, uniform, count, weights=weights), reps)
+        int_w = best_of(functools.partial(bc.Buckets.balanced, uniform, count, weights=int_weights), reps)
         equal = bc.Buckets.equal_width(count)
         balanced = bc.Buckets.balanced(uniform, count)
         zipf_balanced = bc.Buckets.balanced(hot, count)

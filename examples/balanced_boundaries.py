@@ -30,5 +30,7 @@ for name, buckets in (("equal width", equal), ("balanced", balanced)):
 layout = bc.TopicLayout(1, [bc.Segment(0, 0x0000, 0xFFFF, equal)])
 rolled = layout.rebucket(0, balanced)
 successor = rolled.active_segments[0]
-print(f"rebucket rollover: epoch {rolled.epoch}, segment {successor.segment_id} (parent {successor.parent_ids}) "
-      f"takes the balanced list; segment 0 is {rolled.segment(0).state}")
+print(
+    f"rebucket rollover: epoch {rolled.epoch}, segment {successor.segment_id} (parent {successor.parent_ids}) "
+    f"takes the balanced list; segment 0 is {rolled.segment(0).state}"
+)

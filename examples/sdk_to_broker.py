@@ -44,8 +44,10 @@ with tempfile.TemporaryDirectory() as path:
 
     moves = dispatcher.add_consumer("carol", 3)
     for move in moves:
-        print(f"buckets {list(move.buckets)} move {move.old_owner[0] if move.old_owner else None} -> "
-              f"{move.new_owner[0] if move.new_owner else None}")
+        print(
+            f"buckets {list(move.buckets)} move {move.old_owner[0] if move.old_owner else None} -> "
+            f"{move.new_owner[0] if move.new_owner else None}"
+        )
     dispatcher.offer(stamps.start_offset[half:], stamps.hash_min[half:], message_count=stamps.record_count[half:])
     print(f"paused buckets while their old owners drain: {dispatcher.paused_buckets().tolist()}")
 

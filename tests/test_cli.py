@@ -19,13 +19,22 @@ SMALL_SIM = ["--messages", "20000", "--keys", "2000", "--chunk", "1000"]
 
 
 def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bucketcore", *args], input=stdin, capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "bucketcore", *args],
+        check=False,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 def test_import_bucketcore_loads_no_cli_or_plotting_library() -> None:
-    code = ("import sys, bucketcore; print([m for m in ('rich', 'matplotlib', 'bucketcore.cli', "
-            "'bucketcore.harness') if m in sys.modules])")
+    code = (
+        "import sys, bucketcore; print([m for m in ('rich', 'matplotlib', 'bucketcore.cli', "
+        "'bucketcore.harness') if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -45,20 +54,23 @@ def test_no_subcommand_prints_the_list_and_exits_2() -> None:
         assert sub in res.stdout
 
 
-@pytest.mark.parametrize(("args", "named"), [
-    (["simulate", "--messages", "0"], "--messages"),
-    (["simulate", "--consumers", "many"], "--consumers"),
-    (["simulate", "--keys", "/no/such/keys.txt"], "--keys"),
-    (["simulate", "--keyless", "1.5"], "--keyless"),
-    (["tune", "--segments", "0,2"], "--segments"),
-    (["tune", "--buckets", ""], "--buckets"),
-    (["bench", "--groups", "hash,nope"], "--groups"),
-    (["bench", "--compare", "/no/such/old.json"], "--compare"),
-    (["plan", "-", "--segments", "2"], "--buckets"),
-    (["plan", "/no/such/sample.txt", "--buckets", "4"], "/no/such/sample.txt"),
-    (["hash", "--format", "xml"], "--format"),
-    (["hash", "/no/such/keys.txt"], "/no/such/keys.txt"),
-])
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["simulate", "--messages", "0"], "--messages"),
+        (["simulate", "--consumers", "many"], "--consumers"),
+        (["simulate", "--keys", "/no/such/keys.txt"], "--keys"),
+        (["simulate", "--keyless", "1.5"], "--keyless"),
+        (["tune", "--segments", "0,2"], "--segments"),
+        (["tune", "--buckets", ""], "--buckets"),
+        (["bench", "--groups", "hash,nope"], "--groups"),
+        (["bench", "--compare", "/no/such/old.json"], "--compare"),
+        (["plan", "-", "--segments", "2"], "--buckets"),
+        (["plan", "/no/such/sample.txt", "--buckets", "4"], "/no/such/sample.txt"),
+        (["hash", "--format", "xml"], "--format"),
+        (["hash", "/no/such/keys.txt"], "/no/such/keys.txt"),
+    ],
+)
 def test_a_bad_argument_gives_one_line_naming_it_and_exit_2(args: list[str], named: str) -> None:
     res = run_cli(*args, stdin="")
     assert res.returncode == 2, (res.stdout, res.stderr)
@@ -82,8 +94,14 @@ def test_simulate_counts_add_up_and_every_check_is_zero() -> None:
     data = json.loads(res.stdout)
     assert data["ok"] is True
     assert data["produced"] == data["consumed"] == 20000
-    assert data["checks"] == {"order_violations": 0, "lost": 0, "duplicated_after_ack": 0, "first_violation": -1,
-                              "first_lost": -1, "first_duplicate": -1}
+    assert data["checks"] == {
+        "order_violations": 0,
+        "lost": 0,
+        "duplicated_after_ack": 0,
+        "first_violation": -1,
+        "first_lost": -1,
+        "first_duplicate": -1,
+    }
     assert 0 < data["keyless"] < data["produced"]
     assert data["entries"] > 0
     assert data["mean_messages_per_entry"] == pytest.approx(data["produced"] / data["entries"])
@@ -102,9 +120,19 @@ def test_simulate_prints_a_readable_report() -> None:
     res = run_cli("simulate", *SMALL_SIM, "--seed", "5", "--no-layout-changes", "--churn", "3")
     assert res.returncode == 0, res.stderr
     text = res.stdout
-    for line in ("messages produced", "messages consumed", "entries", "mean messages per entry", "redeliveries",
-                 "paused-bucket time", "per-consumer load", "per-key order violations", "lost messages",
-                 "duplicated after ack", "result: PASS"):
+    for line in (
+        "messages produced",
+        "messages consumed",
+        "entries",
+        "mean messages per entry",
+        "redeliveries",
+        "paused-bucket time",
+        "per-consumer load",
+        "per-key order violations",
+        "lost messages",
+        "duplicated after ack",
+        "result: PASS",
+    ):
         assert line in text
     assert "20,000" in text
     assert "0 split, 0 rebucket" in text
@@ -145,8 +173,22 @@ def test_simulate_with_a_key_file_uses_its_lines(tmp_path: Path) -> None:
 def test_tune_writes_a_valid_png_and_a_consistent_recommendation(tmp_path: Path) -> None:
     mpimg = pytest.importorskip("matplotlib.image", reason="tune --plot needs matplotlib (the plot extra)")
     png = tmp_path / "tune.png"
-    res = run_cli("tune", "--messages", "20000", "--keys", "5000", "--segments", "1,2", "--buckets", "1,2,4,8",
-                  "--consumers", "4", "--plot", str(png), "--json")
+    res = run_cli(
+        "tune",
+        "--messages",
+        "20000",
+        "--keys",
+        "5000",
+        "--segments",
+        "1,2",
+        "--buckets",
+        "1,2,4,8",
+        "--consumers",
+        "4",
+        "--plot",
+        str(png),
+        "--json",
+    )
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
     assert png.read_bytes()[:8] == PNG_MAGIC
@@ -164,15 +206,30 @@ def test_tune_writes_a_valid_png_and_a_consistent_recommendation(tmp_path: Path)
     assert best["usable_" + rec["boundaries"]] == 4
     assert best["imbalance_" + rec["boundaries"]] <= data["max_imbalance"]
     # nothing with fewer buckets per segment qualified
-    for (s, n), p in points.items():
+    for (_, n), p in points.items():
         if n < rec["buckets"]:
-            assert not ((p["usable_equal"] == 4 and p["imbalance_equal"] <= data["max_imbalance"])
-                        or (p["usable_balanced"] == 4 and p["imbalance_balanced"] <= data["max_imbalance"]))
+            assert not (
+                (p["usable_equal"] == 4 and p["imbalance_equal"] <= data["max_imbalance"])
+                or (p["usable_balanced"] == 4 and p["imbalance_balanced"] <= data["max_imbalance"])
+            )
 
 
 def test_tune_table_names_the_recommendation() -> None:
-    res = run_cli("tune", "--messages", "5000", "--keys", "1000", "--segments", "1,4", "--buckets", "1,4",
-                  "--consumers", "4", "--max-imbalance", "3")
+    res = run_cli(
+        "tune",
+        "--messages",
+        "5000",
+        "--keys",
+        "1000",
+        "--segments",
+        "1,4",
+        "--buckets",
+        "1,4",
+        "--consumers",
+        "4",
+        "--max-imbalance",
+        "3",
+    )
     assert res.returncode == 0, res.stderr
     assert "recommendation: 4 segments x N=1 buckets" in res.stdout
 
@@ -192,8 +249,9 @@ def test_bench_json_parses_compare_shows_the_change_and_plot_is_a_png(tmp_path: 
     old = tmp_path / "old.json"
     old.write_text(res.stdout)
     png = tmp_path / "bench.png"
-    res2 = run_cli("bench", "--n", "2000", "--repeat", "1", "--groups", "hash", "--compare", str(old),
-                   "--plot", str(png))
+    res2 = run_cli(
+        "bench", "--n", "2000", "--repeat", "1", "--groups", "hash", "--compare", str(old), "--plot", str(png)
+    )
     assert res2.returncode == 0, res2.stderr
     assert "vs old.json" in res2.stdout
     assert "mmh3 comprehension" in res2.stdout and "%" in res2.stdout
@@ -212,7 +270,7 @@ def test_plan_balances_every_segment_and_prints_a_storable_layout(tmp_path: Path
     layout = bc.TopicLayout.from_dict(data["layout"])
     assert len(layout.active_segments) == 3
     assert sum(s["keys"] for s in data["segments"]) == data["sample_keys"] == 20000
-    for seg, stats in zip(layout.active_segments, data["segments"]):
+    for seg, stats in zip(layout.active_segments, data["segments"], strict=False):
         assert seg.buckets.count == 8
         assert list(seg.buckets.splits) == stats["splits"]
         assert stats["balanced_max_over_mean"] <= stats["equal_width_max_over_mean"]
@@ -239,8 +297,14 @@ def test_plan_reads_a_parquet_column_and_names_a_missing_one(tmp_path: Path) -> 
     assert wrong.returncode == 2 and "int64" in wrong.stderr
 
 
-VECTORS = {"": 0x00000000, "a": 0x3C2569B2, "key-1": 0x98B115A0, "some-routing-key": 0x73DFD1D5,
-           "ключ": 0x9A592042, "550e8400-e29b-41d4-a716-446655440000": 0x38D60CDC}
+VECTORS = {
+    "": 0x00000000,
+    "a": 0x3C2569B2,
+    "key-1": 0x98B115A0,
+    "some-routing-key": 0x73DFD1D5,
+    "ключ": 0x9A592042,
+    "550e8400-e29b-41d4-a716-446655440000": 0x38D60CDC,
+}
 
 
 def test_hash_prints_the_reference_hashes_in_every_format(tmp_path: Path) -> None:
@@ -250,7 +314,7 @@ def test_hash_prints_the_reference_hashes_in_every_format(tmp_path: Path) -> Non
     assert csv.returncode == 0, csv.stderr
     lines = csv.stdout.splitlines()
     assert lines[0] == "key,raw,segment_hash,bucket_hash"
-    for key, line in zip(keys, lines[1:]):
+    for key, line in zip(keys, lines[1:], strict=False):
         raw = VECTORS[key]
         assert line == f"{key},{raw},{raw >> 16},{raw & 0xFFFF}"
     path = tmp_path / "keys.txt"
@@ -264,8 +328,12 @@ def test_hash_prints_the_reference_hashes_in_every_format(tmp_path: Path) -> Non
 
 def test_hash_streams_its_input_block_by_block() -> None:
     # the first block's rows come out while the input is still open: nothing waits for the end
-    proc = subprocess.Popen([sys.executable, "-m", "bucketcore", "hash", "--block", "4", "--no-header"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bucketcore", "hash", "--block", "4", "--no-header"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write("a\nb\nc\nkey-1\n")
@@ -284,5 +352,7 @@ def test_the_console_script_runs_the_same_command() -> None:
     exe = shutil.which("bucketcore")
     if exe is None or not os.access(exe, os.X_OK):
         pytest.skip("the bucketcore console script is not installed here (editable install without scripts)")
-    res = subprocess.run([exe, "hash", "--no-header"], input="a\n", capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [exe, "hash", "--no-header"], check=False, input="a\n", capture_output=True, text=True, timeout=120
+    )
     assert res.stdout == f"a,{0x3C2569B2},{0x3C25},{0x69B2}\n"

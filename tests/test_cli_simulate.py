@@ -46,8 +46,9 @@ def test_an_injected_fault_is_reported_and_the_exit_status_is_1(fault: str) -> N
     assert status == 1
     assert data["ok"] is False
     assert data["checks"][FAULT_CHECK[fault]] > 0
-    first = {"order_violations": "first_violation", "lost": "first_lost",
-             "duplicated_after_ack": "first_duplicate"}[FAULT_CHECK[fault]]
+    first = {"order_violations": "first_violation", "lost": "first_lost", "duplicated_after_ack": "first_duplicate"}[
+        FAULT_CHECK[fault]
+    ]
     assert 0 <= data["checks"][first] < 20000
 
 
@@ -63,8 +64,16 @@ def test_the_same_seed_gives_the_same_report_and_another_seed_does_not() -> None
     cfg = SimConfig(chunk=1000, seed=7, churn=8)
     a, b = simulate(w, cfg), simulate(w, cfg)
     assert a.ok and b.ok
-    fields = ("produced", "entries", "delivered_entries", "redelivered_entries", "paused_bucket_ticks", "ticks",
-              "events", "consumers")
+    fields = (
+        "produced",
+        "entries",
+        "delivered_entries",
+        "redelivered_entries",
+        "paused_bucket_ticks",
+        "ticks",
+        "events",
+        "consumers",
+    )
     assert [getattr(a, f) for f in fields] == [getattr(b, f) for f in fields]
     c = simulate(w, SimConfig(chunk=1000, seed=8, churn=8))
     assert [getattr(a, f) for f in fields] != [getattr(c, f) for f in fields]
@@ -119,10 +128,17 @@ def test_checks_count_lost_messages() -> None:
 
 def test_a_crash_redelivery_is_not_a_duplicate_but_a_delivery_after_ack_is() -> None:
     # message 0 delivered twice before any ack (crash redelivery), acked once: fine
-    ok = run_checks(5, KEYS, SEQ, _log(([0, 1, 2, 3, 4], 1), ([0], 2)), _log(([0, 1, 2, 3, 4], 3)),
-                    _log(([0, 1, 2, 3, 4], 4)))
+    ok = run_checks(
+        5, KEYS, SEQ, _log(([0, 1, 2, 3, 4], 1), ([0], 2)), _log(([0, 1, 2, 3, 4], 3)), _log(([0, 1, 2, 3, 4], 4))
+    )
     assert ok.ok
     # message 2 delivered again after its ack, and message 4 acked twice
-    bad = run_checks(5, KEYS, SEQ, _log(([0, 1, 2, 3, 4], 1), ([2], 5)), _log(([0, 1, 2, 3, 4], 2)),
-                     _log(([0, 1, 2, 3, 4], 3), ([4], 6)))
+    bad = run_checks(
+        5,
+        KEYS,
+        SEQ,
+        _log(([0, 1, 2, 3, 4], 1), ([2], 5)),
+        _log(([0, 1, 2, 3, 4], 2)),
+        _log(([0, 1, 2, 3, 4], 3), ([4], 6)),
+    )
     assert bad.duplicated_after_ack == 2 and bad.first_duplicate == 2

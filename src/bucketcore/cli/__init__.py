@@ -12,6 +12,7 @@ argument or input, reported as one line naming it.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -21,7 +22,10 @@ __all__ = ["SUBCOMMANDS", "main"]
 
 #: subcommand -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "simulate": ("simulate", "end-to-end run: produce, store, dispatch, consume with churn; check order, loss, duplicates"),
+    "simulate": (
+        "simulate",
+        "end-to-end run: produce, store, dispatch, consume with churn; check order, loss, duplicates",
+    ),
     "tune": ("tune", "sweep segment counts, bucket counts N and policies; recommend the smallest N"),
     "bench": ("bench", "kernel throughput side by side with the per-message Python baselines"),
     "plan": ("plan", "traffic-balanced boundary lists for a key sample, as a layout JSON"),
@@ -41,7 +45,7 @@ def build_parser() -> Parser:
     parser = Parser(
         prog="bucketcore",
         description="bucketcore: the compiled hot path of Apache Pulsar entry-bucketing (PIP-486). "
-                    "Run 'bucketcore simulate' for the end-to-end check.",
+        "Run 'bucketcore simulate' for the end-to-end check.",
     )
     parser.add_argument("--version", action="version", version=f"bucketcore {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
@@ -79,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bucketcore {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        # the reader went away (| head): not an error of ours
-        sys.stderr.close()
+        # the reader went away (| head): not an error of ours; point stdout at /dev/null so the
+        # interpreter's final flush does not complain either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

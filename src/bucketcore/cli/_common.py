@@ -167,14 +167,26 @@ def progress(description: str, total: int, enabled: bool = True) -> Iterator[Cal
         TimeElapsedColumn,
     )
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console(stderr=True), transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console(stderr=True),
+        transient=True,
+    ) as bar:
         task = bar.add_task(description, total=total)
         yield lambda completed: bar.update(task, completed=completed)
 
 
-def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
-                out: Any = None, caption: str | None = None) -> None:
+def print_table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    out: Any = None,
+    caption: str | None = None,
+) -> None:
     """Print a table (numbers right-aligned).
 
     Parameters
@@ -196,7 +208,7 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
         out.print(title)
     table = Table(box=box.SIMPLE_HEAD, caption=caption, caption_justify="left", pad_edge=False)
     first = rows[0] if rows else [""] * len(columns)
-    for name, cell in zip(columns, first):
+    for name, cell in zip(columns, first, strict=False):
         table.add_column(name, justify="right" if _numeric(cell) else "left")
     for row in rows:
         table.add_row(*(_cell(v) for v in row))
@@ -246,17 +258,39 @@ def add_workload_arguments(p: argparse.ArgumentParser, *, messages: int, keys: i
     keys : int
         Default key population.
     """
-    p.add_argument("--messages", type=int_at_least(1), default=messages, metavar="M",
-                   help=f"messages in the stream (default {messages:,})")
-    p.add_argument("--keys", default=str(keys), metavar="K|FILE",
-                   help=f"distinct keys (default {keys:,}), or a file with one key per line whose lines "
-                        "are the key population")
-    p.add_argument("--workload", choices=("uuid", "zipf"), default="uuid",
-                   help="key popularity: uniform UUID keys, or Zipf over the K keys (default uuid)")
-    p.add_argument("--zipf-s", type=float_range(0.0, 10.0), default=1.1, metavar="S",
-                   help="Zipf exponent for --workload zipf (default 1.1)")
-    p.add_argument("--keyless", type=float_range(0.0, 1.0), default=0.05, metavar="SHARE",
-                   help="share of keyless messages, 0..1 (default 0.05)")
+    p.add_argument(
+        "--messages",
+        type=int_at_least(1),
+        default=messages,
+        metavar="M",
+        help=f"messages in the stream (default {messages:,})",
+    )
+    p.add_argument(
+        "--keys",
+        default=str(keys),
+        metavar="K|FILE",
+        help=f"distinct keys (default {keys:,}), or a file with one key per line whose lines are the key population",
+    )
+    p.add_argument(
+        "--workload",
+        choices=("uuid", "zipf"),
+        default="uuid",
+        help="key popularity: uniform UUID keys, or Zipf over the K keys (default uuid)",
+    )
+    p.add_argument(
+        "--zipf-s",
+        type=float_range(0.0, 10.0),
+        default=1.1,
+        metavar="S",
+        help="Zipf exponent for --workload zipf (default 1.1)",
+    )
+    p.add_argument(
+        "--keyless",
+        type=float_range(0.0, 1.0),
+        default=0.05,
+        metavar="SHARE",
+        help="share of keyless messages, 0..1 (default 0.05)",
+    )
     p.add_argument("--seed", type=int_at_least(0), default=1, help="random seed (default 1)")
 
 
@@ -287,8 +321,9 @@ def workload_from_args(args: argparse.Namespace) -> Any:
         if count is not None:
             if count < 1:
                 raise CommandError(f"argument --keys: {count} is out of range (must be >= 1)")
-            return key_workload(args.workload, args.messages, keys=count, zipf_s=args.zipf_s,
-                                keyless=args.keyless, seed=args.seed)
+            return key_workload(
+                args.workload, args.messages, keys=count, zipf_s=args.zipf_s, keyless=args.keyless, seed=args.seed
+            )
         return key_workload("file", args.messages, keyless=args.keyless, seed=args.seed, key_file=text)
     except ValueError as err:
         raise CommandError(f"argument --keys: {err}") from None

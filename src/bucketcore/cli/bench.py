@@ -3,8 +3,8 @@
 Rows (ns per key, message or entry; best of ``--repeat`` rounds in which every row of a group runs
 once in turn, so a slow spell of the machine hits every row alike):
 
-* hashing — ``murmur3_32`` over list, numpy and Arrow UUID columns, 1 and 2 threads, against a
-  list comprehension over ``mmh3.hash``;
+* hashing — ``murmur3_32`` over list, numpy and Arrow columns of the keys (``--workload``: UUIDs by
+  default, or ``--keys FILE``), 1 and 2 threads, against a list comprehension over ``mmh3.hash``;
 * producer — ``bucket_entries`` (4 segments x N=16) over the same inputs, against a per-message
   Python batcher written the way the Java reference batches; the SDK's per-call path
   (``EntryBucketBatcher.add``, one call per message) against the same baseline;
@@ -46,33 +46,104 @@ def add_parser(p: argparse.ArgumentParser) -> None:
     ----------
     p : argparse.ArgumentParser
     """
-    p.add_argument("--n", type=int_at_least(1000), default=200_000, help="keys / messages / entries per row (default 200,000)")
+    p.add_argument(
+        "--n", type=int_at_least(1000), default=200_000, help="keys / messages / entries per row (default 200,000)"
+    )
     p.add_argument("--repeat", type=int_at_least(1), default=5, help="best of this many rounds (default 5)")
-    p.add_argument("--groups", default="hash,produce,dispatch", metavar="G,G",
-                   help="which groups to run: hash, produce, dispatch (default all)")
+    p.add_argument(
+        "--workload",
+        choices=("uuid", "short", "zipf"),
+        default="uuid",
+        help="keys of the hash and produce groups: distinct UUIDs (36 bytes), short 'user-<i>' "
+        "keys, or Zipf-distributed 'user-<rank>' keys (default uuid)",
+    )
+    p.add_argument(
+        "--keys", metavar="FILE", help="take the keys from this file instead (one per line, repeated to --n)"
+    )
+    p.add_argument(
+        "--groups",
+        default="hash,produce,dispatch",
+        metavar="G,G",
+        help="which groups to run: hash, produce, dispatch (default all)",
+    )
     p.add_argument("--json", action="store_true", help="print the results as JSON (keep them for --compare)")
     p.add_argument("--compare", metavar="OLD.json", help="show the change against an earlier --json run")
     p.add_argument("--plot", metavar="FILE.png", help="draw a bar chart of ns per item (needs matplotlib)")
 
 
-def _row(group: str, what: str, inputs: str, threads: int | str, unit: str, n: int, seconds: float,
-         baseline: str | None) -> dict[str, Any]:
-    return {"group": group, "what": what, "input": inputs, "threads": threads, "unit": unit, "n": n,
-            "ns": seconds / n * 1e9, "baseline": baseline}
+def _row(
+    group: str, what: str, inputs: str, threads: int | str, unit: str, n: int, seconds: float, baseline: str | None
+) -> dict[str, Any]:
+    return {
+        "group": group,
+        "what": what,
+        "input": inputs,
+        "threads": threads,
+        "unit": unit,
+        "n": n,
+        "ns": seconds / n * 1e9,
+        "baseline": baseline,
+    }
 
 
-def _hash_group(n: int, repeat: int, pa: Any) -> list[dict[str, Any]]:
-    import bucketcore as bc
-    from bucketcore.harness import best_of_rounds, uuid_keys
-    from bucketcore.harness.baselines import mmh3_hashes
+def bench_keys(workload: str, n: int, key_file: str | None = None, seed: int = 1) -> list[str]:
+    """The keys of the hash and produce groups.
 
-    keys = uuid_keys(n)
-    inputs: dict[str, Any] = {"list[str]": keys, "numpy S36": np.array(keys, dtype="S36")}
+    Parameters
+    ----------
+    workload : {"uuid", "short", "zipf"}
+        A :data:`bucketcore.harness.WORKLOADS` generator (ignored with ``key_file``).
+    n : int
+        How many keys.
+    key_file : str, optional
+        A file of keys, one per line, repeated in order up to ``n``.
+    seed : int
+        Generator seed (uuid and zipf).
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    CommandError
+        An unreadable or empty key file.
+    """
+    from bucketcore.harness import WORKLOADS
+
+    if key_file is None:
+        make = WORKLOADS[workload]
+        return make(n) if workload == "short" else make(n, seed=seed)
+    try:
+        lines = Path(key_file).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise CommandError(f"argument --keys: cannot read {key_file!r}: {err}") from None
+    if not lines:
+        raise CommandError(f"argument --keys: {key_file!r} holds no keys")
+    return [lines[i % len(lines)] for i in range(n)]
+
+
+def _columns(keys: list[str], pa: Any) -> dict[str, Any]:
+    """The same keys as a list, a numpy bytes column and (with pyarrow) an Arrow string column."""
+    encoded = [k.encode() for k in keys]
+    width = max(1, max(map(len, encoded)))
+    inputs: dict[str, Any] = {"list[str]": keys, f"numpy S{width}": np.array(encoded, dtype=f"S{width}")}
     if pa is not None:
         inputs["arrow string"] = pa.array(keys, type=pa.string())
+    return inputs
+
+
+def _hash_group(keys: list[str], repeat: int, pa: Any) -> list[dict[str, Any]]:
+    import bucketcore as bc
+    from bucketcore.harness import best_of_rounds
+    from bucketcore.harness.baselines import mmh3_hashes
+
+    n = len(keys)
+    inputs = _columns(keys, pa)
     expected = np.array(mmh3_hashes(keys), dtype=np.uint32)
-    runs: list[tuple[str, str, int | str, Any]] = [("mmh3 comprehension", "list[str]", 1,
-                                                   functools.partial(mmh3_hashes, keys))]
+    runs: list[tuple[str, str, int | str, Any]] = [
+        ("mmh3 comprehension", "list[str]", 1, functools.partial(mmh3_hashes, keys))
+    ]
     for name, column in inputs.items():
         for threads in (1, 2):
             fn = functools.partial(bc.murmur3_32, column, threads=threads)
@@ -80,24 +151,24 @@ def _hash_group(n: int, repeat: int, pa: Any) -> list[dict[str, Any]]:
                 raise RuntimeError(f"murmur3_32 over {name} differs from mmh3")
             runs.append(("murmur3_32", name, threads, fn))
     times = best_of_rounds([r[3] for r in runs], repeat)
-    return [_row("hash", what, inp, th, "key", n, t, None if i == 0 else "mmh3 comprehension")
-            for i, ((what, inp, th, _), t) in enumerate(zip(runs, times))]
+    return [
+        _row("hash", what, inp, th, "key", n, t, None if i == 0 else "mmh3 comprehension")
+        for i, ((what, inp, th, _), t) in enumerate(zip(runs, times, strict=False))
+    ]
 
 
-def _produce_group(n: int, repeat: int, pa: Any) -> list[dict[str, Any]]:
+def _produce_group(keys: list[str], repeat: int, pa: Any) -> list[dict[str, Any]]:
     import bucketcore as bc
-    from bucketcore.harness import best_of, best_of_rounds, tiled_layout, uuid_keys
+    from bucketcore.harness import best_of, best_of_rounds, tiled_layout
     from bucketcore.harness.baselines import reference_batches, same_entries
 
-    keys = uuid_keys(n, seed=3)
+    n = len(keys)
     layout = tiled_layout(4, 16)
     ref: list[Any] = []
     ref_time = best_of(lambda: ref.append(reference_batches(keys, layout)), max(1, repeat // 2))
     expected = ref[-1]
     rows = [_row("produce", "python batcher (reference)", "list[str]", 1, "message", n, ref_time, None)]
-    inputs: dict[str, Any] = {"list[str]": keys, "numpy S36": np.array(keys, dtype="S36")}
-    if pa is not None:
-        inputs["arrow string"] = pa.array(keys, type=pa.string())
+    inputs = _columns(keys, pa)
     runs = []
     for name, column in inputs.items():
         for threads in (1, 2):
@@ -106,8 +177,10 @@ def _produce_group(n: int, repeat: int, pa: Any) -> list[dict[str, Any]]:
                 raise RuntimeError(f"bucket_entries over {name} differs from the reference batcher")
             runs.append((name, threads, fn))
     times = best_of_rounds([r[2] for r in runs], repeat)
-    rows += [_row("produce", "bucket_entries", name, th, "message", n, t, "python batcher (reference)")
-             for (name, th, _), t in zip(runs, times)]
+    rows += [
+        _row("produce", "bucket_entries", name, th, "message", n, t, "python batcher (reference)")
+        for (name, th, _), t in zip(runs, times, strict=False)
+    ]
     # the SDK's per-call path: one add() per message, payload-free
     m = min(n, 50_000)
     payload = b""
@@ -119,8 +192,18 @@ def _produce_group(n: int, repeat: int, pa: Any) -> list[dict[str, Any]]:
             add(k, payload)
         batcher.flush()
 
-    rows.append(_row("produce", "EntryBucketBatcher.add per call", "str", 1, "message", m,
-                     best_of(per_call, max(1, repeat // 2)), "python batcher (reference)"))
+    rows.append(
+        _row(
+            "produce",
+            "EntryBucketBatcher.add per call",
+            "str",
+            1,
+            "message",
+            m,
+            best_of(per_call, max(1, repeat // 2)),
+            "python batcher (reference)",
+        )
+    )
     return rows
 
 
@@ -154,13 +237,19 @@ def _dispatch_group(n: int, repeat: int) -> list[dict[str, Any]]:
     ]
 
 
-def measure(n: int, repeat: int, groups: list[str], update: Any = None) -> dict[str, Any]:
+def measure(
+    n: int, repeat: int, groups: list[str], update: Any = None, keys: list[str] | None = None, workload: str = "uuid"
+) -> dict[str, Any]:
     """Run the chosen groups and the calm checks.
 
     Parameters
     ----------
     n : int
         Items per row.
+    keys : list of str, optional
+        Keys of the hash and produce groups (default: ``n`` UUIDs).
+    workload : str
+        What the keys are, for the record.
     repeat : int
         Rounds.
     groups : list of str
@@ -181,13 +270,15 @@ def measure(n: int, repeat: int, groups: list[str], update: Any = None) -> dict[
         import pyarrow as pa
     except ImportError:
         pa = None
+    if keys is None:
+        keys = bench_keys("uuid", n)
     before = cpu_check()
     rows: list[dict[str, Any]] = []
     for i, group in enumerate(groups):
         if group == "hash":
-            rows += _hash_group(n, repeat, pa)
+            rows += _hash_group(keys, repeat, pa)
         elif group == "produce":
-            rows += _produce_group(n, repeat, pa)
+            rows += _produce_group(keys, repeat, pa)
         else:
             rows += _dispatch_group(n, repeat)
         if update is not None:
@@ -202,6 +293,7 @@ def measure(n: int, repeat: int, groups: list[str], update: Any = None) -> dict[
         "pyarrow": None if pa is None else pa.__version__,
         "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "n": n,
+        "workload": workload,
         "repeat": repeat,
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "cpu_check_before": {f"cpu{k}": round(v, 3) for k, v in before.items()},
@@ -221,7 +313,9 @@ def _load_old(path: str) -> dict[tuple[str, str, str, str], float]:
     except OSError as err:
         raise CommandError(f"argument --compare: cannot read {path!r}: {err.strerror}") from None
     except (ValueError, KeyError, TypeError) as err:
-        raise CommandError(f"argument --compare: {path!r} is not the --json output of bucketcore bench ({err})") from None
+        raise CommandError(
+            f"argument --compare: {path!r} is not the --json output of bucketcore bench ({err})"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -244,15 +338,19 @@ def run(args: argparse.Namespace) -> int:
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]
     unknown = [g for g in groups if g not in ("hash", "produce", "dispatch")]
     if unknown or not groups:
-        raise CommandError(f"argument --groups: unknown group {unknown[0] if unknown else '(none)'!r} "
-                           "(choose from hash, produce, dispatch)")
+        raise CommandError(
+            f"argument --groups: unknown group {unknown[0] if unknown else '(none)'!r} "
+            "(choose from hash, produce, dispatch)"
+        )
     try:
         import mmh3  # noqa: F401 - the baselines need it
     except ImportError:
         raise CommandError("the baselines need mmh3: pip install 'bucketcore[bench]'") from None
     old = _load_old(args.compare) if args.compare else None
+    keys = bench_keys(args.workload, args.n, args.keys)
+    workload = f"keys of {args.keys}" if args.keys else args.workload
     with progress("bench", len(groups), enabled=not args.json) as update:
-        result = measure(args.n, args.repeat, groups, update)
+        result = measure(args.n, args.repeat, groups, update, keys=keys, workload=workload)
     if old is not None:
         for r in result["rows"]:
             was = old.get(_key(r))
@@ -266,8 +364,10 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     check = ", ".join(f"{k} {v:.2f}" for k, v in result["cpu_check_before"].items())
     check_after = ", ".join(f"{k} {v:.2f}" for k, v in result["cpu_check_after"].items())
-    out.print(f"bucketcore {result['bucketcore']} bench: n={args.n:,}, best of {args.repeat} rounds, "
-              f"{result['cpus']} CPUs, pyarrow {result['pyarrow'] or 'absent (no Arrow rows)'}")
+    out.print(
+        f"bucketcore {result['bucketcore']} bench: n={args.n:,} ({workload} keys), best of {args.repeat} rounds, "
+        f"{result['cpus']} CPUs, pyarrow {result['pyarrow'] or 'absent (no Arrow rows)'}"
+    )
     if check:
         out.print(f"per-CPU calm check (murmur3_32, 4 Ki in-cache UUIDs, ns/key): before {check}; after {check_after}")
     columns = ["group", "what", "input", "threads", "ns per item", "x baseline"]
@@ -275,8 +375,14 @@ def run(args: argparse.Namespace) -> int:
         columns.append(f"vs {Path(args.compare).name}")
     rows = []
     for r in result["rows"]:
-        row = [r["group"], r["what"], r["input"], r["threads"], f"{r['ns']:.2f} /{r['unit']}",
-               "baseline" if r["ratio"] is None else f"{r['ratio']:.1f}x"]
+        row = [
+            r["group"],
+            r["what"],
+            r["input"],
+            r["threads"],
+            f"{r['ns']:.2f} /{r['unit']}",
+            "baseline" if r["ratio"] is None else f"{r['ratio']:.1f}x",
+        ]
         if old is not None:
             row.append("-" if r["change"] is None else f"{r['change']:+.1%}")
         rows.append(row)

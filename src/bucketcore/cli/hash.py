@@ -26,13 +26,23 @@ def add_parser(p: argparse.ArgumentParser) -> None:
     ----------
     p : argparse.ArgumentParser
     """
-    p.add_argument("files", nargs="*", default=["-"], metavar="FILE",
-                   help="key files, one key per line ('-' or nothing: stdin)")
-    p.add_argument("--format", choices=("csv", "jsonl", "table"), default="csv",
-                   help="csv (default), jsonl (one JSON object per key) or table")
+    p.add_argument(
+        "files", nargs="*", default=["-"], metavar="FILE", help="key files, one key per line ('-' or nothing: stdin)"
+    )
+    p.add_argument(
+        "--format",
+        choices=("csv", "jsonl", "table"),
+        default="csv",
+        help="csv (default), jsonl (one JSON object per key) or table",
+    )
     p.add_argument("--no-header", action="store_true", help="csv/table: no header line")
-    p.add_argument("--block", type=int_at_least(1, 1 << 24), default=65536, metavar="LINES",
-                   help="lines hashed per call (default 65,536): the memory bound")
+    p.add_argument(
+        "--block",
+        type=int_at_least(1, 1 << 24),
+        default=65536,
+        metavar="LINES",
+        help="lines hashed per call (default 65,536): the memory bound",
+    )
 
 
 def key_blocks(stream: IO[bytes], block: int) -> Iterator[list[bytes]]:
@@ -125,8 +135,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _render(fmt: str, keys: list[bytes], raw: list[Any], seg: list[Any], bkt: list[Any], width: int) -> str:
     if fmt == "csv":
-        return "".join(f"{_csv_field(_text(k))},{r},{s},{b}\n" for k, r, s, b in zip(keys, raw, seg, bkt))
+        return "".join(f"{_csv_field(_text(k))},{r},{s},{b}\n" for k, r, s, b in zip(keys, raw, seg, bkt, strict=False))
     if fmt == "jsonl":
-        return "".join(json.dumps({"key": _text(k), "raw": r, "segment_hash": s, "bucket_hash": b}) + "\n"
-                       for k, r, s, b in zip(keys, raw, seg, bkt))
-    return "".join(f"{_text(k):<{width}}  {r:#010x}  {s:#06x}  {b:#06x}\n" for k, r, s, b in zip(keys, raw, seg, bkt))
+        return "".join(
+            json.dumps({"key": _text(k), "raw": r, "segment_hash": s, "bucket_hash": b}) + "\n"
+            for k, r, s, b in zip(keys, raw, seg, bkt, strict=False)
+        )
+    return "".join(
+        f"{_text(k):<{width}}  {r:#010x}  {s:#06x}  {b:#06x}\n" for k, r, s, b in zip(keys, raw, seg, bkt, strict=False)
+    )

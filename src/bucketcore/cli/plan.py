@@ -24,8 +24,14 @@ from ._common import CommandError, console, int_at_least, print_json, print_tabl
 
 __all__ = ["add_parser", "run"]
 
-_ARROW_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc", ".ipc": "ipc",
-                   ".csv": "csv"}
+_ARROW_SUFFIXES = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".arrow": "ipc",
+    ".feather": "ipc",
+    ".ipc": "ipc",
+    ".csv": "csv",
+}
 
 
 def add_parser(p: argparse.ArgumentParser) -> None:
@@ -35,20 +41,34 @@ def add_parser(p: argparse.ArgumentParser) -> None:
     ----------
     p : argparse.ArgumentParser
     """
-    p.add_argument("sample", metavar="SAMPLE",
-                   help="key sample: a file with one key per line, '-' for stdin, or a .parquet/.arrow/"
-                        ".feather/.csv file with --column")
+    p.add_argument(
+        "sample",
+        metavar="SAMPLE",
+        help="key sample: a file with one key per line, '-' for stdin, or a .parquet/.arrow/"
+        ".feather/.csv file with --column",
+    )
     p.add_argument("--column", help="the key column of a Parquet, Arrow or CSV sample (needs pyarrow)")
-    p.add_argument("--buckets", type=int_at_least(1, 65536), required=True, metavar="N",
-                   help="buckets per active segment")
+    p.add_argument(
+        "--buckets",
+        type=int_at_least(1, 32768),
+        required=True,
+        metavar="N",
+        help="buckets per active segment (at most 32768: bucket 0 must keep two hash values)",
+    )
     layout = p.add_mutually_exclusive_group()
-    layout.add_argument("--segments", type=int_at_least(1, 65536), default=None,
-                        help="a fresh layout of this many equal-range segments (default 1)")
+    layout.add_argument(
+        "--segments",
+        type=int_at_least(1, 65536),
+        default=None,
+        help="a fresh layout of this many equal-range segments (default 1)",
+    )
     layout.add_argument("--layout", metavar="FILE.json", help="a layout in TopicLayout.to_dict JSON form")
-    p.add_argument("--output", metavar="FILE.json",
-                   help="write the layout JSON here and print the statistics table on stdout")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object: {'layout': ..., 'segments': [statistics]}")
+    p.add_argument(
+        "--output", metavar="FILE.json", help="write the layout JSON here and print the statistics table on stdout"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON object: {'layout': ..., 'segments': [statistics]}"
+    )
 
 
 def _load_layout(args: argparse.Namespace) -> Any:
@@ -79,8 +99,9 @@ def _key_chunks(args: argparse.Namespace) -> Any:
     if args.column is not None:
         kind = _ARROW_SUFFIXES.get(suffix)
         if kind is None:
-            raise CommandError(f"argument --column: {args.sample!r} is not a .parquet, .arrow, .feather, .ipc "
-                               "or .csv file")
+            raise CommandError(
+                f"argument --column: {args.sample!r} is not a .parquet, .arrow, .feather, .ipc or .csv file"
+            )
         yield _arrow_column(args.sample, kind, args.column)
         return
     if suffix in (".parquet", ".pq", ".arrow", ".feather", ".ipc"):
@@ -109,8 +130,9 @@ def _arrow_column(path: str, kind: str, column: str) -> Any:
         elif kind == "csv":
             import pyarrow.csv as pacsv
 
-            table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
-                include_columns=[column], column_types={column: pa.string()}))
+            table = pacsv.read_csv(
+                path, convert_options=pacsv.ConvertOptions(include_columns=[column], column_types={column: pa.string()})
+            )
         else:
             from pyarrow import feather
 
@@ -120,8 +142,12 @@ def _arrow_column(path: str, kind: str, column: str) -> Any:
     except (pa.ArrowInvalid, KeyError, ValueError) as err:
         raise CommandError(f"cannot read column {column!r} of {path!r}: {str(err).splitlines()[0]}") from None
     col = table.column(column)
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or pa.types.is_binary(col.type)
-            or pa.types.is_large_binary(col.type)):
+    if not (
+        pa.types.is_string(col.type)
+        or pa.types.is_large_string(col.type)
+        or pa.types.is_binary(col.type)
+        or pa.types.is_large_binary(col.type)
+    ):
         raise CommandError(f"column {column!r} of {path!r} holds {col.type}, not string or binary keys")
     return col
 
@@ -173,16 +199,19 @@ def run(args: argparse.Namespace) -> int:
         load_eq = equal.load(all_hashes, weights=weights)
         load_bal = balanced.load(all_hashes, weights=weights)
         planned[seg.segment_id] = balanced
-        stats.append({
-            "segment_id": seg.segment_id,
-            "hash_range": [seg.hash_start, seg.hash_end],
-            "keys": int(weights.sum()),
-            "equal_width_max_over_mean": _finite(load_eq.ratio),
-            "balanced_max_over_mean": _finite(load_bal.ratio),
-            "splits": list(balanced.splits),
-        })
-    segments = [dataclasses.replace(s, buckets=planned[s.segment_id]) if s.segment_id in planned else s
-                for s in layout.segments]
+        stats.append(
+            {
+                "segment_id": seg.segment_id,
+                "hash_range": [seg.hash_start, seg.hash_end],
+                "keys": int(weights.sum()),
+                "equal_width_max_over_mean": _finite(load_eq.ratio),
+                "balanced_max_over_mean": _finite(load_bal.ratio),
+                "splits": list(balanced.splits),
+            }
+        )
+    segments = [
+        dataclasses.replace(s, buckets=planned[s.segment_id]) if s.segment_id in planned else s for s in layout.segments
+    ]
     result = bc.TopicLayout(layout.epoch, segments, layout.topic).to_dict()
     if args.json:
         print_json({"layout": result, "segments": stats, "sample_keys": keys_seen, "keyless_lines": keyless})
@@ -193,10 +222,22 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_json(result)
         out = console(stderr=True)
-    rows = [(s["segment_id"], f"{s['hash_range'][0]:04x}-{s['hash_range'][1]:04x}", s["keys"],
-             _ratio(s["equal_width_max_over_mean"]), _ratio(s["balanced_max_over_mean"])) for s in stats]
-    print_table(f"{keys_seen:,} sample keys, N={args.buckets} per segment: bucket load max/mean (1.00 is even)",
-                ("segment", "range", "keys", "equal width", "balanced"), rows, out=out)
+    rows = [
+        (
+            s["segment_id"],
+            f"{s['hash_range'][0]:04x}-{s['hash_range'][1]:04x}",
+            s["keys"],
+            _ratio(s["equal_width_max_over_mean"]),
+            _ratio(s["balanced_max_over_mean"]),
+        )
+        for s in stats
+    ]
+    print_table(
+        f"{keys_seen:,} sample keys, N={args.buckets} per segment: bucket load max/mean (1.00 is even)",
+        ("segment", "range", "keys", "equal width", "balanced"),
+        rows,
+        out=out,
+    )
     if args.output:
         out.print(f"layout written to {args.output}")
     return 0

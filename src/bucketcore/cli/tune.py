@@ -45,17 +45,40 @@ def add_parser(p: argparse.ArgumentParser) -> None:
     p : argparse.ArgumentParser
     """
     add_workload_arguments(p, messages=200_000, keys=100_000)
-    p.add_argument("--segments", type=int_list(1, 4096), default=[1, 2, 4, 8], metavar="S,S,...",
-                   help="segment counts to sweep (default 1,2,4,8)")
-    p.add_argument("--buckets", type=int_list(1, 65536), default=[1, 2, 4, 8, 16, 32, 64], metavar="N,N,...",
-                   help="bucket counts N per segment to sweep (default 1,2,4,8,16,32,64)")
-    p.add_argument("--consumers", type=int_at_least(1, 1_000_000), default=16,
-                   help="consumer count to reach (default 16)")
-    p.add_argument("--max-imbalance", type=float_range(1.0), default=1.25, metavar="RATIO",
-                   help="largest acceptable max/mean consumer load (default 1.25)")
-    p.add_argument("--rate", type=float_range(1.0), default=100_000.0, metavar="MSGS_PER_S",
-                   help="message rate for the entries-per-second column (default 100,000)")
-    p.add_argument("--max-messages", type=int_at_least(1), default=1000, help="messages per entry at most (default 1000)")
+    p.add_argument(
+        "--segments",
+        type=int_list(1, 4096),
+        default=[1, 2, 4, 8],
+        metavar="S,S,...",
+        help="segment counts to sweep (default 1,2,4,8)",
+    )
+    p.add_argument(
+        "--buckets",
+        type=int_list(1, 32768),
+        default=[1, 2, 4, 8, 16, 32, 64],
+        metavar="N,N,...",
+        help="bucket counts N per segment to sweep (default 1,2,4,8,16,32,64)",
+    )
+    p.add_argument(
+        "--consumers", type=int_at_least(1, 1_000_000), default=16, help="consumer count to reach (default 16)"
+    )
+    p.add_argument(
+        "--max-imbalance",
+        type=float_range(1.0),
+        default=1.25,
+        metavar="RATIO",
+        help="largest acceptable max/mean consumer load (default 1.25)",
+    )
+    p.add_argument(
+        "--rate",
+        type=float_range(1.0),
+        default=100_000.0,
+        metavar="MSGS_PER_S",
+        help="message rate for the entries-per-second column (default 100,000)",
+    )
+    p.add_argument(
+        "--max-messages", type=int_at_least(1), default=1000, help="messages per entry at most (default 1000)"
+    )
     p.add_argument("--max-bytes", type=int_at_least(1), default=131072, help="bytes per entry at most (default 131072)")
     p.add_argument("--plot", metavar="FILE.png", help="draw the trade-off curves to this PNG (needs matplotlib)")
     p.add_argument("--json", action="store_true", help="print the sweep and the recommendation as JSON")
@@ -133,8 +156,16 @@ def _imbalance(loads: np.ndarray) -> tuple[int, float]:
     return int(np.count_nonzero(loads)), (float(loads.max()) / mean if mean > 0 else float("inf"))
 
 
-def sweep(workload: Any, segment_counts: list[int], bucket_counts: list[int], consumers: int, rate: float,
-          max_messages: int, max_bytes: int, update: Any = None) -> list[TunePoint]:
+def sweep(
+    workload: Any,
+    segment_counts: list[int],
+    bucket_counts: list[int],
+    consumers: int,
+    rate: float,
+    max_messages: int,
+    max_bytes: int,
+    update: Any = None,
+) -> list[TunePoint]:
     """Measure every (S, N) of the sweep.
 
     Parameters
@@ -167,18 +198,38 @@ def sweep(workload: Any, segment_counts: list[int], bucket_counts: list[int], co
             equal = tiled_layout(s, count)
             fills = {}
             for policy in ("shared", "per_bucket"):
-                table = bc.bucket_entries(kh, equal, sizes=sizes, max_messages=max_messages, max_bytes=max_bytes,
-                                          policy=policy)
+                table = bc.bucket_entries(
+                    kh, equal, sizes=sizes, max_messages=max_messages, max_bytes=max_bytes, policy=policy
+                )
                 fills[policy] = n / max(1, len(table))
-            balanced = bc.TopicLayout(1, [
-                bc.Segment(seg.segment_id, seg.hash_start, seg.hash_end,
-                           bc.Buckets.balanced(np.asarray(kh.bucket_hash)[route == i], count))
-                for i, seg in enumerate(equal.active_segments)
-            ])
+            balanced = bc.TopicLayout(
+                1,
+                [
+                    bc.Segment(
+                        seg.segment_id,
+                        seg.hash_start,
+                        seg.hash_end,
+                        bc.Buckets.balanced(np.asarray(kh.bucket_hash)[route == i], count),
+                    )
+                    for i, seg in enumerate(equal.active_segments)
+                ],
+            )
             usable_eq, imb_eq = _imbalance(_consumer_loads(equal, kh, route, consumers))
             usable_bal, imb_bal = _imbalance(_consumer_loads(balanced, kh, route, consumers))
-            points.append(TunePoint(s, count, fills["shared"], fills["per_bucket"], rate / fills["shared"],
-                                    rate / fills["per_bucket"], usable_eq, usable_bal, imb_eq, imb_bal))
+            points.append(
+                TunePoint(
+                    s,
+                    count,
+                    fills["shared"],
+                    fills["per_bucket"],
+                    rate / fills["shared"],
+                    rate / fills["per_bucket"],
+                    usable_eq,
+                    usable_bal,
+                    imb_eq,
+                    imb_bal,
+                )
+            )
             if update is not None:
                 update(len(points))
     return points
@@ -226,47 +277,87 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     total = len(args.segments) * len(args.buckets)
     with progress("tune", total, enabled=not args.json) as update:
-        points = sweep(workload, args.segments, args.buckets, args.consumers, args.rate, args.max_messages,
-                       args.max_bytes, update)
+        points = sweep(
+            workload, args.segments, args.buckets, args.consumers, args.rate, args.max_messages, args.max_bytes, update
+        )
     best = recommend(points, args.consumers, args.max_imbalance)
     if args.plot:
         _plot(points, best, args)
     if args.json:
-        print_json({
-            "workload": workload.description,
-            "consumers": args.consumers,
-            "max_imbalance": args.max_imbalance,
-            "rate": args.rate,
-            "points": [{k: (None if isinstance(v, float) and not np.isfinite(v) else v)
-                        for k, v in asdict(p).items()} for p in points],
-            "recommendation": None if best is None else {"segments": best[0].segments, "buckets": best[0].buckets,
-                                                         "boundaries": best[1]},
-            "plot": args.plot,
-            "seconds": round(time.perf_counter() - start, 3),
-        })
+        print_json(
+            {
+                "workload": workload.description,
+                "consumers": args.consumers,
+                "max_imbalance": args.max_imbalance,
+                "rate": args.rate,
+                "points": [
+                    {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in asdict(p).items()}
+                    for p in points
+                ],
+                "recommendation": None
+                if best is None
+                else {"segments": best[0].segments, "buckets": best[0].buckets, "boundaries": best[1]},
+                "plot": args.plot,
+                "seconds": round(time.perf_counter() - start, 3),
+            }
+        )
         return 0
     out = console()
-    out.print(f"bucketcore tune: {workload.description}; {args.consumers} consumers wanted, "
-              f"imbalance bound {args.max_imbalance:g}, {args.rate:,.0f} messages/s")
-    rows = [(p.segments, p.buckets, p.fill_shared, p.fill_per_bucket, p.entries_per_s_shared,
-             p.entries_per_s_per_bucket, f"{p.usable_equal}/{p.usable_balanced}", _r(p.imbalance_equal),
-             _r(p.imbalance_balanced), "<-" if best is not None and p is best[0] else "")
-            for p in points]
-    print_table(None, ("S", "N", "fill shared", "fill per_bucket", "entries/s shared", "entries/s per_bucket",
-                       "busy eq/bal", "imbal. equal", "imbal. balanced", ""), rows, out=out,
-                caption="fill = mean messages per entry; busy = consumers with load (equal/balanced "
-                        "boundaries); imbal. = max/mean load over the wanted consumers")
+    out.print(
+        f"bucketcore tune: {workload.description}; {args.consumers} consumers wanted, "
+        f"imbalance bound {args.max_imbalance:g}, {args.rate:,.0f} messages/s"
+    )
+    rows = [
+        (
+            p.segments,
+            p.buckets,
+            p.fill_shared,
+            p.fill_per_bucket,
+            p.entries_per_s_shared,
+            p.entries_per_s_per_bucket,
+            f"{p.usable_equal}/{p.usable_balanced}",
+            _r(p.imbalance_equal),
+            _r(p.imbalance_balanced),
+            "<-" if best is not None and p is best[0] else "",
+        )
+        for p in points
+    ]
+    print_table(
+        None,
+        (
+            "S",
+            "N",
+            "fill shared",
+            "fill per_bucket",
+            "entries/s shared",
+            "entries/s per_bucket",
+            "busy eq/bal",
+            "imbal. equal",
+            "imbal. balanced",
+            "",
+        ),
+        rows,
+        out=out,
+        caption="fill = mean messages per entry; busy = consumers with load (equal/balanced "
+        "boundaries); imbal. = max/mean load over the wanted consumers",
+    )
     if best is None:
-        out.print(f"recommendation: none of the sweep keeps {args.consumers} consumers busy within "
-                  f"{args.max_imbalance:g}; widen --segments or --buckets, or relax --max-imbalance")
+        out.print(
+            f"recommendation: none of the sweep keeps {args.consumers} consumers busy within "
+            f"{args.max_imbalance:g}; widen --segments or --buckets, or relax --max-imbalance"
+        )
     else:
         p, how = best
-        out.print(f"recommendation: {p.segments} segments x N={p.buckets} buckets with {how}-width boundaries"
-                  if how == "equal" else
-                  f"recommendation: {p.segments} segments x N={p.buckets} buckets with traffic-balanced boundaries "
-                  f"(bucketcore plan)")
-        out.print(f"  entries {p.fill_shared:.1f} messages on average (shared policy), "
-                  f"{p.entries_per_s_shared:,.0f} entries/s at {args.rate:,.0f} messages/s")
+        out.print(
+            f"recommendation: {p.segments} segments x N={p.buckets} buckets with {how}-width boundaries"
+            if how == "equal"
+            else f"recommendation: {p.segments} segments x N={p.buckets} buckets with traffic-balanced boundaries "
+            f"(bucketcore plan)"
+        )
+        out.print(
+            f"  entries {p.fill_shared:.1f} messages on average (shared policy), "
+            f"{p.entries_per_s_shared:,.0f} entries/s at {args.rate:,.0f} messages/s"
+        )
     if args.plot:
         out.print(f"plot written to {args.plot}")
     return 0
@@ -307,8 +398,9 @@ def _plot(points: list[TunePoint], best: tuple[TunePoint, str] | None, args: arg
     if best is not None:
         p, how = best
         y = p.imbalance_equal if how == "equal" else p.imbalance_balanced
-        right.plot([p.buckets], [y], marker="*", ms=14, color="black", ls="none",
-                   label=f"pick: S={p.segments}, N={p.buckets}")
+        right.plot(
+            [p.buckets], [y], marker="*", ms=14, color="black", ls="none", label=f"pick: S={p.segments}, N={p.buckets}"
+        )
     left.legend(fontsize=7, ncol=2)
     right.legend(fontsize=7, ncol=2)
     fig.suptitle(f"bucketcore tune: {args.messages:,} messages, {args.consumers} consumers", fontsize=10)

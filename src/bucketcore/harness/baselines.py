@@ -55,8 +55,9 @@ def mmh3_hashes(keys: list[Any]) -> list[int]:
     return [h(k, 0, signed=False) for k in keys]
 
 
-def reference_batches(keys: list[Any], layout: bc.TopicLayout, max_messages: int = 1000,
-                      policy: str = "shared") -> list[tuple[int, int, int, int, list[int]]]:
+def reference_batches(
+    keys: list[Any], layout: bc.TopicLayout, max_messages: int = 1000, policy: str = "shared"
+) -> list[tuple[int, int, int, int, list[int]]]:
     """The producer baseline: a per-message Python batcher.
 
     Count limit only (as :func:`bucketcore.bucket_entries` without ``sizes``); keyless messages
@@ -130,11 +131,15 @@ def same_entries(table: bc.EntryTable, ref: list[tuple[int, int, int, int, list[
     """
     if len(table) != len(ref):
         return False
-    cols = list(zip(*[e[:4] for e in ref])) if ref else [(), (), (), ()]
+    cols = list(zip(*[e[:4] for e in ref], strict=False)) if ref else [(), (), (), ()]
     order = np.fromiter((i for e in ref for i in e[4]), dtype=np.int64, count=int(table.order.shape[0]))
-    return bool(np.array_equal(table.segment_id, cols[0]) and np.array_equal(table.bucket, cols[1])
-                and np.array_equal(table.hash_min, cols[2]) and np.array_equal(table.hash_max, cols[3])
-                and np.array_equal(table.order, order))
+    return bool(
+        np.array_equal(table.segment_id, cols[0])
+        and np.array_equal(table.bucket, cols[1])
+        and np.array_equal(table.hash_min, cols[2])
+        and np.array_equal(table.hash_max, cols[3])
+        and np.array_equal(table.order, order)
+    )
 
 
 def py_route(splits: list[int], owner: list[int], hash_min: list[int]) -> list[int]:
@@ -205,7 +210,7 @@ class PyDispatcher:
     def offer(self, ids: list[int], hash_min: list[int]) -> None:
         """Take committed entries in offset order."""
         splits, queue = self.splits, self.queue
-        for e, h in zip(ids, hash_min):
+        for e, h in zip(ids, hash_min, strict=False):
             b = bisect.bisect_right(splits, h)
             if not queue[b] and self._ready(b):
                 self._deliver(e, b)
@@ -286,8 +291,14 @@ class PyDispatcherAdapter:
         return len(self.d.pending) + sum(len(q) for q in self.d.queue)
 
 
-def run_churn(make: Callable[[bc.Buckets], Any], n_entries: int, n_consumers: int = 16,
-              churn_every: int = 10_000, n_buckets: int = 256, seed: int = 3) -> dict[str, int]:
+def run_churn(
+    make: Callable[[bc.Buckets], Any],
+    n_entries: int,
+    n_consumers: int = 16,
+    churn_every: int = 10_000,
+    n_buckets: int = 256,
+    seed: int = 3,
+) -> dict[str, int]:
     """Drive a dispatcher through the churn workload: offers in rounds, acks of all but the newest
     10% each round, and a leave, join, crash or join after every round.
 
@@ -337,7 +348,7 @@ def run_churn(make: Callable[[bc.Buckets], Any], n_entries: int, n_consumers: in
         for c in list(unacked):
             held = np.sort(np.concatenate(unacked[c]))  # hold the highest ids across the churn
             keep = held.size // 10
-            done, rest = held[: held.size - keep], held[held.size - keep:]
+            done, rest = held[: held.size - keep], held[held.size - keep :]
             if done.size:
                 d.ack(*c, done)
             unacked[c] = [rest]

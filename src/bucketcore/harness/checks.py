@@ -99,8 +99,9 @@ def _first(mask: np.ndarray) -> int:
     return int(hits[0]) if hits.size else -1
 
 
-def run_checks(produced: int, key_ids: np.ndarray, key_seq: np.ndarray, delivered: EventLog,
-               processed: EventLog, acked: EventLog) -> CheckResult:
+def run_checks(
+    produced: int, key_ids: np.ndarray, key_seq: np.ndarray, delivered: EventLog, processed: EventLog, acked: EventLog
+) -> CheckResult:
     """Run the three checks over a simulation's record.
 
     Parameters

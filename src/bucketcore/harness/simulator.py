@@ -247,8 +247,14 @@ class _Store:
 
 
 class _Simulation:
-    def __init__(self, workload: KeyWorkload, config: SimConfig, store: _Store, faults: frozenset[str],
-                 progress: Callable[[int, int], None] | None) -> None:
+    def __init__(
+        self,
+        workload: KeyWorkload,
+        config: SimConfig,
+        store: _Store,
+        faults: frozenset[str],
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
         self.w = workload
         self.cfg = config
         self.store = store
@@ -270,8 +276,15 @@ class _Simulation:
         self.delivered = EventLog()
         self.processed = EventLog()
         self.acked = EventLog()
-        self.events = {"joins": 0, "leaves": 0, "crashes": 0, "splits": 0, "rebuckets": 0, "drained": 0,
-                       "assignments": 0}
+        self.events = {
+            "joins": 0,
+            "leaves": 0,
+            "crashes": 0,
+            "splits": 0,
+            "rebuckets": 0,
+            "drained": 0,
+            "assignments": 0,
+        }
         self.delivered_entries = 0
         self.redelivered_entries = 0
         self.redelivered_messages = 0
@@ -411,7 +424,8 @@ class _Simulation:
         ids = self.w.key_ids[:produced]
         ids = ids[ids >= 0]
         in_range = (self.key_hashes.segment_hash[ids] >= target.hash_start) & (
-            self.key_hashes.segment_hash[ids] <= target.hash_end)
+            self.key_hashes.segment_hash[ids] <= target.hash_end
+        )
         observed = self.key_hashes.bucket_hash[ids[in_range]]
         balanced = bc.Buckets.balanced(observed, count) if observed.size else bc.Buckets.equal_width(count + 1)
         if balanced == target.buckets:
@@ -424,9 +438,15 @@ class _Simulation:
     def produce(self, start: int, stop: int) -> None:
         """Bucket, stamp and append messages [start, stop) under the current layout."""
         w = self.w
-        table = bc.bucket_entries(w.column(start, stop), self.layout, sizes=w.sizes[start:stop],
-                                  max_messages=self.cfg.max_messages, max_bytes=self.cfg.max_bytes,
-                                  policy=self.cfg.policy, round_robin=self.round_robin)
+        table = bc.bucket_entries(
+            w.column(start, stop),
+            self.layout,
+            sizes=w.sizes[start:stop],
+            max_messages=self.cfg.max_messages,
+            max_bytes=self.cfg.max_bytes,
+            policy=self.cfg.policy,
+            round_robin=self.round_robin,
+        )
         self.round_robin = table.next_round_robin
         from bucketcore import stream
 
@@ -436,9 +456,15 @@ class _Simulation:
         per_segment: dict[int, list[Any]] = {}
         for i in range(len(table)):
             s, n = starts[i], counts[i]
-            per_segment.setdefault(seg_ids[i], []).append(stream.EntryPayload(
-                payload=order[s:s + n].astype("<i8").tobytes(), record_count=n, metadata=b"",
-                hash_min=lo[i], hash_max=hi[i]))
+            per_segment.setdefault(seg_ids[i], []).append(
+                stream.EntryPayload(
+                    payload=order[s : s + n].astype("<i8").tobytes(),
+                    record_count=n,
+                    metadata=b"",
+                    hash_min=lo[i],
+                    hash_max=hi[i],
+                )
+            )
         for sid in sorted(per_segment):
             end = self.store.append(self.segments[sid].stream_id, per_segment[sid])
             if end >= 0:
@@ -455,9 +481,10 @@ class _Simulation:
         ends = np.asarray(stamps.end_offset, dtype=np.int64)
         for e in entries:
             seg.messages[e.start_offset] = np.frombuffer(e.payload, dtype="<i8")
-        seg.hash_min.update(zip(starts.tolist(), np.asarray(stamps.hash_min).tolist()))
-        seg.dispatcher.offer(starts, np.asarray(stamps.hash_min), hash_max=np.asarray(stamps.hash_max),
-                             message_count=ends - starts)
+        seg.hash_min.update(zip(starts.tolist(), np.asarray(stamps.hash_min).tolist(), strict=False))
+        seg.dispatcher.offer(
+            starts, np.asarray(stamps.hash_min), hash_max=np.asarray(stamps.hash_max), message_count=ends - starts
+        )
         seg.cursor = int(ends[-1])
         self._deliver(seg)
 
@@ -467,7 +494,7 @@ class _Simulation:
             c = self.consumers[name]
             ids = batch.entry_ids.tolist()
             redelivered = batch.redelivered.tolist()
-            for off, again in zip(ids, redelivered):
+            for off, again in zip(ids, redelivered, strict=False):
                 msgs = seg.messages[off]
                 c.state.delivered(sid, off)
                 c.queue.append((sid, off, msgs))
@@ -482,8 +509,13 @@ class _Simulation:
         changed = False
         for seg in self.segments.values():
             d = seg.dispatcher
-            if (seg.sealed and not seg.drained and seg.cursor >= seg.end
-                    and d.pending_entries == 0 and d.queued_entries == 0):
+            if (
+                seg.sealed
+                and not seg.drained
+                and seg.cursor >= seg.end
+                and d.pending_entries == 0
+                and d.queued_entries == 0
+            ):
                 seg.drained = True
                 self.events["drained"] += 1
                 changed = True
@@ -585,8 +617,14 @@ class _Simulation:
         return True
 
 
-def simulate(workload: KeyWorkload, config: SimConfig = SimConfig(), *, store_path: str | Path | None = None,
-             progress: Callable[[int, int], None] | None = None, _faults: Iterable[str] = ()) -> SimReport:
+def simulate(
+    workload: KeyWorkload,
+    config: SimConfig = SimConfig(),
+    *,
+    store_path: str | Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    _faults: Iterable[str] = (),
+) -> SimReport:
     """Run one end-to-end simulation and check it.
 
     Parameters
@@ -637,10 +675,13 @@ def simulate(workload: KeyWorkload, config: SimConfig = SimConfig(), *, store_pa
             sim.run()
         finally:
             store.close()
-        checks = run_checks(len(workload), workload.key_ids, workload.key_sequence(), sim.delivered,
-                            sim.processed, sim.acked)
-        loads = sorted([c.load for c in sim.gone] + [c.load for c in sim.consumers.values()],
-                       key=lambda load: (load.name, load.consumer_id))
+        checks = run_checks(
+            len(workload), workload.key_ids, workload.key_sequence(), sim.delivered, sim.processed, sim.acked
+        )
+        loads = sorted(
+            [c.load for c in sim.gone] + [c.load for c in sim.consumers.values()],
+            key=lambda load: (load.name, load.consumer_id),
+        )
         return SimReport(
             produced=len(workload),
             keyless=int(np.count_nonzero(workload.keyless)),

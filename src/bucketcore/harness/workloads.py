@@ -95,11 +95,19 @@ def tiled_layout(segments: int, buckets: int = 1, legacy: bool = False) -> bc.To
         Epoch 1, segment ids 0..segments-1 in hash order.
     """
     bounds = [i * 0x10000 // segments for i in range(segments + 1)]
-    return bc.TopicLayout(1, [
-        bc.Segment(i, a, b - 1, bc.Buckets.equal_width(buckets),
-                   legacy_topic_name=f"persistent://t/ns/t-partition-{i}" if legacy else None)
-        for i, (a, b) in enumerate(itertools.pairwise(bounds))
-    ])
+    return bc.TopicLayout(
+        1,
+        [
+            bc.Segment(
+                i,
+                a,
+                b - 1,
+                bc.Buckets.equal_width(buckets),
+                legacy_topic_name=f"persistent://t/ns/t-partition-{i}" if legacy else None,
+            )
+            for i, (a, b) in enumerate(itertools.pairwise(bounds))
+        ],
+    )
 
 
 WORKLOADS = {"uuid": uuid_keys, "short": short_keys, "zipf": zipf_keys}
@@ -185,9 +193,17 @@ def _read_key_file(path: Path) -> list[str]:
     return keys
 
 
-def key_workload(kind: str, messages: int, *, keys: int = 100_000, zipf_s: float = 1.1,
-                 keyless: float = 0.05, seed: int = 1, key_file: str | Path | None = None,
-                 mean_size: int = 256) -> KeyWorkload:
+def key_workload(
+    kind: str,
+    messages: int,
+    *,
+    keys: int = 100_000,
+    zipf_s: float = 1.1,
+    keyless: float = 0.05,
+    seed: int = 1,
+    key_file: str | Path | None = None,
+    mean_size: int = 256,
+) -> KeyWorkload:
     """Draw a message stream.
 
     Parameters
