@@ -130,6 +130,25 @@ def test_a_list_whose_bucket_zero_is_one_hash_has_no_canonical_hash_for_it() -> 
     assert Buckets([2]).dispatchable and Buckets().dispatchable and Buckets.equal_width(32768).dispatchable
 
 
+def test_selector_and_dispatcher_refuse_a_list_whose_bucket_zero_is_one_hash() -> None:
+    # EntryBucketConsumerSelectorTest.testBucketIndexAndCanonicalHash relies on it and the
+    # reference dispatcher (PersistentEntryBucketDispatcherMultipleConsumers) refuses a declared
+    # boundary list that breaks it: bucket 0 = [0x0000, 0x0000] cannot hold its canonical hash 1.
+    bad = Buckets([1, 0x8000])
+    with pytest.raises(InvalidBoundaryError, match="the segment's boundary list cannot be dispatched"):
+        bc.EntryBucketSelector(bad)
+    with pytest.raises(InvalidBoundaryError, match="cannot be dispatched"):
+        bc.Dispatcher(Buckets.equal_width(65536))
+    selector = bc.EntryBucketSelector(Buckets([2, 0x8000]))  # bucket 0 = [0, 1] holds 1
+    with pytest.raises(InvalidBoundaryError, match="the declared boundary list cannot be dispatched"):
+        selector.validate([1, 0x8000])
+    with pytest.raises(InvalidBoundaryError, match="the declared boundary list cannot be dispatched"):
+        selector.add_consumer("a", 1, declared=[(0, 0), (1, 0x7FFF), (0x8000, 0xFFFF)])
+    assert selector.consumers == ()  # nothing changed
+    selector.add_consumer("a", 1, declared=[2, 0x8000])
+    assert selector.owner_of(1) == ("a", 1)
+
+
 # --- 4. equal_width(0) is the empty list ----------------------------------------------------------
 
 

@@ -1,0 +1,238 @@
+"""The bucket spread of one shared segment: which sharer owns which bucket (DESIGN.md §3.5).
+
+:class:`EntryBucketSelector` keeps the live membership of one shared segment and spreads its
+buckets deterministically over the sharers (consumers sorted by ``(name, id)``, consumer ``j`` of
+``k`` owns buckets ``[j*N//k, (j+1)*N//k)``); membership changes report the buckets that moved
+(:class:`BucketMove`). It refuses a boundary list a broker cannot dispatch by (bucket 0 must hold
+its canonical hash 1) and checks the list each sharer declares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence, Union
+
+import numpy as np
+
+from _bucketcore import _dispatch
+from .buckets import Buckets
+from .errors import StaleLayoutError
+from .validation import UINT64_MAX, check_hash, is_int
+
+__all__ = ["Consumer", "BucketsLike", "BucketMove", "EntryBucketSelector"]
+
+Consumer = tuple[str, int]
+BucketsLike = Union[Buckets, Sequence[int]]
+
+
+@dataclass(frozen=True)
+class BucketMove:
+    """Buckets that changed owner in one membership change.
+
+    ``buckets`` is a contiguous ``range`` of bucket indexes; ``old_owner`` / ``new_owner`` are
+    ``(name, consumer_id)`` or ``None`` (no consumer before / after: the first join, the last
+    leave). A membership change returns a tuple of these sorted by first bucket; buckets whose
+    owner did not change do not appear.
+    """
+
+    buckets: range
+    old_owner: Consumer | None
+    new_owner: Consumer | None
+
+
+
+def _as_buckets(buckets: Any, name: str = "buckets") -> Buckets:
+    if isinstance(buckets, Buckets):
+        return buckets
+    if isinstance(buckets, (list, tuple)):
+        return Buckets(tuple(buckets))
+    raise TypeError(f"{name} must be a Buckets or a sequence of split hashes, not {type(buckets).__name__}")
+
+
+def _check_consumer(name: Any, consumer_id: Any) -> Consumer:
+    if not isinstance(name, str):
+        raise TypeError(f"consumer name must be a str, not {type(name).__name__}")
+    if not is_int(consumer_id):
+        raise TypeError(f"consumer_id must be an int, not {type(consumer_id).__name__}")
+    # the protocol's consumer_id is a uint64 (CommandSubscribe and every consumer command)
+    if not 0 <= consumer_id <= UINT64_MAX:
+        raise ValueError(f"consumer_id must be 0..2**64-1 (a uint64 on the wire), not {int(consumer_id)}")
+    return (name, int(consumer_id))
+
+
+
+def _declared_splits(declared: Any) -> tuple[int, ...]:
+    """Normalise a declared boundary list: Buckets, split hashes, or inclusive (start, end) ranges."""
+    if isinstance(declared, Buckets):
+        return tuple(declared.splits)
+    if isinstance(declared, np.ndarray):
+        declared = declared.tolist()
+    if not isinstance(declared, (list, tuple)):
+        raise TypeError(
+            f"declared boundary list must be a Buckets, split hashes or (start, end) ranges, "
+            f"not {type(declared).__name__}"
+        )
+    items = list(declared)
+    if items and all(isinstance(x, (tuple, list)) for x in items):
+        # Ranges, as a sharer declares them (KeySharedMeta.hashRanges / bucket_ranges).
+        splits = []
+        expected = 0
+        for i, rng in enumerate(items):
+            if len(rng) != 2:
+                raise StaleLayoutError(f"declared range {i} is {rng!r}, not a (start, end) pair")
+            start, end = (check_hash(v, f"declared range {i} bound") for v in rng)
+            if start != expected or end < start:
+                raise StaleLayoutError(
+                    f"declared ranges do not tile 0x0000..0xFFFF: range {i} is "
+                    f"({start:#06x}, {end:#06x}), expected it to start at {expected:#06x}"
+                )
+            if i:
+                splits.append(start)
+            expected = end + 1
+        if expected != 0x10000:
+            raise StaleLayoutError(
+                f"declared ranges do not tile 0x0000..0xFFFF: they end at {expected - 1:#06x}"
+            )
+        return tuple(splits)
+    return tuple(check_hash(v, f"declared split {i}") for i, v in enumerate(items))
+
+
+
+class EntryBucketSelector:
+    """Live sharers of one segment and the bucket → consumer spread of DESIGN.md §3.5.
+
+    Consumers are kept sorted by ``(name, consumer_id)``; consumer ``j`` of ``k`` owns buckets
+    ``[j*N//k, (j+1)*N//k)``. With more consumers than buckets, ``k - N`` of them own an empty
+    range (they stay idle: owners are capped by ``N``); which ones follows from the formula.
+
+    :func:`route_entries` updates three counters here: ``routed_entries``, ``straddling_entries``
+    (stamps crossing a boundary of this list, routed whole by ``hash_min``) and
+    ``malformed_entries`` (marked, never routed). Not thread-safe: one selector per segment,
+    mutated by one thread (routing may run concurrently: each membership builds new tables).
+    """
+
+    def __init__(self, buckets: BucketsLike) -> None:
+        self._buckets = _as_buckets(buckets)
+        # as the reference dispatcher: bucket 0 must hold its canonical hash 1
+        self._buckets.check_dispatchable("the segment's boundary list")
+        self._n = int(self._buckets.count)
+        self._table = self._buckets.lookup_table()  # built once per boundary list, kept by it
+        self._consumers: tuple[Consumer, ...] = ()
+        self._owner = self._spread(0)
+        self.routed_entries = 0
+        self.straddling_entries = 0
+        self.malformed_entries = 0
+
+    def _spread(self, k: int) -> np.ndarray:
+        owner = np.empty(self._n, dtype=np.int32)
+        _dispatch.spread(owner, k)
+        owner.flags.writeable = False
+        return owner
+
+    @property
+    def buckets(self) -> Buckets:
+        return self._buckets
+
+    @property
+    def consumers(self) -> tuple[Consumer, ...]:
+        """Members sorted by ``(name, consumer_id)``; route slots index this tuple."""
+        return self._consumers
+
+    @property
+    def owner_slots(self) -> np.ndarray:
+        """Read-only ``np.int32`` array: per bucket, the owner's index in :attr:`consumers`, or -1."""
+        return self._owner
+
+    def _change(self, consumers: tuple[Consumer, ...]) -> tuple[BucketMove, ...]:
+        old_consumers, old_owner = self._consumers, self._owner
+        new_owner = self._spread(len(consumers))
+        self._consumers, self._owner = consumers, new_owner
+        return _moves(old_consumers, old_owner, consumers, new_owner)
+
+    def add_consumer(self, name: str, consumer_id: int, *, declared: Any = None) -> tuple[BucketMove, ...]:
+        """Add a sharer; returns the buckets that moved (see :class:`BucketMove`).
+
+        ``declared``: the boundary list the sharer subscribed with, checked by :meth:`validate`
+        before anything changes. A consumer already present is a ``ValueError``.
+        """
+        consumer = _check_consumer(name, consumer_id)
+        if consumer in self._consumers:
+            raise ValueError(f"consumer {consumer!r} is already a member")
+        if declared is not None:
+            self.validate(declared)
+        return self._change(tuple(sorted(self._consumers + (consumer,))))
+
+    def remove_consumer(self, name: str, consumer_id: int) -> tuple[BucketMove, ...]:
+        """Remove a sharer; returns the buckets that moved. An unknown consumer is a ``KeyError``."""
+        consumer = _check_consumer(name, consumer_id)
+        if consumer not in self._consumers:
+            raise KeyError(f"consumer {consumer!r} is not a member")
+        return self._change(tuple(c for c in self._consumers if c != consumer))
+
+    def buckets_of(self, name: str, consumer_id: int) -> range:
+        """The contiguous range of buckets a member owns (empty for an idle one)."""
+        consumer = _check_consumer(name, consumer_id)
+        try:
+            j = self._consumers.index(consumer)
+        except ValueError:
+            raise KeyError(f"consumer {consumer!r} is not a member") from None
+        k = len(self._consumers)
+        return range(j * self._n // k, (j + 1) * self._n // k)
+
+    def owner_of(self, hash: int) -> Consumer | None:
+        """Owner of the bucket containing bucket hash ``hash`` (0..0xFFFF), or None."""
+        slot = int(self._owner[self._table[check_hash(hash, "hash")]])
+        return None if slot < 0 else self._consumers[slot]
+
+    def owners(self) -> list[Consumer | None]:
+        """Per bucket, its owner or None."""
+        return [None if s < 0 else self._consumers[s] for s in self._owner.tolist()]
+
+    def validate(self, declared_splits: Any) -> None:
+        """Raise :class:`StaleLayoutError` unless a sharer declared exactly this boundary list.
+
+        ``declared_splits``: a :class:`Buckets`, the split hashes, or the inclusive ``(start, end)``
+        ranges a sharer sends (its ``bucket_ranges``). An empty list means one bucket.
+        """
+        declared = _declared_splits(declared_splits)
+        if declared and declared[0] == 1:
+            Buckets(declared).check_dispatchable("the declared boundary list")
+        ours = tuple(self._buckets.splits)
+        if declared == ours:
+            return
+        if len(declared) != len(ours):
+            raise StaleLayoutError(
+                f"declared boundary list has {len(declared) + 1} buckets, the segment has {len(ours) + 1}"
+            )
+        i = next(i for i, (a, b) in enumerate(zip(declared, ours)) if a != b)
+        raise StaleLayoutError(
+            f"declared split {i} (start of bucket {i + 1}) is {declared[i]:#06x}; "
+            f"the segment's is {ours[i]:#06x}"
+        )
+
+    def __repr__(self) -> str:
+        return f"EntryBucketSelector(buckets={self._n}, consumers={len(self._consumers)})"
+
+
+def _moves(old_consumers: tuple[Consumer, ...], old_owner: np.ndarray,
+           new_consumers: tuple[Consumer, ...], new_owner: np.ndarray) -> tuple[BucketMove, ...]:
+    everyone = sorted(set(old_consumers) | set(new_consumers))
+    code = {c: i for i, c in enumerate(everyone)}
+    # Slot -1 indexes the appended -1: "no owner".
+    old_codes = np.array([code[c] for c in old_consumers] + [-1], dtype=np.int64)[old_owner]
+    new_codes = np.array([code[c] for c in new_consumers] + [-1], dtype=np.int64)[new_owner]
+    changed = old_codes != new_codes
+    if not changed.any():
+        return ()
+    pair = (old_codes + 1) * (len(everyone) + 1) + (new_codes + 1)
+    pair = np.where(changed, pair, -1)
+    starts = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
+    ends = np.append(starts[1:], pair.size)
+    moves = []
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        if pair[s] < 0:
+            continue
+        o, nw = int(old_codes[s]), int(new_codes[s])
+        moves.append(BucketMove(range(s, e), None if o < 0 else everyone[o], None if nw < 0 else everyone[nw]))
+    return tuple(moves)
+
