@@ -307,7 +307,6 @@ cdef class Grouper:
         return cols + (take, keep, index)
 
 
-
 def payload_sizes(object payloads, int64_t[::1] out):
     """out[i] = byte size of payloads[i] (bytes, bytearray or memoryview) for a list or tuple.
 

@@ -25,7 +25,6 @@ NO_CONSUMER = -1
 MALFORMED = -2
 
 
-
 cdef inline const uint16_t *u16_ptr(const uint16_t[::1] v) noexcept:
     return NULL if v is None or v.shape[0] == 0 else &v[0]
 
@@ -467,7 +466,7 @@ cdef class DispatchCore:
               const uint16_t[::1] hashes not None, const int64_t[::1] msgs not None):
         """Append routed entries (ids ascending, after the log's last) and deliver or queue each;
         returns how many were delivered right away."""
-        cdef Py_ssize_t n = ids.shape[0], i, pos, b, now = 0
+        cdef Py_ssize_t n = ids.shape[0], i, b, now = 0
         if bucket.shape[0] != n or hashes.shape[0] != n or msgs.shape[0] != n:
             raise ValueError("offer columns differ in length")
         self._reserve(n)
@@ -532,7 +531,7 @@ cdef class DispatchCore:
 
         Returns ``(status, index, detail)``: BC_OK, or the first failing id's index and why
         (detail: the holder key for BC_ERR_ACK_OTHER)."""
-        cdef Py_ssize_t n = ids.shape[0], i, pos, b
+        cdef Py_ssize_t n = ids.shape[0], i, pos
         cdef int status = BC_OK
         cdef Py_ssize_t bad = -1
         cdef int32_t detail = -1

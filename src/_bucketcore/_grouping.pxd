@@ -32,7 +32,7 @@ ctypedef struct SegState:
     int64_t bucket_count         # its bucket count
     int64_t window_count       # shared window: messages
     int64_t window_bytes       # shared window: bytes
-    int64_t open_count         # open buckets, listed in open_list[first_bucket:first_bucket+open_count] in opening order
+    int64_t open_count   # open buckets, in open_list[first_bucket:first_bucket + open_count] by opening
 
 
 # Per (segment, bucket): the open batch, in 64 bytes (one cache line, an index shift away).
@@ -82,7 +82,6 @@ ctypedef struct GroupState:
     int64_t *slab_msgs
     uint16_t *slab_hashes
     int64_t slab_cap
-
 
 
 cdef inline Py_ssize_t chunk_room(Py_ssize_t n) noexcept nogil:

@@ -439,7 +439,8 @@ cdef void lookup_buckets(Py_ssize_t n, const int32_t *seg, const uint16_t *bucke
         return
     for i in range(n):
         s = seg[i]
-        out[i] = <int32_t>bc_bucket_of(splits + split_off[s], <uint32_t>(split_off[s + 1] - split_off[s]), bucket_hash[i])
+        out[i] = <int32_t>bc_bucket_of(splits + split_off[s], <uint32_t>(split_off[s + 1] - split_off[s]),
+                                       bucket_hash[i])
 
 
 cdef void lookup_buckets_table(Py_ssize_t n, const int32_t *seg, const uint16_t *bucket_hash,
@@ -670,4 +671,3 @@ cdef class WholeStream:
         if rc != 0 or st.placed != self.n or st.seq != self.n:
             raise RuntimeError(f"internal error: {st.placed} of {self.n} messages placed (scan {rc})")
         return record_columns(st, st.nrec) + (self.order_column,)
-

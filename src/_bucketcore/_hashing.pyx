@@ -6,11 +6,11 @@ chunk is then hashed with the GIL released. No Python object is created per key.
 """
 
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.ref cimport Py_DECREF
 from cpython.list cimport PyList_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memset
 
 cimport numpy as cnp
 

@@ -115,7 +115,7 @@ def bucket_of(const uint16_t[::1] splits, const hash_t[::1] hashes, int32_t[::1]
 
     table is required for METHOD_TABLE and ignored otherwise (pass None).
     """
-    cdef Py_ssize_t i, n = hashes.shape[0]
+    cdef Py_ssize_t n = hashes.shape[0]
     cdef uint32_t nsplits = <uint32_t>splits.shape[0]
     cdef const uint16_t *s = &splits[0] if nsplits else NULL
     cdef const uint16_t *t = NULL

@@ -19,7 +19,7 @@ from _bucketcore._status cimport *
 from _bucketcore._hashing cimport (
     CHUNK, SPINS, ColumnView, HashOut, KeyColumn, PyThread_acquire_lock_timed, PyThread_allocate_lock,
     PyThread_free_lock, PyThread_release_lock, PyThread_type_lock, bc_key, bc_observe, bc_publish,
-    bc_scratch, bc_scratch_free, bc_spin_for_change, bc_take, hash_range, hash_view_run, hash_views_at,
+    bc_scratch, bc_scratch_free, bc_spin_for_change, bc_take, hash_range, hash_views_at,
     make_out,
 )
 from _bucketcore._grouping cimport GroupState, WholeStream, gs_scan, optional_i64
@@ -40,7 +40,6 @@ cdef PyThread_type_lock held_lock() except NULL:
 cdef void free_lock(PyThread_type_lock lock) noexcept:
     if lock != NULL:
         PyThread_free_lock(lock)
-
 
 
 cdef int take_blocks(int64_t *tickets, int64_t *failed, ColumnView *views, const int64_t *col_start,
@@ -72,7 +71,6 @@ cdef int take_blocks(int64_t *tickets, int64_t *failed, ColumnView *views, const
                 return st
             p += m
     return BC_OK
-
 
 
 cdef class BlockStage:
@@ -302,7 +300,6 @@ cdef class HashStage:
             PyThread_release_lock(self.wake_caller)
         free(keys)
         return st, (err_index if st != BC_OK else -1)
-
 
 
 STEP_CODES = {"left": 0, "hashed": 1, "routed": 2}  # ScanStage(levels=...) for tests
@@ -559,8 +556,9 @@ cdef class ScanStage:
                 self.wstatus = status
                 return 1
             bc_route(&self.router.rule, m, raw, NULL if self.views[wc[0]].plain else has, False, &self.rr,
-                              self.stream.global_bucket, self.stream.bucket_hash)
-            rc = gs_scan(st, m, self.stream.global_bucket, self.stream.bucket_hash, self.size_ptr + p if self.size_ptr != NULL else NULL)
+                     self.stream.global_bucket, self.stream.bucket_hash)
+            rc = gs_scan(st, m, self.stream.global_bucket, self.stream.bucket_hash,
+                         self.size_ptr + p if self.size_ptr != NULL else NULL)
             p += m
         return rc
 
@@ -602,13 +600,15 @@ cdef class ScanStage:
                     elif level_now == STEP_ROUTED:
                         if self.deferred[k] > 0:
                             self.rr = bc_fill_keyless(&self.router.rule, self.global_bucket + p, e - p, self.rr)
-                        rc = gs_scan(st, e - p, self.global_bucket + p, self.bucket_hash + p, size_ptr + p if size_ptr != NULL else NULL)
+                        rc = gs_scan(st, e - p, self.global_bucket + p, self.bucket_hash + p,
+                                     size_ptr + p if size_ptr != NULL else NULL)
                         p = e
                     while p < e and rc == 0:
                         m = e - p if e - p < CHUNK else CHUNK
                         bc_route(&self.router.rule, m, self.raw + p, self.has_key + p, False, &self.rr,
-                                          self.stream.global_bucket, self.stream.bucket_hash)
-                        rc = gs_scan(st, m, self.stream.global_bucket, self.stream.bucket_hash, size_ptr + p if size_ptr != NULL else NULL)
+                                 self.stream.global_bucket, self.stream.bucket_hash)
+                        rc = gs_scan(st, m, self.stream.global_bucket, self.stream.bucket_hash,
+                                     size_ptr + p if size_ptr != NULL else NULL)
                         p += m
                     bc_publish(&self.done, p)
             bc_scratch_free(&scratch)

@@ -154,8 +154,9 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
                 break
             with nogil:
                 bc_route(&router.rule, m, chunks.raw, NULL if col.view.plain else chunks.has_key, False, &rr,
-                             stream.global_bucket, stream.bucket_hash)
-                rc = gs_scan(st, m, stream.global_bucket, stream.bucket_hash, size_ptr + pos if size_ptr != NULL else NULL)
+                         stream.global_bucket, stream.bucket_hash)
+                rc = gs_scan(st, m, stream.global_bucket, stream.bucket_hash,
+                             size_ptr + pos if size_ptr != NULL else NULL)
             if rc != 0:
                 break
             cpos += m
@@ -196,7 +197,8 @@ def hashed_entries(const uint16_t[::1] segment_hash, const uint16_t[::1] bucket_
             for i in range(m):
                 key[i] = (<uint32_t>segment_hash[pos + i] << 16) | bucket_hash[pos + i]
             keyless = memchr(&has_key[pos], 0, <size_t>m) != NULL
-            bc_route(&router.rule, m, key, &has_key[pos] if keyless else NULL, False, &rr, stream.global_bucket, stream.bucket_hash)
+            bc_route(&router.rule, m, key, &has_key[pos] if keyless else NULL, False, &rr, stream.global_bucket,
+                     stream.bucket_hash)
             rc = gs_scan(st, m, stream.global_bucket, stream.bucket_hash, size_ptr + pos if size_ptr != NULL else NULL)
             pos += m
     return stream.finish(rc), rr

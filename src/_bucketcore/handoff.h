@@ -10,14 +10,32 @@
 
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
-static inline void bc_publish(int64_t *p, int64_t v) { _InterlockedExchange64((volatile __int64 *)p, v); }
-static inline int64_t bc_observe(int64_t *p) { return _InterlockedCompareExchange64((volatile __int64 *)p, 0, 0); }
-static inline int64_t bc_take(int64_t *p) { return _InterlockedExchangeAdd64((volatile __int64 *)p, 1); }
+static inline void bc_publish(int64_t *p, int64_t v)
+{
+    _InterlockedExchange64((volatile __int64 *)p, v);
+}
+static inline int64_t bc_observe(int64_t *p)
+{
+    return _InterlockedCompareExchange64((volatile __int64 *)p, 0, 0);
+}
+static inline int64_t bc_take(int64_t *p)
+{
+    return _InterlockedExchangeAdd64((volatile __int64 *)p, 1);
+}
 #else
-static inline void bc_publish(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-static inline int64_t bc_observe(int64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline void bc_publish(int64_t *p, int64_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+static inline int64_t bc_observe(int64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
 /* A ticket: the count before this thread's increment (threads taking work items in turn). */
-static inline int64_t bc_take(int64_t *p) { return __atomic_fetch_add(p, 1, __ATOMIC_ACQ_REL); }
+static inline int64_t bc_take(int64_t *p)
+{
+    return __atomic_fetch_add(p, 1, __ATOMIC_ACQ_REL);
+}
 #endif
 
 /* Spin until *p differs from seen, at most spins rounds; returns whether it did. The other

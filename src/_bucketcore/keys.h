@@ -10,20 +10,19 @@
 #include "status.h"
 
 enum {
-    BC_KEY_NONE = 0,   /* keyless message: hash 0, has_key false */
-    BC_KEY_BYTES = 1,  /* bytes hashed as given (bytes, ASCII str, Arrow values) */
-    BC_KEY_UCS1 = 2,   /* latin-1 str data with non-ASCII chars */
+    BC_KEY_NONE = 0,  /* keyless message: hash 0, has_key false */
+    BC_KEY_BYTES = 1, /* bytes hashed as given (bytes, ASCII str, Arrow values) */
+    BC_KEY_UCS1 = 2,  /* latin-1 str data with non-ASCII chars */
     BC_KEY_UCS2 = 3,
     BC_KEY_UCS4 = 4,
 };
-
 
 /* Longest key in UTF-8 bytes: Java's largest byte[] (Pulsar could not hash a longer one). */
 #define BC_KEY_MAX_BYTES 0x7FFFFFFFu
 
 typedef struct {
     const void *data;
-    uint32_t len;  /* in code units of the kind (bytes for BC_KEY_BYTES) */
+    uint32_t len; /* in code units of the kind (bytes for BC_KEY_BYTES) */
     int32_t kind;
 } bc_key;
 
@@ -90,8 +89,9 @@ static inline size_t bc_utf8_bound(const bc_key *k)
 
 static inline uint32_t bc_unit(const void *data, size_t i, int width)
 {
-    return width == 1 ? ((const uint8_t *)data)[i]
-         : width == 2 ? ((const uint16_t *)data)[i] : ((const uint32_t *)data)[i];
+    return width == 1   ? ((const uint8_t *)data)[i]
+           : width == 2 ? ((const uint16_t *)data)[i]
+                        : ((const uint32_t *)data)[i];
 }
 
 /* The ASCII units from i on, one at a time (what is left after the 16-unit steps). */
@@ -163,8 +163,8 @@ static inline size_t bc_ascii_run(const void *data, size_t n, int width, uint8_t
  * Surrogates: strict -> BC_ERR_SURROGATE; replace -> Java's String.getBytes(UTF_8): a high
  * surrogate directly followed by a low one is one supplementary code point, any other
  * surrogate becomes '?'. */
-static inline int bc_encode_units(const void *data, size_t n, int width, int replace,
-                                  uint8_t *o, size_t *out_len)
+static inline int bc_encode_units(const void *data, size_t n, int width, int replace, uint8_t *o,
+                                  size_t *out_len)
 {
     uint8_t *start = o;
     size_t i = 0;
@@ -199,9 +199,12 @@ static inline int bc_encode_units(const void *data, size_t n, int width, int rep
 static inline int bc_encode_utf8(const bc_key *k, int replace, uint8_t *o, size_t *out_len)
 {
     switch (k->kind) {
-    case BC_KEY_UCS1: return bc_encode_units(k->data, (size_t)k->len, 1, replace, o, out_len);
-    case BC_KEY_UCS2: return bc_encode_units(k->data, (size_t)k->len, 2, replace, o, out_len);
-    default: return bc_encode_units(k->data, (size_t)k->len, 4, replace, o, out_len);
+    case BC_KEY_UCS1:
+        return bc_encode_units(k->data, (size_t)k->len, 1, replace, o, out_len);
+    case BC_KEY_UCS2:
+        return bc_encode_units(k->data, (size_t)k->len, 2, replace, o, out_len);
+    default:
+        return bc_encode_units(k->data, (size_t)k->len, 4, replace, o, out_len);
     }
 }
 

@@ -11,7 +11,10 @@
 #define BC_M3_C1 0xcc9e2d51u
 #define BC_M3_C2 0x1b873593u
 
-static inline uint32_t bc_rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+static inline uint32_t bc_rotl32(uint32_t x, int r)
+{
+    return (x << r) | (x >> (32 - r));
+}
 
 static inline uint32_t bc_load32le(const uint8_t *p)
 {
@@ -58,9 +61,12 @@ static inline uint32_t bc_m3_tail_bytes(const uint8_t *p, size_t rem)
 {
     uint32_t k = 0;
     switch (rem) {
-    case 3: k ^= (uint32_t)p[2] << 16; /* fall through */
-    case 2: k ^= (uint32_t)p[1] << 8;  /* fall through */
-    case 1: k ^= (uint32_t)p[0];
+    case 3:
+        k ^= (uint32_t)p[2] << 16; /* fall through */
+    case 2:
+        k ^= (uint32_t)p[1] << 8; /* fall through */
+    case 1:
+        k ^= (uint32_t)p[0];
     }
     return k;
 }

@@ -105,7 +105,11 @@ static BC_AVX2 inline void bc_v_load8x8(const bc_key *k, uint32_t b, __m256i c[8
 /* Where the 8 keys of a lane group start: at p[l], or, when p is NULL, at q + l * stride (a column
  * of keys of one length, back to back: no address to load). Passed by value to always-inline
  * helpers, so each caller keeps only its own addressing. */
-typedef struct { const uint8_t *const *p; const uint8_t *q; size_t stride; } bc_lanes8;
+typedef struct {
+    const uint8_t *const *p;
+    const uint8_t *q;
+    size_t stride;
+} bc_lanes8;
 
 #define BC_INLINE inline __attribute__((always_inline))
 
@@ -120,8 +124,9 @@ static BC_AVX2 BC_INLINE void bc_v_window8x4(bc_lanes8 g, size_t off, __m256i c[
 {
     __m256i y[4];
     for (int l = 0; l < 4; l++)
-        y[l] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(bc_lane(g, l) + off))),
-                                       _mm_loadu_si128((const __m128i *)(bc_lane(g, l + 4) + off)), 1);
+        y[l] = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(bc_lane(g, l) + off))),
+            _mm_loadu_si128((const __m128i *)(bc_lane(g, l + 4) + off)), 1);
     __m256i t0 = _mm256_unpacklo_epi32(y[0], y[1]), t1 = _mm256_unpackhi_epi32(y[0], y[1]);
     __m256i t2 = _mm256_unpacklo_epi32(y[2], y[3]), t3 = _mm256_unpackhi_epi32(y[2], y[3]);
     c[0] = _mm256_unpacklo_epi64(t0, t2);
@@ -163,7 +168,8 @@ static BC_AVX2 BC_INLINE __m256i bc_v_last_word8(bc_lanes8 g, size_t len)
 
 static BC_AVX2 inline __m256i bc_v_final(__m256i h, __m256i tw, __m256i vlen)
 {
-    __m256i rembits = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(4), _mm256_and_si256(vlen, _mm256_set1_epi32(3))), 3);
+    __m256i rembits = _mm256_slli_epi32(
+        _mm256_sub_epi32(_mm256_set1_epi32(4), _mm256_and_si256(vlen, _mm256_set1_epi32(3))), 3);
     __m256i t = _mm256_and_si256(tw, _mm256_srlv_epi32(_mm256_set1_epi32(-1), rembits));
     t = _mm256_mullo_epi32(t, _mm256_set1_epi32((int)BC_M3_C1));
     t = bc_v_rotl(t, 15);
@@ -178,10 +184,10 @@ static BC_AVX2 inline __m256i bc_v_final(__m256i h, __m256i tw, __m256i vlen)
 }
 
 /* 16 keys of one length len >= 16 (UUIDs, fixed-format ids), 8 in g0 and 8 in g1, as two 8-lane
- * chains run side by side: one chain alone would wait on its own multiply latency. Every load lies inside its key, so no lane needs a page check, a copy or a mask:
- * blocks come 4 at a time from 16-byte windows (few registers live, so nothing spills), the
- * blocks past the last whole 4 from a window ending at the last whole block, the tail bytes
- * from one ending at len. */
+ * chains run side by side: one chain alone would wait on its own multiply latency. Every load lies inside its
+ * key, so no lane needs a page check, a copy or a mask: blocks come 4 at a time from 16-byte windows (few
+ * registers live, so nothing spills), the blocks past the last whole 4 from a window ending at the last whole
+ * block, the tail bytes from one ending at len. */
 static BC_AVX2 BC_INLINE void bc_hash16_same_len(bc_lanes8 g0, bc_lanes8 g1, size_t len, uint32_t *out)
 {
     size_t nb = len >> 2, rem = len & 3, b = 0;
@@ -229,7 +235,8 @@ static BC_AVX2 inline int bc_same_len16(const bc_key *k, uint32_t len)
 {
     __m256i want = _mm256_set1_epi32((int)len), diff = _mm256_setzero_si256();
     for (int v = 0; v < 8; v++)
-        diff = _mm256_or_si256(diff, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(k + 2 * v)), want));
+        diff =
+            _mm256_or_si256(diff, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(k + 2 * v)), want));
     /* the len word is the third 32-bit word of each 16-byte descriptor */
     const __m256i len_words = _mm256_setr_epi32(0, 0, -1, 0, 0, 0, -1, 0);
     return _mm256_testz_si256(diff, len_words);
@@ -340,9 +347,12 @@ static BC_AVX2 BC_INLINE void bc_hash_groups_avx2(const bc_key *keys, size_t n, 
 /* The first key's length picks the copy: a list of ids of one format takes it for every group. */
 static BC_AVX2 void bc_hash_bytes_avx2(const bc_key *keys, size_t n, uint32_t *out)
 {
-#define BC_CASE(L) case L: bc_hash_groups_avx2(keys, n, out, L); return;
+#define BC_CASE(L)                            \
+    case L:                                   \
+        bc_hash_groups_avx2(keys, n, out, L); \
+        return;
     switch (n >= 16 ? (uint32_t)keys[0].len : 0) {
-    BC_KNOWN_LENGTHS(BC_CASE)
+        BC_KNOWN_LENGTHS(BC_CASE)
     }
 #undef BC_CASE
     bc_hash_groups_avx2(keys, n, out, 0);
@@ -356,7 +366,7 @@ static BC_AVX2 BC_INLINE void bc_hash_rows_avx2(const uint8_t *base, size_t len,
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        uintptr_t ahead = (uintptr_t)base + (i + 128) * len;  /* an address, never dereferenced */
+        uintptr_t ahead = (uintptr_t)base + (i + 128) * len; /* an address, never dereferenced */
         for (size_t at = 0; at < 16 * len; at += 64)
             __builtin_prefetch((const void *)(ahead + at));
         const uint8_t *q = base + i * len;
@@ -369,9 +379,12 @@ static BC_AVX2 BC_INLINE void bc_hash_rows_avx2(const uint8_t *base, size_t len,
 /* A column of one of the known lengths by its copy. */
 static BC_AVX2 void bc_hash_fixed_avx2(const uint8_t *base, size_t len, size_t n, uint32_t *out)
 {
-#define BC_CASE(L) case L: bc_hash_rows_avx2(base, L, n, out); return;
+#define BC_CASE(L)                          \
+    case L:                                 \
+        bc_hash_rows_avx2(base, L, n, out); \
+        return;
     switch (len) {
-    BC_KNOWN_LENGTHS(BC_CASE)
+        BC_KNOWN_LENGTHS(BC_CASE)
     }
 #undef BC_CASE
     bc_hash_rows_avx2(base, len, n, out);
@@ -388,7 +401,10 @@ static inline int bc_cpu_has_avx2(void)
 }
 #else
 #define BC_HAVE_AVX2_PATH 0
-static inline int bc_cpu_has_avx2(void) { return 0; }
+static inline int bc_cpu_has_avx2(void)
+{
+    return 0;
+}
 #endif
 
 /* The path AUTO resolves to on this CPU. */

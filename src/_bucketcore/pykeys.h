@@ -7,8 +7,8 @@
 
 /* BC_OK: described; BC_ERR_KEY_TYPE: not a key type; BC_ERR_KEY_TOO_LONG: longer than
  * BC_KEY_MAX_BYTES; BC_ERR_NEEDS_GIL: a legacy str that is not ready and may_ready is 0 (readying
- * it writes to it: that needs the GIL; only before Python 3.12); -1: Python error set. Without may_ready this only reads the
- * object, so a thread without the GIL may call it while the GIL holder runs no Python code. */
+ * it writes to it: that needs the GIL; only before Python 3.12); -1: Python error set. Without may_ready this
+ * only reads the object, so a thread without the GIL may call it while the GIL holder runs no Python code. */
 static inline int bc_describe_key_as(PyObject *o, bc_key *k, int may_ready)
 {
     /* The common key: an exact, compact ASCII str, whose chars are its UTF-8 bytes. */
@@ -35,8 +35,9 @@ static inline int bc_describe_key_as(PyObject *o, bc_key *k, int may_ready)
             k->kind = BC_KEY_BYTES;
         else {
             int kind = PyUnicode_KIND(o);
-            k->kind = kind == PyUnicode_1BYTE_KIND ? BC_KEY_UCS1
-                    : kind == PyUnicode_2BYTE_KIND ? BC_KEY_UCS2 : BC_KEY_UCS4;
+            k->kind = kind == PyUnicode_1BYTE_KIND   ? BC_KEY_UCS1
+                      : kind == PyUnicode_2BYTE_KIND ? BC_KEY_UCS2
+                                                     : BC_KEY_UCS4;
         }
         if (bc_key_too_long(k->kind, (uint64_t)units))
             return BC_ERR_KEY_TOO_LONG;
@@ -68,13 +69,13 @@ static inline int bc_describe_key(PyObject *o, bc_key *k)
 
 /* Describe n items, each held (INCREF) into held[] so a list changed by another thread while the
  * GIL is released cannot free a key under the kernel (held NULL: the caller keeps the GIL until
- * the keys are hashed, so nothing can change the column and nothing is held). The items are items[0..n), or when items
- * is NULL the object pointers at base + j * stride (a field of a structured array may leave them
+ * the keys are hashed, so nothing can change the column and nothing is held). The items are items[0..n), or
+ * when items is NULL the object pointers at base + j * stride (a field of a structured array may leave them
  * unaligned). Returns BC_OK, or the bc_describe_key_as status of the item at *at (held too). *nheld
  * is the number held; *plain is whether every key is bytes (nothing to encode, no None). */
-static inline int bc_describe_objects(PyObject *const *items, const char *base, Py_ssize_t stride,
-                                      size_t n, bc_key *keys, void **held, size_t *nheld,
-                                      size_t *at, int *plain, int may_ready)
+static inline int bc_describe_objects(PyObject *const *items, const char *base, Py_ssize_t stride, size_t n,
+                                      bc_key *keys, void **held, size_t *nheld, size_t *at, int *plain,
+                                      int may_ready)
 {
     int all_bytes = 1;
     for (size_t j = 0; j < n; j++) {

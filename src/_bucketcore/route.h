@@ -17,8 +17,14 @@ enum {
     BC_ROUTE_LEGACY = 2, /* all-legacy layout: signSafeMod over the legacy order */
 };
 
-static inline uint32_t bc_segment_hash(uint32_t raw) { return raw >> 16; }
-static inline uint16_t bc_bucket_hash(uint32_t raw) { return (uint16_t)(raw & 0xFFFFu); }
+static inline uint32_t bc_segment_hash(uint32_t raw)
+{
+    return raw >> 16;
+}
+static inline uint16_t bc_bucket_hash(uint32_t raw)
+{
+    return (uint16_t)(raw & 0xFFFFu);
+}
 
 /* Active-segment index of a segment hash: starts are hash_start of active segments 1..n-1. */
 static inline uint32_t bc_range_segment(const uint16_t *starts, uint32_t nstarts, uint32_t segment_hash)
@@ -27,10 +33,16 @@ static inline uint32_t bc_range_segment(const uint16_t *starts, uint32_t nstarts
 }
 
 /* Position in the legacy order of a keyed message (n >= 1 legacy segments). */
-static inline uint32_t bc_legacy_slot(uint32_t raw, uint32_t n) { return (raw & 0x7FFFFFFFu) % n; }
+static inline uint32_t bc_legacy_slot(uint32_t raw, uint32_t n)
+{
+    return (raw & 0x7FFFFFFFu) % n;
+}
 
 /* The keyless turn after r among n segments. */
-static inline int64_t bc_next_turn(int64_t r, int64_t n) { return r + 1 == n ? 0 : r + 1; }
+static inline int64_t bc_next_turn(int64_t r, int64_t n)
+{
+    return r + 1 == n ? 0 : r + 1;
+}
 
 /* A producer target's routing state, tables prepared once per layout: the 64 Ki segment table
  * (segment_table[segment_hash] = active index, BC_ROUTE_RANGE), the rotation keyless messages take
@@ -49,36 +61,36 @@ typedef struct {
 /* Global bucket index (first_bucket[segment] + bucket) and bucket hash of m hashed messages.
  * *turn is the next keyless position; with defer a keyless message gets index -1 instead, for
  * bc_fill_keyless to place in send order. has_key NULL: every message has a key. */
-#define BC_ROUTE_CHUNK(NAME, T)                                                                    \
-    static inline void NAME(const bc_router *r, int mode, size_t m, const uint32_t *raw,          \
-                            const uint8_t *has_key, int defer, int64_t *turn, int32_t *global,    \
-                            uint16_t *bucket_hash)                                                  \
-    {                                                                                              \
-        const T *segment_table = (const T *)r->segment_table;                                      \
-        const T *const *tables = (const T *const *)r->bucket_tables;                               \
-        int64_t t = *turn;                                                                         \
-        int32_t s = 0;                                                                             \
-        for (size_t i = 0; i < m; i++) {                                                           \
-            uint32_t h = raw[i];                                                                   \
-            if (mode != BC_ROUTE_ONE) {                                                            \
-                if (has_key != NULL && !has_key[i]) {                                              \
-                    if (defer) {                                                                   \
-                        global[i] = -1;                                                            \
-                        bucket_hash[i] = 0;                                                        \
-                        continue;                                                                  \
-                    }                                                                              \
-                    s = r->rotation[t];                                                            \
-                    t = bc_next_turn(t, r->nrotation);                                             \
-                } else if (mode == BC_ROUTE_RANGE) {                                               \
-                    s = segment_table[bc_segment_hash(h)];                                         \
-                } else {                                                                           \
-                    s = r->rotation[bc_legacy_slot(h, (uint32_t)r->nrotation)];                    \
-                }                                                                                  \
-            }                                                                                      \
-            bucket_hash[i] = bc_bucket_hash(h);                                                    \
-            global[i] = r->first_bucket[s] + tables[s][bc_bucket_hash(h)];                         \
-        }                                                                                          \
-        *turn = t;                                                                                 \
+#define BC_ROUTE_CHUNK(NAME, T)                                                                \
+    static inline void NAME(const bc_router *r, int mode, size_t m, const uint32_t *raw,       \
+                            const uint8_t *has_key, int defer, int64_t *turn, int32_t *global, \
+                            uint16_t *bucket_hash)                                             \
+    {                                                                                          \
+        const T *segment_table = (const T *)r->segment_table;                                  \
+        const T *const *tables = (const T *const *)r->bucket_tables;                           \
+        int64_t t = *turn;                                                                     \
+        int32_t s = 0;                                                                         \
+        for (size_t i = 0; i < m; i++) {                                                       \
+            uint32_t h = raw[i];                                                               \
+            if (mode != BC_ROUTE_ONE) {                                                        \
+                if (has_key != NULL && !has_key[i]) {                                          \
+                    if (defer) {                                                               \
+                        global[i] = -1;                                                        \
+                        bucket_hash[i] = 0;                                                    \
+                        continue;                                                              \
+                    }                                                                          \
+                    s = r->rotation[t];                                                        \
+                    t = bc_next_turn(t, r->nrotation);                                         \
+                } else if (mode == BC_ROUTE_RANGE) {                                           \
+                    s = segment_table[bc_segment_hash(h)];                                     \
+                } else {                                                                       \
+                    s = r->rotation[bc_legacy_slot(h, (uint32_t)r->nrotation)];                \
+                }                                                                              \
+            }                                                                                  \
+            bucket_hash[i] = bc_bucket_hash(h);                                                \
+            global[i] = r->first_bucket[s] + tables[s][bc_bucket_hash(h)];                     \
+        }                                                                                      \
+        *turn = t;                                                                             \
     }
 
 BC_ROUTE_CHUNK(bc_route_chunk_u8, uint8_t)
