@@ -39,11 +39,13 @@ def pa() -> ModuleType:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     skipped = [
-        report for report in terminalreporter.stats.get("skipped", ())
+        report
+        for report in terminalreporter.stats.get("skipped", ())
         if PYARROW_MISSING in str(getattr(report, "longrepr", ""))
     ]
     if skipped:
         terminalreporter.write_line(
             f"{len(skipped)} test(s) SKIPPED because pyarrow is not installed: the Arrow inputs were not tested",
-            yellow=True, bold=True,
+            yellow=True,
+            bold=True,
         )

@@ -50,9 +50,14 @@ from layout_histories import evolve  # noqa: E402
 
 def spec_assignment(layout: TopicLayout, names: list[str], drained: set[int]) -> dict[str, list[tuple[int, bool]]]:
     present = {s.segment_id for s in layout.segments}
-    segs = sorted((s for s in layout.segments
-                   if s.segment_id not in drained and all(p in drained for p in s.parent_ids if p in present)),
-                  key=lambda s: (s.hash_start, s.hash_end, s.segment_id))
+    segs = sorted(
+        (
+            s
+            for s in layout.segments
+            if s.segment_id not in drained and all(p in drained for p in s.parent_ids if p in present)
+        ),
+        key=lambda s: (s.hash_start, s.hash_end, s.segment_id),
+    )
     names = sorted(names)
     owners: list[list[str]] = [[] for _ in segs]
     if len(names) <= len(segs):
@@ -63,7 +68,7 @@ def spec_assignment(layout: TopicLayout, names: list[str], drained: set[int]) ->
         for i in range(len(segs)):
             owners[i].append(names[i])
         i = 0  # "handed to the segments in sorted order, cycling from the first, skipping full ones"
-        for name in names[len(segs):]:
+        for name in names[len(segs) :]:
             tried = 0
             while tried < len(segs) and len(owners[i % len(segs)]) >= segs[i % len(segs)].buckets.count:
                 i += 1
@@ -73,7 +78,7 @@ def spec_assignment(layout: TopicLayout, names: list[str], drained: set[int]) ->
             owners[i % len(segs)].append(name)
             i += 1
     out: dict[str, list[tuple[int, bool]]] = {n: [] for n in names}
-    for s, o in zip(segs, owners):
+    for s, o in zip(segs, owners, strict=False):
         for n in o:
             out[n].append((s.segment_id, len(o) > 1))
     return out

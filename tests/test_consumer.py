@@ -27,7 +27,7 @@ def ranges_of(splits: list[int]) -> tuple[tuple[int, int], ...]:
     """Independent construction of a boundary list's inclusive ranges (DESIGN.md §3.2)."""
     starts = [0, *splits]
     ends = [s - 1 for s in splits] + [FULL]
-    return tuple(zip(starts, ends))
+    return tuple(zip(starts, ends, strict=False))
 
 
 def seg(segment_id: int, shared_splits: list[int] | None = None, start: int = 0, end: int = FULL) -> AssignedSegment:
@@ -457,9 +457,7 @@ def test_unacked_tracking_against_a_plain_set(ops, shared) -> None:  # type: ign
                 model.remove(message_id)
         else:
             below = sorted(m for m in model if m <= op[1])
-            expected = [] if not below else [
-                IndividualAck(1, tuple(below)) if shared else CumulativeAck(1, below[-1])
-            ]
+            expected = [] if not below else [IndividualAck(1, tuple(below)) if shared else CumulativeAck(1, below[-1])]
             assert state.ack_cumulative({1: op[1]}) == expected
             model.difference_update(below)
         assert state.unacked(1) == tuple(sorted(model))

@@ -13,12 +13,11 @@ from types import ModuleType
 import mmh3
 import numpy as np
 import pytest
+from design_vectors import MURMUR3_VECTORS as VECTORS  # DESIGN.md §3.1
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bucketcore as bc
-from design_vectors import MURMUR3_VECTORS as VECTORS  # DESIGN.md §3.1
-
 
 # --- oracles -------------------------------------------------------------------------------------
 
@@ -42,7 +41,7 @@ def ref_equal_width(n: int) -> list[int]:
 def ref_ranges(splits: list[int] | tuple[int, ...]) -> list[tuple[int, int]]:
     starts = [0, *splits]
     ends = [s - 1 for s in splits] + [0xFFFF]
-    return list(zip(starts, ends))
+    return list(zip(starts, ends, strict=False))
 
 
 def sign_safe_mod(value: int, n: int) -> int:
@@ -71,8 +70,13 @@ def ref_route(layout_segments: list[tuple[int, int, int, bool]], keys: list[str 
 
 
 def ref_entries(
-    targets: list[tuple[int, int]], buckets: dict[int, list[int]], bucket_hashes: list[int], sizes: list[int],
-    max_messages: int, max_bytes: int, policy: str,
+    targets: list[tuple[int, int]],
+    buckets: dict[int, list[int]],
+    bucket_hashes: list[int],
+    sizes: list[int],
+    max_messages: int,
+    max_bytes: int,
+    policy: str,
 ) -> list[tuple[int, int, int, int, list[int], int]]:
     """Pure-Python batcher of DESIGN.md §3.4 (Java-reference style: dict of per-bucket batches).
 
@@ -116,14 +120,24 @@ def table_rows(table: object) -> list[tuple[int, int, int, int, list[int], int]]
     rows = []
     for i in range(len(table)):  # type: ignore[arg-type]
         s, c = int(table.start[i]), int(table.count[i])  # type: ignore[attr-defined]
-        rows.append((int(table.segment_id[i]), int(table.bucket[i]), int(table.hash_min[i]),  # type: ignore[attr-defined]
-                     int(table.hash_max[i]), table.order[s:s + c].tolist(), int(table.nbytes[i])))  # type: ignore[attr-defined]
+        rows.append(
+            (
+                int(table.segment_id[i]),
+                int(table.bucket[i]),
+                int(table.hash_min[i]),  # type: ignore[attr-defined]
+                int(table.hash_max[i]),
+                table.order[s : s + c].tolist(),
+                int(table.nbytes[i]),
+            )
+        )  # type: ignore[attr-defined]
     return rows
 
 
 def entry_rows(entries: list[object]) -> list[tuple[int, int, int, int, list[int], int]]:
-    return [(e.segment_id, e.bucket, e.hash_min, e.hash_max, [int(i) for i in e.message_indices], e.nbytes)  # type: ignore[attr-defined]
-            for e in entries]
+    return [
+        (e.segment_id, e.bucket, e.hash_min, e.hash_max, [int(i) for i in e.message_indices], e.nbytes)  # type: ignore[attr-defined]
+        for e in entries
+    ]
 
 
 # --- package --------------------------------------------------------------------------------------
@@ -360,8 +374,15 @@ def test_segment_and_layout_fields() -> None:
     assert layout.segment_topic(0) == "segment://acme/prod/orders/0000-7fff-0"
     default = bc.TopicLayout(0, [bc.Segment(9, 0, 0xFFFF)])
     assert default.segment_topic(9) == "segment://t/ns/topic/0000-ffff-9"
-    sealed = bc.Segment(4, 0, 0xFFFF, buckets=bc.Buckets(), state="sealed", parent_ids=(2,),
-                        legacy_topic_name="persistent://t/ns/topic-partition-0")
+    sealed = bc.Segment(
+        4,
+        0,
+        0xFFFF,
+        buckets=bc.Buckets(),
+        state="sealed",
+        parent_ids=(2,),
+        legacy_topic_name="persistent://t/ns/topic-partition-0",
+    )
     assert sealed.state == "sealed" and sealed.parent_ids == (2,)
 
 
@@ -393,8 +414,10 @@ def test_route_one_segment() -> None:
 
 def test_route_all_legacy_layout_is_sign_safe_mod_in_layout_order() -> None:
     order = [2, 0, 3, 1]
-    segments = [bc.Segment(i, i * 0x4000, i * 0x4000 + 0x3FFF, legacy_topic_name=f"persistent://t/ns/topic-partition-{i}")
-                for i in order]
+    segments = [
+        bc.Segment(i, i * 0x4000, i * 0x4000 + 0x3FFF, legacy_topic_name=f"persistent://t/ns/topic-partition-{i}")
+        for i in order
+    ]
     layout = bc.TopicLayout(0, segments)
     expected = ref_route([(i, i * 0x4000, i * 0x4000 + 0x3FFF, True) for i in order], ROUTE_KEYS)
     assert layout.route(ROUTE_KEYS).tolist() == expected
@@ -439,17 +462,22 @@ def test_split_merge_rebucket() -> None:
 # --- producer -------------------------------------------------------------------------------------
 
 
-def _targets(layout_or_buckets: object, keys: list[str | None]) -> tuple[list[tuple[int, int]], dict[int, list[int]], list[int]]:
+def _targets(
+    layout_or_buckets: object, keys: list[str | None]
+) -> tuple[list[tuple[int, int]], dict[int, list[int]], list[int]]:
     hashes = [ref_raw(k) & 0xFFFF for k in keys]
     if isinstance(layout_or_buckets, bc.Buckets):
         splits = {0: list(layout_or_buckets.splits)}
         seg_ids = [0] * len(keys)
     else:
-        active = [(s.segment_id, s.hash_start, s.hash_end, s.legacy_topic_name is not None)
-                  for s in layout_or_buckets.segments if s.state == "active"]  # type: ignore[attr-defined]
+        active = [
+            (s.segment_id, s.hash_start, s.hash_end, s.legacy_topic_name is not None)
+            for s in layout_or_buckets.segments
+            if s.state == "active"
+        ]  # type: ignore[attr-defined]
         splits = {s.segment_id: list(s.buckets.splits) for s in layout_or_buckets.segments}  # type: ignore[attr-defined]
         seg_ids = ref_route(active, keys)
-    return [(s, ref_bucket_of(splits[s], h)) for s, h in zip(seg_ids, hashes)], splits, hashes
+    return [(s, ref_bucket_of(splits[s], h)) for s, h in zip(seg_ids, hashes, strict=False)], splits, hashes
 
 
 def test_bucket_entries_table_columns_and_order() -> None:
@@ -458,8 +486,16 @@ def test_bucket_entries_table_columns_and_order() -> None:
     sizes = [10, 20, 30, 40, 50, 60]
     table = bc.bucket_entries(keys, b, sizes=sizes)
     assert len(table) == table.start.shape[0]
-    for name, kind in (("segment_id", "i"), ("bucket", "i"), ("hash_min", "u"), ("hash_max", "u"),
-                       ("start", "i"), ("count", "i"), ("nbytes", "i"), ("order", "i")):
+    for name, kind in (
+        ("segment_id", "i"),
+        ("bucket", "i"),
+        ("hash_min", "u"),
+        ("hash_max", "u"),
+        ("start", "i"),
+        ("count", "i"),
+        ("nbytes", "i"),
+        ("order", "i"),
+    ):
         col = getattr(table, name)
         assert isinstance(col, np.ndarray) and col.dtype.kind == kind, name
     assert sorted(table.order.tolist()) == list(range(len(keys)))
@@ -472,7 +508,7 @@ def test_bucket_entries_table_columns_and_order() -> None:
     assert entry_rows(entries) == expected
     for i, e in enumerate(table):
         s, c = int(table.start[i]), int(table.count[i])
-        assert e.message_indices.tolist() == table.order[s:s + c].tolist()
+        assert e.message_indices.tolist() == table.order[s : s + c].tolist()
 
 
 def test_bucket_entries_one_message_entry_is_stamped_min_eq_max() -> None:
@@ -502,7 +538,9 @@ _key_strategy = st.one_of(st.none(), st.sampled_from(["a", "key-1", "ключ", 
     with_sizes=st.booleans(),
     data=st.data(),
 )
-def test_bucket_entries_against_the_reference_batcher(keys, n, max_messages, max_bytes, policy, with_sizes, data) -> None:  # type: ignore[no-untyped-def]
+def test_bucket_entries_against_the_reference_batcher(
+    keys, n, max_messages, max_bytes, policy, with_sizes, data
+) -> None:  # type: ignore[no-untyped-def]
     keys = [k if k is None else k.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for k in keys]
     sizes = data.draw(st.lists(st.integers(0, 40), min_size=len(keys), max_size=len(keys))) if with_sizes else None
     base = bc.TopicLayout(1, [bc.Segment(0, 0, 0xFFFF, bc.Buckets.equal_width(n))])
@@ -511,8 +549,9 @@ def test_bucket_entries_against_the_reference_batcher(keys, n, max_messages, max
     kwargs = dict(max_messages=max_messages, policy=policy)
     if sizes is not None:
         kwargs["max_bytes"] = max_bytes
-    expected = ref_entries(targets, {}, hashes, sizes or [0] * len(keys), max_messages,
-                           max_bytes if sizes is not None else 131072, policy)
+    expected = ref_entries(
+        targets, {}, hashes, sizes or [0] * len(keys), max_messages, max_bytes if sizes is not None else 131072, policy
+    )
     table = bc.bucket_entries(keys, target, sizes=sizes, **kwargs)
     assert table_rows(table) == expected
     # the streaming batcher over the same sends gives the same entries, with payloads in send order
@@ -520,7 +559,7 @@ def test_bucket_entries_against_the_reference_batcher(keys, n, max_messages, max
     payloads = [bytes(s) for s in (sizes or [0] * len(keys))]
     got: list[object] = []
     half = len(keys) // 2
-    for k, p in zip(keys[:half], payloads[:half]):
+    for k, p in zip(keys[:half], payloads[:half], strict=False):
         got += batcher.add(k, p)
     got += batcher.add_many(keys[half:], payloads[half:])
     got += batcher.flush()
@@ -530,7 +569,9 @@ def test_bucket_entries_against_the_reference_batcher(keys, n, max_messages, max
 
 
 def test_batcher_keyword_and_defaults() -> None:
-    batcher = bc.EntryBucketBatcher(buckets=bc.Buckets.equal_width(2), max_messages=2, max_bytes=131072, policy="per_bucket")
+    batcher = bc.EntryBucketBatcher(
+        buckets=bc.Buckets.equal_width(2), max_messages=2, max_bytes=131072, policy="per_bucket"
+    )
     assert batcher.add("a", b"1") == []
     (entry,) = batcher.add("a", b"22")
     assert isinstance(entry, bc.Entry)
@@ -594,7 +635,7 @@ def test_route_entries_indexes_into_consumers() -> None:
     key_hash = np.array([VECTORS[k] for k in ("a", "key-1", "ключ", "some-routing-key", "")], dtype=np.uint32)
     stamped = np.array([True, False, True, False, False])
     out = bc.route_entries(sel, hash_min, key_hash=key_hash, stamped=stamped)
-    routed_by = [int(h) if s else int(k) & 0xFFFF for h, k, s in zip(hash_min, key_hash, stamped)]
+    routed_by = [int(h) if s else int(k) & 0xFFFF for h, k, s in zip(hash_min, key_hash, stamped, strict=False)]
     assert out.tolist() == [ref_owner_index(4, 2, ref_bucket_of(b.splits, h)) for h in routed_by]
 
 
@@ -604,7 +645,9 @@ def test_fits_one_bucket() -> None:
     hi = np.array([0x3FFF, 0x4000, 0x7FFF, 0x1000, 0xFFFF], dtype=np.uint16)
     out = bc.fits_one_bucket(b, lo, hi)
     assert isinstance(out, np.ndarray) and out.dtype == np.bool_
-    assert out.tolist() == [ref_bucket_of(b.splits, int(x)) == ref_bucket_of(b.splits, int(y)) for x, y in zip(lo, hi)]
+    assert out.tolist() == [
+        ref_bucket_of(b.splits, int(x)) == ref_bucket_of(b.splits, int(y)) for x, y in zip(lo, hi, strict=False)
+    ]
 
 
 def test_dispatcher_delivers_an_offered_entry_to_its_bucket_owner() -> None:
@@ -622,25 +665,32 @@ def test_dispatcher_delivers_an_offered_entry_to_its_bucket_owner() -> None:
 
 
 def test_compute_assignment_exclusive_round_robin() -> None:
-    layout = bc.TopicLayout(5, [bc.Segment(i, i * 0x4000, i * 0x4000 + 0x3FFF, bc.Buckets.equal_width(4)) for i in range(4)])
+    layout = bc.TopicLayout(
+        5, [bc.Segment(i, i * 0x4000, i * 0x4000 + 0x3FFF, bc.Buckets.equal_width(4)) for i in range(4)]
+    )
     result = bc.compute_assignment(layout, ["c2", "c1"])
     assert isinstance(result, dict) and set(result) == {"c1", "c2"}
-    for name, a in result.items():
+    for a in result.values():
         assert isinstance(a, bc.Assignment) and a.layout_epoch == 5
         assert isinstance(a.segments, tuple)
         for s in a.segments:
             assert isinstance(s, bc.AssignedSegment)
             assert s.bucket_ranges == () or list(s.bucket_ranges) == []
             assert s.segment_topic == layout.segment_topic(s.segment_id)
-            assert (s.hash_start, s.hash_end) == (layout.segment(s.segment_id).hash_start, layout.segment(s.segment_id).hash_end)
+            assert (s.hash_start, s.hash_end) == (
+                layout.segment(s.segment_id).hash_start,
+                layout.segment(s.segment_id).hash_end,
+            )
     # segments sorted by hash_start, consumers by name, whole segments round-robin
     assert [s.segment_id for s in result["c1"].segments] == [0, 2]
     assert [s.segment_id for s in result["c2"].segments] == [1, 3]
 
 
 def test_compute_assignment_surplus_shares_segments_with_full_boundary_lists() -> None:
-    layout = bc.TopicLayout(2, [bc.Segment(0, 0, 0x7FFF, bc.Buckets.equal_width(2)),
-                                bc.Segment(1, 0x8000, 0xFFFF, bc.Buckets.equal_width(3))])
+    layout = bc.TopicLayout(
+        2,
+        [bc.Segment(0, 0, 0x7FFF, bc.Buckets.equal_width(2)), bc.Segment(1, 0x8000, 0xFFFF, bc.Buckets.equal_width(3))],
+    )
     result = bc.compute_assignment(layout, ["e", "d", "c", "b", "a", "f"], drained=frozenset())
     # a→0, b→1; surplus c→0, d→1, e→(0 full at 2)→1, f: all at capacity → idle
     assert [s.segment_id for s in result["a"].segments] == [0]
@@ -715,8 +765,9 @@ def test_every_argument_by_its_section_4_keyword() -> None:
     assert b.bucket_of(bucket_hashes=[0x4000]).tolist() == [1]
     assert b.canonical_hash(bucket_index=1) == 0x4000
     assert bc.buckets_for_budget(budget=8, segment_count=2) == 4
-    seg = bc.Segment(segment_id=0, hash_start=0, hash_end=0xFFFF, buckets=b, state="active", parent_ids=(),
-                     legacy_topic_name=None)
+    seg = bc.Segment(
+        segment_id=0, hash_start=0, hash_end=0xFFFF, buckets=b, state="active", parent_ids=(), legacy_topic_name=None
+    )
     layout = bc.TopicLayout(epoch=1, segments=[seg], topic="persistent://t/ns/topic")
     assert layout.segment(segment_id=0) == seg
     assert layout.route(key_hashes=["a"]).tolist() == [0]
@@ -725,8 +776,15 @@ def test_every_argument_by_its_section_4_keyword() -> None:
     assert split.merge(id_a=ids[0], id_b=ids[1]).epoch == 3
     assert layout.rebucket(segment_id=0, buckets=bc.Buckets()).epoch == 2
     assert layout.segment_topic(segment_id=0) == "segment://t/ns/topic/0000-ffff-0"
-    table = bc.bucket_entries(keys_or_hashes=["a"], layout_or_buckets=layout, sizes=None, max_messages=1000,
-                              max_bytes=131072, policy="shared", encrypted=False)
+    table = bc.bucket_entries(
+        keys_or_hashes=["a"],
+        layout_or_buckets=layout,
+        sizes=None,
+        max_messages=1000,
+        max_bytes=131072,
+        policy="shared",
+        encrypted=False,
+    )
     assert len(table) == 1
     batcher = bc.EntryBucketBatcher(buckets=b, max_messages=1000, max_bytes=131072, policy="shared")
     assert batcher.add(key="a", payload=b"") == [] and batcher.add_many(keys=["a"], payloads=[b""]) == []
@@ -745,6 +803,10 @@ def test_every_argument_by_its_section_4_keyword() -> None:
     result = bc.compute_assignment(layout=layout, consumer_names=["a"], drained=frozenset())
     a = bc.Assignment(layout_epoch=1, segments=result["a"].segments)
     assert a == result["a"]
-    assert bc.AssignedSegment(segment_id=0, hash_start=0, hash_end=0xFFFF, segment_topic=layout.segment_topic(0),
-                              bucket_ranges=()) == a.segments[0]
+    assert (
+        bc.AssignedSegment(
+            segment_id=0, hash_start=0, hash_end=0xFFFF, segment_topic=layout.segment_topic(0), bucket_ranges=()
+        )
+        == a.segments[0]
+    )
     assert len(bc.StreamConsumerState().apply(assignment=a)) == 1

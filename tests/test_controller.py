@@ -8,17 +8,18 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from layout_histories import evolve
 
 from bucketcore.controller import AssignedSegment, Assignment, assignable_segments, compute_assignment
 from bucketcore.dispatch import EntryBucketSelector
 from bucketcore.layout import Buckets, Segment, TopicLayout
-from layout_histories import evolve
 
 FULL = 0xFFFF
 TOPIC = "persistent://tenant/ns/orders"
 
 
 # --- an independent, slow reference of the rule ----------------------------------------------------
+
 
 def ref_ranges(splits: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     bounds = [0, *splits, FULL + 1]
@@ -70,7 +71,10 @@ def reference_assignment(layout: TopicLayout, names: list[str], drained: set[int
                 shared = len(owners[s.segment_id]) > 1
                 mine.append(
                     AssignedSegment(
-                        s.segment_id, s.hash_start, s.hash_end, ref_topic(s),
+                        s.segment_id,
+                        s.hash_start,
+                        s.hash_end,
+                        ref_topic(s),
                         ref_ranges(s.buckets.splits) if shared else (),
                     )
                 )
@@ -84,9 +88,7 @@ def tiling_layout(counts: list[int], epoch: int = 7, cuts: list[int] | None = No
     if cuts is None:
         cuts = [i * 0x10000 // n for i in range(1, n)]
     bounds = [0, *cuts, 0x10000]
-    segments = [
-        Segment(10 + i, bounds[i], bounds[i + 1] - 1, Buckets.equal_width(c)) for i, c in enumerate(counts)
-    ]
+    segments = [Segment(10 + i, bounds[i], bounds[i + 1] - 1, Buckets.equal_width(c)) for i, c in enumerate(counts)]
     return TopicLayout(epoch, segments, TOPIC)
 
 
@@ -95,6 +97,7 @@ def names_of(k: int) -> list[str]:
 
 
 # --- the reference's scenarios ----------------------------------------------------------------------
+
 
 def test_lone_consumer_keeps_a_bucketed_segment_whole() -> None:
     layout = tiling_layout([4])
@@ -120,8 +123,10 @@ def test_two_consumers_share_an_n4_segment_with_the_full_list_and_the_broker_spl
     selector.add_consumer("c2", 2)
     owners = [owner[0] if owner else None for owner in selector.owners()]
     assert owners == ["c1", "c1", "c2", "c2"]
-    halves = {name: (full[owners.index(name)][0], full[len(owners) - 1 - owners[::-1].index(name)][1])
-              for name in ("c1", "c2")}
+    halves = {
+        name: (full[owners.index(name)][0], full[len(owners) - 1 - owners[::-1].index(name)][1])
+        for name in ("c1", "c2")
+    }
     assert halves == {"c1": (0, 0x7FFF), "c2": (0x8000, 0xFFFF)}
 
 
@@ -154,7 +159,13 @@ def test_surplus_cycles_over_segments_skipping_full_ones() -> None:
     layout = tiling_layout([2, 1, 3])
     result = compute_assignment(layout, list("gfedcba"))
     assert {n: a.segment_ids for n, a in result.items()} == {
-        "a": (10,), "b": (11,), "c": (12,), "d": (10,), "e": (12,), "f": (12,), "g": (),
+        "a": (10,),
+        "b": (11,),
+        "c": (12,),
+        "d": (10,),
+        "e": (12,),
+        "f": (12,),
+        "g": (),
     }
     assert result["b"].segments[0].bucket_ranges == ()
     assert result["a"].segments[0].bucket_ranges == ((0, 0x7FFF), (0x8000, 0xFFFF))
@@ -166,11 +177,16 @@ def test_no_consumers_and_empty_result() -> None:
 
 # --- assignable segments: drain replay and parents first -------------------------------------------
 
+
 def split_chain() -> TopicLayout:
     """0 (sealed, N4) split into 1 and 2; 1 (sealed) split again into 3 and 4."""
     layout = TopicLayout(1, [Segment(0, 0, FULL, Buckets.equal_width(4))], TOPIC).split(0).split(1)
     assert [(s.segment_id, s.state, s.parent_ids) for s in layout.segments] == [
-        (0, "sealed", ()), (1, "sealed", (0,)), (2, "active", (0,)), (3, "active", (1,)), (4, "active", (1,)),
+        (0, "sealed", ()),
+        (1, "sealed", (0,)),
+        (2, "active", (0,)),
+        (3, "active", (1,)),
+        (4, "active", (1,)),
     ]
     return layout
 
@@ -280,6 +296,7 @@ def test_every_case_of_segments_first(segment_count: int, pattern: int) -> None:
 
 
 # --- determinism and conformance on random layouts with history ------------------------------------
+
 
 @st.composite
 def layouts_with_history(draw: st.DrawFn) -> tuple[TopicLayout, set[int]]:

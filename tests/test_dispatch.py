@@ -7,7 +7,7 @@ consumers that checks per-key order and handoff safety at every delivery.
 
 from __future__ import annotations
 
-import bisect
+import functools
 from collections import defaultdict
 
 import mmh3
@@ -130,8 +130,10 @@ def test_first_join_and_last_leave_report_moves_from_and_to_nobody():
 
 
 @settings(max_examples=150, deadline=None)
-@given(splits=splits_strategy, ops=st.lists(
-    st.tuples(st.booleans(), st.sampled_from(["a", "b", "c", "d"]), st.integers(0, 3)), max_size=25))
+@given(
+    splits=splits_strategy,
+    ops=st.lists(st.tuples(st.booleans(), st.sampled_from(["a", "b", "c", "d"]), st.integers(0, 3)), max_size=25),
+)
 def test_spread_and_moves_follow_the_formula(splits, ops):
     sel = EntryBucketSelector(bc.Buckets(splits))
     members: set[tuple[str, int]] = set()
@@ -304,13 +306,16 @@ def test_a_straddling_stamp_routes_by_hash_min_and_is_counted():
     assert sel.straddling_entries == 2
 
 
-@pytest.mark.parametrize("lo, hi, message", [
-    ([5, 0x9000], [9, 0x8000], r"index 1 has a malformed stamp: hash_min=0x9000 > hash_max=0x8000"),
-    ([5, 0x10000], None, r"index 1 has a malformed stamp: hash_min=65536 is outside 0..0xFFFF"),
-    ([-1, 5], None, r"index 0 has a malformed stamp: hash_min=-1 is outside"),
-    ([5, 6], [9, 0x10000], r"index 1 has a malformed stamp: hash_max=65536 is outside"),
-    ([5, 6], [-3, 7], r"index 0 has a malformed stamp: hash_max=-3 is outside"),
-])
+@pytest.mark.parametrize(
+    "lo, hi, message",
+    [
+        ([5, 0x9000], [9, 0x8000], r"index 1 has a malformed stamp: hash_min=0x9000 > hash_max=0x8000"),
+        ([5, 0x10000], None, r"index 1 has a malformed stamp: hash_min=65536 is outside 0..0xFFFF"),
+        ([-1, 5], None, r"index 0 has a malformed stamp: hash_min=-1 is outside"),
+        ([5, 6], [9, 0x10000], r"index 1 has a malformed stamp: hash_max=65536 is outside"),
+        ([5, 6], [-3, 7], r"index 0 has a malformed stamp: hash_max=-3 is outside"),
+    ],
+)
 def test_malformed_stamps_are_reported_never_routed(lo, hi, message):
     sel = selector_with((0x8000,), [("a", 1)])
     with pytest.raises(MalformedStampError, match=message) as info:
@@ -328,8 +333,9 @@ def test_malformed_stamps_are_reported_never_routed(lo, hi, message):
 
 def test_a_malformed_stamp_of_an_unstamped_entry_is_ignored():
     sel = selector_with((0x8000,), [("a", 1), ("b", 1)])
-    slots = route_entries(sel, [-5, 0x9000], hash_max=[3, 0x100], key_hash=[0x9000, 0x10],
-                          stamped=np.array([False, False]))
+    slots = route_entries(
+        sel, [-5, 0x9000], hash_max=[3, 0x100], key_hash=[0x9000, 0x10], stamped=np.array([False, False])
+    )
     assert slots.tolist() == [1, 0]
 
 
@@ -379,7 +385,7 @@ def test_route_entries_matches_a_per_entry_loop(splits, consumers, data):
     stamped = data.draw(st.lists(st.booleans(), min_size=n, max_size=n)) if use_mask else None
     dtype = data.draw(st.sampled_from([np.uint16, np.int32, np.int64, np.uint32]))
     widths = data.draw(st.lists(st.integers(0, 0x3000), min_size=n, max_size=n))
-    hash_max = [min(lo + w, 0xFFFF) for lo, w in zip(hash_min, widths)]
+    hash_max = [min(lo + w, 0xFFFF) for lo, w in zip(hash_min, widths, strict=False)]
     with_max = data.draw(st.booleans())
     sel = selector_with(splits, consumers)
     kwargs = {}
@@ -390,7 +396,8 @@ def test_route_entries_matches_a_per_entry_loop(splits, consumers, data):
     got = route_entries(sel, np.array(hash_min, dtype=dtype), **kwargs)
     assert got.tolist() == ref_route(splits, consumers, hash_min, stamped, key_hash)
     straddling = sum(
-        1 for i in range(n)
+        1
+        for i in range(n)
         if (stamped is None or stamped[i]) and ref_bucket_of(splits, hash_min[i]) != ref_bucket_of(splits, hash_max[i])
     )
     assert sel.straddling_entries == (straddling if with_max else 0)
@@ -411,8 +418,7 @@ def test_route_entries_large_column_matches_numpy():
 
 
 @settings(max_examples=100, deadline=None)
-@given(splits=splits_strategy, stamps=st.lists(st.tuples(st.integers(0, 0xFFFF), st.integers(0, 0xFFFF)),
-                                               max_size=50))
+@given(splits=splits_strategy, stamps=st.lists(st.tuples(st.integers(0, 0xFFFF), st.integers(0, 0xFFFF)), max_size=50))
 def test_fits_one_bucket_matches_the_definition(splits, stamps):
     stamps = [(min(a, b), max(a, b)) for a, b in stamps]
     lo = np.array([a for a, _ in stamps], dtype=np.int64)
@@ -436,7 +442,8 @@ def test_fits_one_bucket_under_another_layout_and_on_large_columns():
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     buckets = bc.Buckets.equal_width(7)  # the table path (>= 8192 entries) and the search path agree
     idx = np.searchsorted(buckets.splits_array, lo, side="right") == np.searchsorted(
-        buckets.splits_array, hi, side="right")
+        buckets.splits_array, hi, side="right"
+    )
     assert np.array_equal(fits_one_bucket(buckets, lo, hi), idx)
     assert np.array_equal(fits_one_bucket(buckets, lo[:100], hi[:100]), idx[:100])
     with pytest.raises(ValueError, match="hash_max has 1 items"):
@@ -473,7 +480,12 @@ def test_dispatcher_delivers_whole_entries_to_bucket_owners():
     assert not polled[A].redelivered.any()
     assert d.poll() == {}
     stats = d.consumer_stats(*A)
-    assert (stats.delivered_entries, stats.delivered_messages, stats.pending_entries, stats.pending_messages) == (2, 4, 2, 4)
+    assert (stats.delivered_entries, stats.delivered_messages, stats.pending_entries, stats.pending_messages) == (
+        2,
+        4,
+        2,
+        4,
+    )
     assert d.ack(*A, [2, 1]) == 2
     stats = d.consumer_stats(*A)
     assert (stats.pending_entries, stats.pending_messages, stats.acked_entries) == (0, 0, 2)
@@ -601,8 +613,7 @@ def test_without_consumers_entries_queue_until_one_joins():
 def test_unstamped_entries_route_by_key_hash_in_the_dispatcher():
     d = make_dispatcher(2, A, B)
     raw = mmh3.hash(b"key-1", 0, signed=False)  # low 16 = 0x15a0: bucket 0
-    d.offer([1, 2], [0xFFFF, 0x9000], key_hash=[raw, 0], stamped=np.array([False, True]),
-            hash_max=[0, 0x9000])
+    d.offer([1, 2], [0xFFFF, 0x9000], key_hash=[raw, 0], stamped=np.array([False, True]), hash_max=[0, 0x9000])
     polled = d.poll()
     assert ids(polled[A]) == [1] and polled[A].hashes.tolist() == [raw & 0xFFFF]
     assert ids(polled[B]) == [2]
@@ -642,7 +653,9 @@ def test_dispatcher_ack_errors_name_the_entry_and_change_nothing():
     d = make_dispatcher(2, A, B)
     d.offer([1, 2, 3], [0x100, 0x9000, 0x200])
     d.poll()
-    with pytest.raises(KeyError, match=r"entry 2 is not pending on consumer \('a', 1\): pending on consumer \('b', 1\)"):
+    with pytest.raises(
+        KeyError, match=r"entry 2 is not pending on consumer \('a', 1\): pending on consumer \('b', 1\)"
+    ):
         d.ack(*A, [1, 2])
     with pytest.raises(KeyError, match="entry 99 is not pending"):
         d.ack(*A, [99])
@@ -727,7 +740,7 @@ class ConsumerModel:
                 self.entry_of_message[m] = e
 
     def receive(self, consumer, batch) -> None:
-        for e, redelivered in zip(batch.entry_ids.tolist(), batch.redelivered.tolist()):
+        for e, redelivered in zip(batch.entry_ids.tolist(), batch.redelivered.tolist(), strict=False):
             assert e not in self.acked, f"entry {e} delivered after it was acked"
             assert e not in self.holding, f"entry {e} delivered while {self.holding.get(e)} holds it"
             if not redelivered:
@@ -775,9 +788,15 @@ def test_whole_consumption_path_keeps_per_key_order_through_churn(data):
     n_keys = data.draw(st.integers(1, 12), label="keys")
     keys = data.draw(st.lists(st.integers(0, n_keys - 1), min_size=10, max_size=160), label="stream")
     message_keys = [f"user-{k}" for k in keys]
-    table = bc.bucket_entries(message_keys, buckets, max_messages=data.draw(st.integers(1, 4)),
-                              policy=data.draw(st.sampled_from(["shared", "per_bucket"])))
-    entries = [table.order[s:s + c].tolist() for s, c in zip(table.start.tolist(), table.count.tolist())]
+    table = bc.bucket_entries(
+        message_keys,
+        buckets,
+        max_messages=data.draw(st.integers(1, 4)),
+        policy=data.draw(st.sampled_from(["shared", "per_bucket"])),
+    )
+    entries = [
+        table.order[s : s + c].tolist() for s, c in zip(table.start.tolist(), table.count.tolist(), strict=False)
+    ]
     raw = bc.murmur3_32(message_keys)
     # One-message entries may come unstamped (a producer that does not bucket): key-hash routing.
     unstamped = np.array([len(m) == 1 and data.draw(st.booleans()) for m in entries], dtype=bool)
@@ -806,8 +825,14 @@ def test_whole_consumption_path_keeps_per_key_order_through_churn(data):
         if op == "offer" and offered < len(entries):
             k = data.draw(st.integers(1, min(4, len(entries) - offered)))
             sl = slice(offered, offered + k)
-            d.offer(np.arange(offered, offered + k), table.hash_min[sl], hash_max=table.hash_max[sl],
-                    key_hash=first_raw[sl], stamped=~unstamped[sl], message_count=table.count[sl])
+            d.offer(
+                np.arange(offered, offered + k),
+                table.hash_min[sl],
+                hash_max=table.hash_max[sl],
+                key_hash=first_raw[sl],
+                stamped=~unstamped[sl],
+                message_count=table.count[sl],
+            )
             offered += k
         elif op == "poll":
             poll_all()
@@ -835,8 +860,14 @@ def test_whole_consumption_path_keeps_per_key_order_through_churn(data):
     # Finish: everything offered, someone present, everyone acks all it holds until quiet.
     if offered < len(entries):
         sl = slice(offered, len(entries))
-        d.offer(np.arange(offered, len(entries)), table.hash_min[sl], hash_max=table.hash_max[sl],
-                key_hash=first_raw[sl], stamped=~unstamped[sl], message_count=table.count[sl])
+        d.offer(
+            np.arange(offered, len(entries)),
+            table.hash_min[sl],
+            hash_max=table.hash_max[sl],
+            key_hash=first_raw[sl],
+            stamped=~unstamped[sl],
+            message_count=table.count[sl],
+        )
     if not d.consumers:
         d.add_consumer("last", next_cid)
     for _ in range(len(entries) + 2):
@@ -886,11 +917,12 @@ def test_one_entry_as_scalars_or_as_a_column_fails_the_same_way(kwargs, error, f
         d = make_dispatcher(2, A)
         d.offer(5, 1)
         if as_column:
-            kw = {k: (None if v is None else (np.array([v]) if isinstance(v, bool) else [v]))
-                  for k, v in kwargs.items()}
-            call = lambda: d.offer([10], **kw)  # noqa: E731
+            kw = {
+                k: (None if v is None else (np.array([v]) if isinstance(v, bool) else [v])) for k, v in kwargs.items()
+            }
+            call = functools.partial(d.offer, [10], **kw)
         else:
-            call = lambda: d.offer(10, **kwargs)  # noqa: E731
+            call = functools.partial(d.offer, 10, **kwargs)
         with pytest.raises(error, match=fragment):
             call()
         assert d.offered_entries == 1 and d.pending_entries == 1  # nothing applied
@@ -921,8 +953,14 @@ def test_scalar_calls_behave_like_column_calls(data):
             if scalar:
                 d.offer(3 * i, lo[i], hash_max=hi, key_hash=keys[i], stamped=stamped[i], message_count=counts[i])
             else:
-                d.offer([3 * i], [lo[i]], hash_max=[hi], key_hash=[keys[i]], stamped=np.array([stamped[i]]),
-                        message_count=[counts[i]])
+                d.offer(
+                    [3 * i],
+                    [lo[i]],
+                    hash_max=[hi],
+                    key_hash=[keys[i]],
+                    stamped=np.array([stamped[i]]),
+                    message_count=[counts[i]],
+                )
             if i == crash_at:
                 d.remove_consumer(*B, crash=True)
         polled = d.poll()
@@ -932,8 +970,14 @@ def test_scalar_calls_behave_like_column_calls(data):
                     d.ack(*c, e)
             else:
                 d.ack(*c, batch.entry_ids)
-        runs.append(({c: (ids(b), b.hashes.tolist(), b.redelivered.tolist()) for c, b in polled.items()},
-                     d.consumer_stats(), d.straddling_entries, d.pending_entries))
+        runs.append(
+            (
+                {c: (ids(b), b.hashes.tolist(), b.redelivered.tolist()) for c, b in polled.items()},
+                d.consumer_stats(),
+                d.straddling_entries,
+                d.pending_entries,
+            )
+        )
     assert runs[0] == runs[1]
 
 

@@ -95,8 +95,7 @@ class Model:
 
 
 class DispatcherMachine(RuleBasedStateMachine):
-    @initialize(splits=st.sampled_from([(), (0x8000,), (2,), (0x4000, 0x8000, 0xC000),
-                                        (100, 200, 300, 40000, 50000)]))
+    @initialize(splits=st.sampled_from([(), (0x8000,), (2,), (0x4000, 0x8000, 0xC000), (100, 200, 300, 40000, 50000)]))
     def setup(self, splits):
         self.d = bc.Dispatcher(bc.Buckets(splits))
         self.m = Model(splits)
@@ -143,13 +142,14 @@ class DispatcherMachine(RuleBasedStateMachine):
         self.received.pop(c, None)
 
     # -- entries --------------------------------------------------------------------------------
-    @rule(hashes=st.lists(st.integers(0, 0xFFFF), min_size=1, max_size=6), scalar=st.booleans(),
-          unstamped=st.booleans())
+    @rule(
+        hashes=st.lists(st.integers(0, 0xFFFF), min_size=1, max_size=6), scalar=st.booleans(), unstamped=st.booleans()
+    )
     def offer(self, hashes, scalar, unstamped):
         ids = list(range(self.next_id, self.next_id + len(hashes)))
         self.next_id += len(hashes) + 1
         if scalar:
-            for e, h in zip(ids, hashes):
+            for e, h in zip(ids, hashes, strict=False):
                 if unstamped:
                     self.d.offer(e, 0, stamped=False, key_hash=(0xABCD << 16) | h)
                 else:
@@ -158,7 +158,7 @@ class DispatcherMachine(RuleBasedStateMachine):
             self.d.offer(ids, key_hash=[(0x1234 << 16) | h for h in hashes])
         else:
             self.d.offer(ids, hash_min=hashes, hash_max=hashes)
-        for e, h in zip(ids, hashes):
+        for e, h in zip(ids, hashes, strict=False):
             self.m.offer(e, bucket_of(self.m.splits, h))
 
     @rule()
@@ -181,8 +181,7 @@ class DispatcherMachine(RuleBasedStateMachine):
 
     @rule(c=st.sampled_from(POOL), data=st.data())
     def ack_some(self, c, data):
-        mine = [e for e in self.received.get(c, []) if self.m.state.get(e) == "pending"
-                and self.m.holder.get(e) == c]
+        mine = [e for e in self.received.get(c, []) if self.m.state.get(e) == "pending" and self.m.holder.get(e) == c]
         if not mine:
             return
         chosen = data.draw(st.lists(st.sampled_from(mine), min_size=1, max_size=len(mine), unique=True))
@@ -237,7 +236,9 @@ class DispatcherMachine(RuleBasedStateMachine):
 
 
 DispatcherMachine.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=40, deadline=None,
+    max_examples=150,
+    stateful_step_count=40,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_dispatcher_matches_the_spec_model = DispatcherMachine.TestCase
@@ -286,12 +287,15 @@ _splits = st.lists(st.integers(2, 0xFFFF), max_size=8, unique=True).map(lambda s
 @settings(max_examples=200, deadline=None)
 @given(ours=_splits, data=st.data(), form=st.sampled_from(["buckets", "splits", "ranges", "array"]))
 def test_validate_accepts_exactly_the_same_list_in_any_form(ours, data, form):
-    theirs = data.draw(st.one_of(st.just(ours), _splits,
-                                 st.just(ours[:-1]), st.just(tuple(sorted({*ours, 0x7777})))))
+    theirs = data.draw(st.one_of(st.just(ours), _splits, st.just(ours[:-1]), st.just(tuple(sorted({*ours, 0x7777})))))
     sel = bc.EntryBucketSelector(bc.Buckets(ours))
     b = bc.Buckets(theirs)
-    declared = {"buckets": b, "splits": list(theirs), "ranges": list(b.ranges),
-                "array": np.array(b.ranges, dtype=np.int64).reshape(-1, 2)}[form]
+    declared = {
+        "buckets": b,
+        "splits": list(theirs),
+        "ranges": list(b.ranges),
+        "array": np.array(b.ranges, dtype=np.int64).reshape(-1, 2),
+    }[form]
     d = bc.Dispatcher(bc.Buckets(ours))
     if ours == theirs:
         sel.validate(declared)
@@ -305,14 +309,17 @@ def test_validate_accepts_exactly_the_same_list_in_any_form(ours, data, form):
         assert d.consumers == () and sel.consumers == ()
 
 
-@pytest.mark.parametrize("declared", [
-    [(0, 0x7FFF)],                          # does not reach 0xFFFF
-    [(1, 0xFFFF)],                          # does not start at 0
-    [(0, 0x3FFF), (0x5000, 0xFFFF)],        # gap
-    [(0, 0x8000), (0x8000, 0xFFFF)],        # overlap
-    [(0, 0x7FFF), (0x8000, 0xFFFF), (0x8000, 0xFFFF)],
-    [(0x8000, 0xFFFF), (0, 0x7FFF)],        # out of order
-])
+@pytest.mark.parametrize(
+    "declared",
+    [
+        [(0, 0x7FFF)],  # does not reach 0xFFFF
+        [(1, 0xFFFF)],  # does not start at 0
+        [(0, 0x3FFF), (0x5000, 0xFFFF)],  # gap
+        [(0, 0x8000), (0x8000, 0xFFFF)],  # overlap
+        [(0, 0x7FFF), (0x8000, 0xFFFF), (0x8000, 0xFFFF)],
+        [(0x8000, 0xFFFF), (0, 0x7FFF)],  # out of order
+    ],
+)
 def test_validate_rejects_ranges_that_do_not_tile_as_stale(declared):
     sel = bc.EntryBucketSelector(bc.Buckets.equal_width(2))
     with pytest.raises(bc.StaleLayoutError):

@@ -100,7 +100,7 @@ def test_per_key_order_survives_membership_changes_and_mode_flips(data):
             keys = data.draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=5))
             ids = list(range(next_id, next_id + len(keys)))
             next_id += len(keys)
-            for e, k in zip(ids, keys):
+            for e, k in zip(ids, keys, strict=False):
                 key_of[e] = k
             broker.offer(ids, hash_min=[bucket_hash[k] for k in keys])
             offered.extend(ids)
@@ -120,7 +120,8 @@ def test_per_key_order_survives_membership_changes_and_mode_flips(data):
                     break
                 if key_of[earlier] == k:
                     assert earlier in acked or earlier in c.app_unacked, (
-                        f"entry {e} of key {k} handed to {c.name} before earlier entry {earlier} was acked")
+                        f"entry {e} of key {k} handed to {c.name} before earlier entry {earlier} was acked"
+                    )
             c.state.delivered(0, e)
             c.app_unacked.append(e)
         elif op == "ack" and clients:
@@ -146,7 +147,7 @@ def test_per_key_order_survives_membership_changes_and_mode_flips(data):
     clients.setdefault("ann", Client("ann"))
     reassign()
     for _ in range(4 * len(offered) + 20):
-        for (name, cid), batch in broker.poll().items():
+        for (name, _cid), batch in broker.poll().items():
             clients[name].prefetch.extend(batch.entry_ids.tolist())
         progressed = False
         for c in clients.values():

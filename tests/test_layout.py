@@ -36,7 +36,7 @@ def ref_bucket_of(splits, h):
 def ref_ranges(splits):
     starts = [0] + list(splits)
     ends = [s - 1 for s in splits] + [0xFFFF]
-    return list(zip(starts, ends))
+    return list(zip(starts, ends, strict=False))
 
 
 def java_rem(a, b):
@@ -79,7 +79,7 @@ def brute_force_best_max(hashes, weights, n):
     """Least possible heaviest bucket: cut the sorted distinct observed hashes into <= n
     contiguous groups every way there is (the ring has room for the rest of the buckets)."""
     loads = {}
-    for h, w in zip(hashes, weights):
+    for h, w in zip(hashes, weights, strict=False):
         loads[h] = loads.get(h, 0) + w
     values = [loads[h] for h in sorted(loads)]
     if not values:
@@ -89,7 +89,7 @@ def brute_force_best_max(hashes, weights, n):
     for k in range(0, min(n - 1, len(values) - 1) + 1):
         for cuts in itertools.combinations(slots, k):
             bounds = (0,) + cuts + (len(values),)
-            worst = max(sum(values[a:b]) for a, b in zip(bounds, bounds[1:]))
+            worst = max(sum(values[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
             if best is None or worst < best:
                 best = worst
     return best
@@ -97,7 +97,7 @@ def brute_force_best_max(hashes, weights, n):
 
 def exact_loads(buckets, hashes, weights):
     loads = [0] * buckets.count
-    for h, w in zip(hashes, weights):
+    for h, w in zip(hashes, weights, strict=False):
         loads[ref_bucket_of(buckets.splits, h)] += Fraction(w) if isinstance(w, float) else w
     return loads
 
@@ -273,7 +273,9 @@ def test_bucket_of_matches_bisect_small_columns(splits, hashes):
         assert type(value) is int and value == ref_bucket_of(splits, h)
 
 
-@given(split_lists, st.integers(0, 2**32 - 1), st.sampled_from(["u1", "u2", "u4", "u8", "i2", "i4", "i8", ">u2", ">i8"]))
+@given(
+    split_lists, st.integers(0, 2**32 - 1), st.sampled_from(["u1", "u2", "u4", "u8", "i2", "i4", "i8", ">u2", ">i8"])
+)
 @settings(max_examples=80, deadline=None)
 def test_bucket_of_matches_bisect_large_columns_every_dtype(splits, seed, dtype):
     rng = np.random.default_rng(seed)
@@ -584,18 +586,26 @@ def test_layout_epoch_order_and_equality():
         ([seg(0, 1, 0xFFFF)], r"gap 0x0000-0x0000 before segment 0"),
         ([seg(0, 0, 0x7FFF)], r"gap 0x8000-0xffff after segment 0"),
         ([seg(0, 0, 0x7FFF), seg(1, 0x8002, 0xFFFF)], r"gap 0x8000-0x8001 after segment 0 before segment 1"),
-        ([seg(0, 0, 0x8000), seg(1, 0x7FFF, 0xFFFF)],
-         r"overlap 0x7fff-0x8000 between active segments 0 \(0x0000-0x8000\) and 1 \(0x7fff-0xffff\)"),
+        (
+            [seg(0, 0, 0x8000), seg(1, 0x7FFF, 0xFFFF)],
+            r"overlap 0x7fff-0x8000 between active segments 0 \(0x0000-0x8000\) and 1 \(0x7fff-0xffff\)",
+        ),
         ([seg(0, 0, 0xFFFF), seg(1, 0x10, 0x20)], r"overlap 0x0010-0x0020 between active segments 0"),
         ([seg(0, 0, 0xFFFF, state="sealed")], r"no active segment"),
         ([], r"no active segment"),
         ([seg(0, 0, 0x7FFF), seg(0, 0x8000, 0xFFFF)], r"duplicate segment id 0 at segments\[0\] and segments\[1\]"),
-        ([seg(0, 0, 0x7FFF), seg(1, 0x8000, 0xFFFF, parent_ids=(0,))],
-         r"segment 1: parent 0 is active: a segment is sealed when its successors are created"),
-        ([seg(0, 0, 0xFFFF, state="sealed", child_ids=(5,)), seg(1, 0, 0xFFFF, parent_ids=(0,))],
-         r"segment 1: parent 0 lists child_ids \(5,\), which do not include 1"),
-        ([seg(0, 0, 0xFFFF, state="sealed", child_ids=(1,)), seg(1, 0, 0xFFFF)],
-         r"segment 0: child 1 lists parent_ids \(\), which do not include 0"),
+        (
+            [seg(0, 0, 0x7FFF), seg(1, 0x8000, 0xFFFF, parent_ids=(0,))],
+            r"segment 1: parent 0 is active: a segment is sealed when its successors are created",
+        ),
+        (
+            [seg(0, 0, 0xFFFF, state="sealed", child_ids=(5,)), seg(1, 0, 0xFFFF, parent_ids=(0,))],
+            r"segment 1: parent 0 lists child_ids \(5,\), which do not include 1",
+        ),
+        (
+            [seg(0, 0, 0xFFFF, state="sealed", child_ids=(1,)), seg(1, 0, 0xFFFF)],
+            r"segment 0: child 1 lists parent_ids \(\), which do not include 0",
+        ),
         ([seg(0, 0, 0xFFFF), (1, 2, 3)], r"segments\[1\] is tuple \(1, 2, 3\), not a Segment"),
     ],
 )
@@ -620,15 +630,27 @@ def test_layout_argument_validation():
 
 def test_ids_of_garbage_collected_segments_are_allowed():
     # a drained, sealed parent is gone from the layout; its children still name it
-    lay = TopicLayout(9, [seg(5, 0, 0x7FFF, parent_ids=(1,)), seg(6, 0x8000, 0xFFFF, parent_ids=(1, 2)),
-                          seg(7, 0, 0xFFFF, state="sealed", child_ids=(11, 12))])
+    lay = TopicLayout(
+        9,
+        [
+            seg(5, 0, 0x7FFF, parent_ids=(1,)),
+            seg(6, 0x8000, 0xFFFF, parent_ids=(1, 2)),
+            seg(7, 0, 0xFFFF, state="sealed", child_ids=(11, 12)),
+        ],
+    )
     assert [s.parent_ids for s in lay.active_segments] == [(1,), (1, 2)]
     assert TopicLayout.from_dict(lay.to_dict()) == lay
 
 
 def test_sealed_segments_may_overlap_active_ones():
-    lay = TopicLayout(2, [seg(0, 0, 0xFFFF, 4, state="sealed", child_ids=(1, 2)),
-                          seg(1, 0, 0x7FFF, parent_ids=(0,)), seg(2, 0x8000, 0xFFFF, parent_ids=(0,))])
+    lay = TopicLayout(
+        2,
+        [
+            seg(0, 0, 0xFFFF, 4, state="sealed", child_ids=(1, 2)),
+            seg(1, 0, 0x7FFF, parent_ids=(0,)),
+            seg(2, 0x8000, 0xFFFF, parent_ids=(0,)),
+        ],
+    )
     assert [s.segment_id for s in lay.active_segments] == [1, 2]
 
 
@@ -646,7 +668,7 @@ def tilings(draw, max_segments=12):
     cuts = draw(st.lists(st.integers(1, 0xFFFF), max_size=max_segments - 1, unique=True).map(sorted))
     bounds = [0] + cuts + [0x10000]
     ids = draw(st.permutations(list(range(len(bounds) - 1))))
-    segs = [Segment(ids[i] * 3 + 1, a, b - 1) for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+    segs = [Segment(ids[i] * 3 + 1, a, b - 1) for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))]
     order = draw(st.permutations(segs))
     return TopicLayout(draw(st.integers(0, 100)), order)
 
@@ -679,8 +701,10 @@ def test_route_large_columns_matches_reference(layout, seed):
 def legacy_layouts(draw):
     n = draw(st.integers(1, 12))
     bounds = [i * 0x10000 // n for i in range(n + 1)]
-    segs = [Segment(10 + i, a, b - 1, legacy_topic_name=f"persistent://t/ns/topic-partition-{i}")
-            for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+    segs = [
+        Segment(10 + i, a, b - 1, legacy_topic_name=f"persistent://t/ns/topic-partition-{i}")
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))
+    ]
     return TopicLayout(1, draw(st.permutations(segs)))
 
 
@@ -696,8 +720,11 @@ def test_legacy_route_sign_safe_mod(layout, keys, rr):
 def test_legacy_route_vectors():
     # partitions in layout order p0, p1, p2: key "a" has raw 0x3c2569b2 -> 0x3c2569b2 % 3 = 2
     names = [f"persistent://t/ns/topic-partition-{i}" for i in range(3)]
-    parts = [Segment(7, 0x8000, 0xFFFF, legacy_topic_name=names[0]), Segment(3, 0, 0x3FFF, legacy_topic_name=names[1]),
-             Segment(5, 0x4000, 0x7FFF, legacy_topic_name=names[2])]
+    parts = [
+        Segment(7, 0x8000, 0xFFFF, legacy_topic_name=names[0]),
+        Segment(3, 0, 0x3FFF, legacy_topic_name=names[1]),
+        Segment(5, 0x4000, 0x7FFF, legacy_topic_name=names[2]),
+    ]
     lay = TopicLayout(1, parts)
     assert lay.is_legacy
     assert 0x3C2569B2 % 3 == 2
@@ -801,7 +828,10 @@ def test_transition_errors():
         lay.split(0)
     with pytest.raises(KeyError, match="no segment 99"):
         lay.split(99)
-    with pytest.raises(InvalidLayoutError, match=r"cannot merge segments 2 \(0x0000-0x3fff\) and 1 \(0x8000-0xffff\): they are not adjacent"):
+    with pytest.raises(
+        InvalidLayoutError,
+        match=r"cannot merge segments 2 \(0x0000-0x3fff\) and 1 \(0x8000-0xffff\): they are not adjacent",
+    ):
         lay.merge(1, 2)
     with pytest.raises(InvalidLayoutError, match="cannot merge segment 2 with itself"):
         lay.merge(2, 2)
@@ -826,7 +856,10 @@ def test_transition_errors():
         full.rebucket(1, Buckets(), max_buckets=2.0)
 
 
-@given(tilings(max_segments=6), st.lists(st.tuples(st.sampled_from(["split", "merge", "rebucket"]), st.integers(0, 10**6)), max_size=6))
+@given(
+    tilings(max_segments=6),
+    st.lists(st.tuples(st.sampled_from(["split", "merge", "rebucket"]), st.integers(0, 10**6)), max_size=6),
+)
 @settings(max_examples=40, deadline=None)
 def test_transitions_keep_layout_valid_and_routing_consistent(layout, steps):
     keys = [f"k{i}" for i in range(200)]
@@ -852,10 +885,11 @@ def test_transitions_keep_layout_valid_and_routing_consistent(layout, steps):
         # a key's new segment lies inside (split, rebucket) or contains (merge) its old segment's range
         old = layout.route(keys)
         new = nxt.route(keys)
-        for o, n in zip(old.tolist(), new.tolist()):
+        for o, n in zip(old.tolist(), new.tolist(), strict=False):
             a, b = nxt.segment(o), nxt.segment(n)
             assert (a.hash_start <= b.hash_start and b.hash_end <= a.hash_end) or (
-                b.hash_start <= a.hash_start and a.hash_end <= b.hash_end)
+                b.hash_start <= a.hash_start and a.hash_end <= b.hash_end
+            )
         layout = nxt
 
 
@@ -869,16 +903,37 @@ def test_dict_round_trip_through_json():
     back = TopicLayout.from_dict(json.loads(text))
     assert back == lay and back.to_dict() == lay.to_dict()
     assert lay.to_dict()["segments"][0] == {
-        "segment_id": 0, "hash_start": 0, "hash_end": 0x7FFF, "splits": [0x4000, 0x8000, 0xC000],
-        "state": "sealed", "parent_ids": [], "child_ids": [2, 3], "legacy_topic_name": None,
+        "segment_id": 0,
+        "hash_start": 0,
+        "hash_end": 0x7FFF,
+        "splits": [0x4000, 0x8000, 0xC000],
+        "state": "sealed",
+        "parent_ids": [],
+        "child_ids": [2, 3],
+        "legacy_topic_name": None,
     }
 
 
 def test_from_dict_minimal_and_legacy():
-    lay = TopicLayout.from_dict({"epoch": 1, "segments": [
-        {"segment_id": 0, "hash_start": 0, "hash_end": 0x7FFF, "legacy_topic_name": "persistent://t/ns/x-partition-0"},
-        {"segment_id": 1, "hash_start": 0x8000, "hash_end": 0xFFFF, "legacy_topic_name": "persistent://t/ns/x-partition-1"},
-    ]})
+    lay = TopicLayout.from_dict(
+        {
+            "epoch": 1,
+            "segments": [
+                {
+                    "segment_id": 0,
+                    "hash_start": 0,
+                    "hash_end": 0x7FFF,
+                    "legacy_topic_name": "persistent://t/ns/x-partition-0",
+                },
+                {
+                    "segment_id": 1,
+                    "hash_start": 0x8000,
+                    "hash_end": 0xFFFF,
+                    "legacy_topic_name": "persistent://t/ns/x-partition-1",
+                },
+            ],
+        }
+    )
     assert lay.is_legacy and lay.topic == "persistent://t/ns/topic" and lay.segment(0).buckets == Buckets()
 
 
@@ -890,14 +945,26 @@ def test_from_dict_minimal_and_legacy():
         ({"epoch": 1, "segments": [], "extra": 1}, InvalidLayoutError, r"layout: unknown field\(s\) extra"),
         ({"epoch": 1, "segments": "x"}, InvalidLayoutError, "segments must be a list of segment mappings"),
         ({"epoch": 1, "segments": [5]}, InvalidLayoutError, "a segment must be a mapping, not int 5"),
-        ({"epoch": 1, "segments": [{"segment_id": 3, "hash_start": 0}]}, InvalidLayoutError,
-         r"segment 3: missing field\(s\) hash_end"),
-        ({"epoch": 1, "segments": [{"segment_id": 3, "hash_start": 0, "hash_end": 0xFFFF, "color": 1}]},
-         InvalidLayoutError, r"segment 3: unknown field\(s\) color"),
-        ({"epoch": 1, "segments": [{"segment_id": 3, "hash_start": 0, "hash_end": 0xFFFF, "splits": [9, 4]}]},
-         InvalidBoundaryError, r"segment 3: splits are not strictly ascending: 4 at position 1 follows 9"),
-        ({"epoch": 1, "segments": [{"segment_id": 3, "hash_start": 0, "hash_end": 0xFFFE}]},
-         InvalidLayoutError, r"gap 0xffff-0xffff after segment 3"),
+        (
+            {"epoch": 1, "segments": [{"segment_id": 3, "hash_start": 0}]},
+            InvalidLayoutError,
+            r"segment 3: missing field\(s\) hash_end",
+        ),
+        (
+            {"epoch": 1, "segments": [{"segment_id": 3, "hash_start": 0, "hash_end": 0xFFFF, "color": 1}]},
+            InvalidLayoutError,
+            r"segment 3: unknown field\(s\) color",
+        ),
+        (
+            {"epoch": 1, "segments": [{"segment_id": 3, "hash_start": 0, "hash_end": 0xFFFF, "splits": [9, 4]}]},
+            InvalidBoundaryError,
+            r"segment 3: splits are not strictly ascending: 4 at position 1 follows 9",
+        ),
+        (
+            {"epoch": 1, "segments": [{"segment_id": 3, "hash_start": 0, "hash_end": 0xFFFE}]},
+            InvalidLayoutError,
+            r"gap 0xffff-0xffff after segment 3",
+        ),
     ],
 )
 def test_from_dict_errors(data, error, message):

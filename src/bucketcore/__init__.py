@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from .errors import (
-    BucketcoreError,
-    InvalidBoundaryError,
-    InvalidLayoutError,
-    KeyEncodingError,
-    StaleLayoutError,
+from .consumer import (
+    Close,
+    ConsumerStateError,
+    CumulativeAck,
+    Drain,
+    IndividualAck,
+    StreamConsumerState,
+    Subscribe,
 )
-from .hashing import MAX_HASH, KeyHashes, hash_keys, murmur3_32, split_hash
-from .layout import ACTIVE, SEALED, BucketLoad, Buckets, Segment, TopicLayout, buckets_for_budget
-from .producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
+from .controller import AssignedSegment, Assignment, compute_assignment
 from .dispatch import (
     MALFORMED,
     NO_CONSUMER,
@@ -26,16 +26,16 @@ from .dispatch import (
     route_entries,
     sticky_hashes,
 )
-from .controller import AssignedSegment, Assignment, compute_assignment
-from .consumer import (
-    Close,
-    ConsumerStateError,
-    CumulativeAck,
-    Drain,
-    IndividualAck,
-    StreamConsumerState,
-    Subscribe,
+from .errors import (
+    BucketcoreError,
+    InvalidBoundaryError,
+    InvalidLayoutError,
+    KeyEncodingError,
+    StaleLayoutError,
 )
+from .hashing import MAX_HASH, KeyHashes, hash_keys, murmur3_32, split_hash
+from .layout import ACTIVE, SEALED, BucketLoad, Buckets, Segment, TopicLayout, buckets_for_budget
+from .producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
 
 __version__ = "0.1.0"
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from _bucketcore import _layout
+
 from .validation import MAX_HASH, describe, index_label, is_int, u16_hash_column
 
 __all__ = ["histogram", "linear_partition"]
@@ -114,7 +115,7 @@ def _split_heaviest(prefix: list[Any], starts: list[int], count: int) -> list[in
     """Add groups until there are ``count``: split the heaviest (then widest, then leftmost)
     splittable group where its two halves are most even. Never raises the heaviest load."""
     ends = starts[1:] + [RING]
-    heap = [(-(prefix[b] - prefix[a]), a - b, a, b) for a, b in zip(starts, ends) if b - a >= 2]
+    heap = [(-(prefix[b] - prefix[a]), a - b, a, b) for a, b in zip(starts, ends, strict=False) if b - a >= 2]
     heapq.heapify(heap)
     result = list(starts)
     while len(result) < count:
@@ -167,4 +168,3 @@ def _spread_over_unused(bins: np.ndarray, starts: list[int]) -> list[int]:
     spread = left + ((rank + 1) * width) // (m + 1)
     out = np.where(width >= m + 1, spread, splits)
     return [0] + out.tolist()
-

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from _bucketcore import _layout
+
 from .balancing import histogram, linear_partition
 from .errors import InvalidBoundaryError
 from .validation import (
@@ -59,7 +60,9 @@ def _validate_splits(splits: Any) -> tuple[int, ...]:
     previous = 0
     for position, value in enumerate(items):
         if isinstance(value, (bool, np.bool_)):
-            raise InvalidBoundaryError(f"split at position {position} is a bool ({value!r}); splits are ints in 1..0xFFFF")
+            raise InvalidBoundaryError(
+                f"split at position {position} is a bool ({value!r}); splits are ints in 1..0xFFFF"
+            )
         if not isinstance(value, (int, np.integer)):
             raise InvalidBoundaryError(
                 f"split at position {position} is {describe(value)}, not an int; splits are ints in 1..0xFFFF"
@@ -132,7 +135,7 @@ class Buckets:
         object.__setattr__(self, "_hash", hash(splits))
 
     @classmethod
-    def _trusted(cls, splits: tuple[int, ...]) -> "Buckets":
+    def _trusted(cls, splits: tuple[int, ...]) -> Buckets:
         """Build from splits this module computed and knows to be valid (skips the Python loop)."""
         obj = cls.__new__(cls)
         obj._init(splits)
@@ -169,7 +172,7 @@ class Buckets:
         """Inclusive ``(start, end)`` hash range of every bucket, in bucket order."""
         starts = (0,) + self._splits
         ends = tuple(s - 1 for s in self._splits) + (0xFFFF,)
-        return list(zip(starts, ends))
+        return list(zip(starts, ends, strict=False))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Buckets):
@@ -338,7 +341,7 @@ class Buckets:
     # --- constructors -------------------------------------------------------------------------
 
     @classmethod
-    def equal_width(cls, n: int) -> "Buckets":
+    def equal_width(cls, n: int) -> Buckets:
         """The reference's equal-width list: ``splits = [floor(i * 65536 / n) for i in 1..n-1]``.
 
         Parameters
@@ -366,7 +369,7 @@ class Buckets:
         return cls._trusted(tuple(splits.tolist()))
 
     @classmethod
-    def balanced(cls, bucket_hashes: Any, n: int, *, weights: Any = None) -> "Buckets":
+    def balanced(cls, bucket_hashes: Any, n: int, *, weights: Any = None) -> Buckets:
         """The n-bucket list whose heaviest bucket carries the least possible load.
 
         Load of a bucket = number of the observed ``bucket_hashes`` inside its range, or the sum of
@@ -439,4 +442,3 @@ def buckets_for_budget(budget: int, segment_count: int) -> int:
     total = check_int(budget, "budget", lo=0)
     segments = check_int(segment_count, "segment_count", lo=1)
     return max(1, total // segments)
-

@@ -28,7 +28,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Optional, Union
+from typing import Literal
 
 from .controller import AssignedSegment, Assignment, BucketRanges
 from .errors import ConsumerStateError, StaleLayoutError
@@ -48,7 +48,7 @@ __all__ = [
     "StreamConsumerState",
 ]
 
-MessageId = Union[int, tuple[int, ...]]
+MessageId = int | tuple[int, ...]
 SubscriptionType = Literal["Exclusive", "Key_Shared"]
 DrainReason = Literal["mode_flip", "removed"]
 
@@ -94,13 +94,15 @@ class Subscribe:
     segment_topic: str
     subscription_type: SubscriptionType
     hash_ranges: BucketRanges = BucketRanges()
-    key_shared_mode: Optional[Literal["STICKY"]] = None
+    key_shared_mode: Literal["STICKY"] | None = None
     entry_bucket_dispatch: bool = False
 
     def __post_init__(self) -> None:
         if self.subscription_type == EXCLUSIVE:
             if self.hash_ranges or self.key_shared_mode is not None or self.entry_bucket_dispatch:
-                raise ValueError(f"segment {self.segment_id}: an Exclusive subscribe carries no hash ranges, mode or flag")
+                raise ValueError(
+                    f"segment {self.segment_id}: an Exclusive subscribe carries no hash ranges, mode or flag"
+                )
         elif self.subscription_type == KEY_SHARED:
             if not self.hash_ranges or self.key_shared_mode != "STICKY" or self.entry_bucket_dispatch is not True:
                 raise ValueError(
@@ -111,7 +113,7 @@ class Subscribe:
             raise ValueError(f"subscription_type must be 'Exclusive' or 'Key_Shared', got {self.subscription_type!r}")
 
     @classmethod
-    def for_segment(cls, segment: AssignedSegment) -> "Subscribe":
+    def for_segment(cls, segment: AssignedSegment) -> Subscribe:
         """The subscribe an assigned segment calls for (its ``bucket_ranges`` pick the mode)."""
         if segment.bucket_ranges:
             return cls(segment.segment_id, segment.segment_topic, KEY_SHARED, segment.bucket_ranges, "STICKY", True)
@@ -153,9 +155,9 @@ class IndividualAck:
     message_ids: tuple[MessageId, ...]
 
 
-Action = Union[Subscribe, Drain, Close]
-Ack = Union[CumulativeAck, IndividualAck]
-Command = Union[Subscribe, Drain, Close, CumulativeAck, IndividualAck]
+Action = Subscribe | Drain | Close
+Ack = CumulativeAck | IndividualAck
+Command = Subscribe | Drain | Close | CumulativeAck | IndividualAck
 
 # Commands of one call come out drains first, then closes, then subscribes (a stable sort, so one
 # segment's Drain → Close → Subscribe keep their order): segments given away are released first.
@@ -210,7 +212,7 @@ class _Unacked:
         """Remove and return (ascending) the unacked ids at or before ``position``."""
         order, live = self.order, self.live
         end = bisect.bisect_right(order, position, self.head)
-        taken = [m for m in order[self.head:end] if m in live]
+        taken = [m for m in order[self.head : end] if m in live]
         live.difference_update(taken)
         self.head = end
         self._tidy()
@@ -218,7 +220,7 @@ class _Unacked:
 
     def ascending(self) -> list[MessageId]:
         live = self.live
-        return [m for m in self.order[self.head:] if m in live]
+        return [m for m in self.order[self.head :] if m in live]
 
     def _tidy(self) -> None:
         order, live = self.order, self.live
@@ -240,9 +242,9 @@ class _Subscription:
     def __init__(self, assigned: AssignedSegment) -> None:
         self.assigned = assigned
         self.subscribe = Subscribe.for_segment(assigned)
-        self.drain_reason: Optional[DrainReason] = None
+        self.drain_reason: DrainReason | None = None
         self.unacked = _Unacked()
-        self.id_shape: Optional[int] = None  # fixed by the first delivery
+        self.id_shape: int | None = None  # fixed by the first delivery
 
     def check_shape(self, shape: int, message_id: MessageId, what: str) -> None:
         if self.id_shape is not None and shape != self.id_shape:
@@ -268,19 +270,19 @@ class StreamConsumerState:
     """
 
     def __init__(self) -> None:
-        self._epoch: Optional[int] = None
-        self._assignment: Optional[Assignment] = None
+        self._epoch: int | None = None
+        self._assignment: Assignment | None = None
         self._desired: dict[int, AssignedSegment] = {}
         self._open: dict[int, _Subscription] = {}
 
     # -- introspection -------------------------------------------------------------------------
     @property
-    def epoch(self) -> Optional[int]:
+    def epoch(self) -> int | None:
         """The layout epoch of the last applied assignment (None before the first)."""
         return self._epoch
 
     @property
-    def assignment(self) -> Optional[Assignment]:
+    def assignment(self) -> Assignment | None:
         """The last applied assignment (None before the first)."""
         return self._assignment
 
@@ -373,8 +375,7 @@ class StreamConsumerState:
         sub = self._open.get(segment_id)
         if sub is None:
             raise ConsumerStateError(
-                f"{what}: segment {segment_id} has no open subscription in this consumer "
-                f"(open: {sorted(self._open)})"
+                f"{what}: segment {segment_id} has no open subscription in this consumer (open: {sorted(self._open)})"
             )
         return sub
 
@@ -458,7 +459,4 @@ class StreamConsumerState:
         return commands
 
     def __repr__(self) -> str:
-        return (
-            f"StreamConsumerState(epoch={self._epoch}, open={sorted(self._open)}, "
-            f"draining={sorted(self.draining)})"
-        )
+        return f"StreamConsumerState(epoch={self._epoch}, open={sorted(self._open)}, draining={sorted(self.draining)})"

@@ -28,6 +28,7 @@ __all__ = [
     "compute_assignment",
 ]
 
+
 class BucketRanges(tuple[tuple[int, int], ...]):
     """A boundary list as inclusive ``(start, end)`` pairs: an immutable, hashable tuple that also
     equals a list of the same pairs, so ``bucket_ranges == buckets.ranges`` (a list) holds as
@@ -57,9 +58,7 @@ def _normalise_bucket_ranges(value: object, segment_id: int) -> BucketRanges:
     expected_start = 0
     for index, pair in enumerate(value):
         if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
-            raise TypeError(
-                f"bucket_ranges[{index}] of segment {segment_id} must be a (start, end) pair, got {pair!r}"
-            )
+            raise TypeError(f"bucket_ranges[{index}] of segment {segment_id} must be a (start, end) pair, got {pair!r}")
         start = check_hash(pair[0], f"bucket_ranges[{index}] start of segment {segment_id}")
         end = check_hash(pair[1], f"bucket_ranges[{index}] end of segment {segment_id}")
         if start != expected_start or end < start:
@@ -72,8 +71,7 @@ def _normalise_bucket_ranges(value: object, segment_id: int) -> BucketRanges:
         expected_start = end + 1
     if ranges and expected_start != MAX_HASH + 1:
         raise ValueError(
-            f"bucket_ranges of segment {segment_id} must tile 0x0000..0xFFFF; they end at "
-            f"{expected_start - 1:#06x}"
+            f"bucket_ranges of segment {segment_id} must tile 0x0000..0xFFFF; they end at {expected_start - 1:#06x}"
         )
     return BucketRanges(ranges)
 
@@ -105,7 +103,9 @@ class AssignedSegment:
                 f"segment {self.segment_id}: hash_start {self.hash_start:#06x} is above hash_end {self.hash_end:#06x}"
             )
         if not isinstance(self.segment_topic, str) or not self.segment_topic:
-            raise TypeError(f"segment_topic of segment {self.segment_id} must be a non-empty str, got {self.segment_topic!r}")
+            raise TypeError(
+                f"segment_topic of segment {self.segment_id} must be a non-empty str, got {self.segment_topic!r}"
+            )
         object.__setattr__(self, "bucket_ranges", _normalise_bucket_ranges(self.bucket_ranges, self.segment_id))
 
     @property
@@ -315,7 +315,7 @@ def compute_assignment(
             owners[index].append(names[index])
         capacity = [segment.buckets.count for segment in segments]
         cursor = 0
-        for name in names[len(segments):]:
+        for name in names[len(segments) :]:
             for step in range(len(segments)):
                 index = (cursor + step) % len(segments)
                 if len(owners[index]) < capacity[index]:
@@ -326,7 +326,7 @@ def compute_assignment(
                 break  # every segment is at capacity: this consumer and the rest stay idle
 
     assigned: dict[str, list[AssignedSegment]] = {name: [] for name in names}
-    for segment, segment_owners in zip(segments, owners):
+    for segment, segment_owners in zip(segments, owners, strict=False):
         ranges = BucketRanges(segment.buckets.ranges if len(segment_owners) > 1 else ())
         view = _trusted(
             AssignedSegment,
@@ -339,7 +339,4 @@ def compute_assignment(
         for name in segment_owners:
             assigned[name].append(view)
     epoch = layout.epoch
-    return {
-        name: _trusted(Assignment, layout_epoch=epoch, segments=tuple(views)) for name, views in assigned.items()
-    }
-
+    return {name: _trusted(Assignment, layout_epoch=epoch, segments=tuple(views)) for name, views in assigned.items()}

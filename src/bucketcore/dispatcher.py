@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from _bucketcore import _dispatch
+
 from .buckets import Buckets
 from .entry_routing import (
     _check_route_arguments,
@@ -99,11 +100,13 @@ def _one(value: Any) -> Any:
 
 def _one_entry(hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any, message_count: Any) -> bool:
     """Whether the arguments of a one-entry ``offer`` are all scalars (or absent)."""
-    return ((hash_min is None or type(hash_min) is int or is_int(hash_min))
-            and (hash_max is None or is_int(hash_max))
-            and (key_hash is None or is_int(key_hash))
-            and (message_count is None or is_int(message_count))
-            and (stamped is None or isinstance(stamped, (bool, np.bool_))))
+    return (
+        (hash_min is None or type(hash_min) is int or is_int(hash_min))
+        and (hash_max is None or is_int(hash_max))
+        and (key_hash is None or is_int(key_hash))
+        and (message_count is None or is_int(message_count))
+        and (stamped is None or isinstance(stamped, (bool, np.bool_)))
+    )
 
 
 def _negative_entry_id(index: int, value: int) -> ValueError:
@@ -238,9 +241,19 @@ class Dispatcher:
             paused = 0
         else:
             owned = self._selector.buckets_of(*m.consumer)
-            paused = int(np.count_nonzero(paused_mask[owned.start:owned.stop]))
-        return ConsumerStats(m.consumer, "leaving" if m.leaving else "active", owned, delivered,
-                             messages, redelivered, acked, pending, pending_messages, paused)
+            paused = int(np.count_nonzero(paused_mask[owned.start : owned.stop]))
+        return ConsumerStats(
+            m.consumer,
+            "leaving" if m.leaving else "active",
+            owned,
+            delivered,
+            messages,
+            redelivered,
+            acked,
+            pending,
+            pending_messages,
+            paused,
+        )
 
     def _member(self, name: Any, consumer_id: Any) -> _Member:
         consumer = _check_consumer(name, consumer_id)
@@ -319,8 +332,16 @@ class Dispatcher:
 
     # -- entries, acks, delivery --------------------------------------------------------------
 
-    def offer(self, entry_ids: Any, hash_min: Any = None, *, hash_max: Any = None, key_hash: Any = None,
-              stamped: Any = None, message_count: Any = None) -> int:
+    def offer(
+        self,
+        entry_ids: Any,
+        hash_min: Any = None,
+        *,
+        hash_max: Any = None,
+        key_hash: Any = None,
+        stamped: Any = None,
+        message_count: Any = None,
+    ) -> int:
         """Take committed entries, in offset order; returns how many went straight to an outbox.
 
         ``entry_ids``: ledger entry ids / offsets (ints >= 0), strictly increasing within the call
@@ -330,13 +351,23 @@ class Dispatcher:
         One entry may be given as scalars. A bad column is an error and changes nothing.
         """
         if type(entry_ids) is int or is_int(entry_ids):
-            if ((type(hash_min) is int and hash_max is None and key_hash is None and stamped is None
-                 and message_count is None) or _one_entry(hash_min, hash_max, key_hash, stamped, message_count)):
+            if (
+                type(hash_min) is int
+                and hash_max is None
+                and key_hash is None
+                and stamped is None
+                and message_count is None
+            ) or _one_entry(hash_min, hash_max, key_hash, stamped, message_count):
                 return self._offer_one(entry_ids, hash_min, hash_max, key_hash, stamped, message_count)
             # one entry whose other arguments are not all scalars: as columns of one item
             entry_ids, hash_min, hash_max, key_hash, stamped, message_count = (
-                [entry_ids], _one(hash_min), _one(hash_max), _one(key_hash), _one(stamped),
-                _one(message_count))
+                [entry_ids],
+                _one(hash_min),
+                _one(hash_max),
+                _one(key_hash),
+                _one(stamped),
+                _one(message_count),
+            )
         ids = _entry_id_column(entry_ids)
         n = ids.size
         if n:
@@ -369,8 +400,17 @@ class Dispatcher:
         bucket = np.empty(n, dtype=np.int32)
         hashes = np.empty(n, dtype=np.uint16)
         status, index, straddling, _ = _dispatch.route(
-            self._selector._table, None, inp.lo, inp.hi, inp.stamped, inp.key_hash, inp.flagged,
-            None, bucket, hashes, False,
+            self._selector._table,
+            None,
+            inp.lo,
+            inp.hi,
+            inp.stamped,
+            inp.key_hash,
+            inp.flagged,
+            None,
+            bucket,
+            hashes,
+            False,
         )
         if status != Status.BC_OK:
             _raise_malformed(status, index, inp)
@@ -398,8 +438,13 @@ class Dispatcher:
             status = self._core.ack_one(m.key, entry)
             if status != Status.BC_OK:
                 holder = self._core.entry_holder(entry)
-                check_status(status, 0, entry=entry, consumer=m.consumer,
-                             holder=self._by_key[holder].consumer if status == Status.BC_ERR_ACK_OTHER else None)
+                check_status(
+                    status,
+                    0,
+                    entry=entry,
+                    consumer=m.consumer,
+                    holder=self._by_key[holder].consumer if status == Status.BC_ERR_ACK_OTHER else None,
+                )
             if m.leaving and self._pending_of(m) == 0:
                 self._forget(m)
             return 1
@@ -433,11 +478,14 @@ class Dispatcher:
 
     @staticmethod
     def _not_an_entry(m: _Member, index: int, entry: int) -> None:
-        raise KeyError(f"entry {entry} (index {index}) is not pending on consumer {m.consumer!r}: "
-                       "outside the entry id range 0..2**63-1")
+        raise KeyError(
+            f"entry {entry} (index {index}) is not pending on consumer {m.consumer!r}: "
+            "outside the entry id range 0..2**63-1"
+        )
 
-    def _offer_one(self, entry_id: Any, hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any,
-                   message_count: Any) -> int:
+    def _offer_one(
+        self, entry_id: Any, hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any, message_count: Any
+    ) -> int:
         """``offer`` of one entry given as scalars: the rules of the column path (the same helpers
         raise the same errors), without building a column per argument."""
         if hash_min is None or (stamped is None and key_hash is not None):
@@ -502,6 +550,7 @@ class Dispatcher:
 
     def __repr__(self) -> str:
         pending, queued = self._core.totals()
-        return (f"Dispatcher(buckets={self._n}, consumers={len(self.consumers)}, "
-                f"leaving={len(self.leaving)}, pending={pending}, queued={queued})")
-
+        return (
+            f"Dispatcher(buckets={self._n}, consumers={len(self.consumers)}, "
+            f"leaving={len(self.leaving)}, pending={pending}, queued={queued})"
+        )

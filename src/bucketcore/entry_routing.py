@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from _bucketcore import _dispatch
+
 from .hashing import KeyHashes
 from .selector import BucketsLike, EntryBucketSelector, _as_buckets
 from .status import Status, check_status
@@ -40,8 +41,7 @@ def _check_route_arguments(hash_min: Any, hash_max: Any, key_hash: Any, stamped:
             raise TypeError("stamped and hash_max need hash_min")
     elif stamped is None and key_hash is not None:
         raise TypeError(
-            "key_hash routes only unstamped entries: pass stamped= (a bool column) to say which "
-            "entries carry a stamp"
+            "key_hash routes only unstamped entries: pass stamped= (a bool column) to say which entries carry a stamp"
         )
 
 
@@ -120,16 +120,31 @@ def _route_input(hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any) -> _
             st = None  # every entry is stamped after all
         else:
             kh = _key_hash_column(key_hash, n)
-    return _RouteInput(n, original, original_max, lo, hi, st, kh,
-                       None if flagged is None else np.ascontiguousarray(flagged, dtype=np.uint8))
+    return _RouteInput(
+        n,
+        original,
+        original_max,
+        lo,
+        hi,
+        st,
+        kh,
+        None if flagged is None else np.ascontiguousarray(flagged, dtype=np.uint8),
+    )
 
 
 def _raise_malformed(status: int, index: int, inp: _RouteInput) -> None:
     check_status(status, index, hash_min=inp.hash_min, hash_max=inp.hash_max)
 
 
-def route_entries(selector: EntryBucketSelector, hash_min: Any, *, key_hash: Any = None,
-                  stamped: Any = None, hash_max: Any = None, malformed: str = "raise") -> np.ndarray:
+def route_entries(
+    selector: EntryBucketSelector,
+    hash_min: Any,
+    *,
+    key_hash: Any = None,
+    stamped: Any = None,
+    hash_max: Any = None,
+    malformed: str = "raise",
+) -> np.ndarray:
     """Route entries whole: an ``np.int32`` array of indexes into ``selector.consumers``.
 
     * ``hash_min``: the stamps' minimum bucket hash (an integer column). A stamped entry routes by
@@ -155,8 +170,17 @@ def route_entries(selector: EntryBucketSelector, hash_min: Any, *, key_hash: Any
     inp = _route_input(hash_min, hash_max, key_hash, stamped)
     out = np.empty(inp.n, dtype=np.int32)
     status, index, straddling, bad = _dispatch.route(
-        selector._table, selector._owner, inp.lo, inp.hi, inp.stamped, inp.key_hash, inp.flagged,
-        out, None, None, malformed == "mark",
+        selector._table,
+        selector._owner,
+        inp.lo,
+        inp.hi,
+        inp.stamped,
+        inp.key_hash,
+        inp.flagged,
+        out,
+        None,
+        None,
+        malformed == "mark",
     )
     if status != Status.BC_OK:
         _raise_malformed(status, index, inp)
@@ -204,11 +228,13 @@ def fits_one_bucket(buckets: BucketsLike, hash_min: Any, hash_max: Any) -> np.nd
     out = np.empty(lo.size, dtype=np.bool_)
     table = buckets.lookup_table() if buckets.table_pays_off(lo.size) else None
     status, index = _dispatch.fits(
-        buckets.splits_array, table, lo, hi,
-        None if flagged is None else np.ascontiguousarray(flagged, dtype=np.uint8), out.view(np.uint8),
+        buckets.splits_array,
+        table,
+        lo,
+        hi,
+        None if flagged is None else np.ascontiguousarray(flagged, dtype=np.uint8),
+        out.view(np.uint8),
     )
     if status != Status.BC_OK:
-        _raise_malformed(status, index, _RouteInput(lo.size, original_min, original_max, lo, hi,
-                                                    None, None, None))
+        _raise_malformed(status, index, _RouteInput(lo.size, original_min, original_max, lo, hi, None, None, None))
     return out
-

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from _bucketcore import _layout
+
 from .buckets import MAX_BUCKETS, MAX_BUCKETS_PER_SEGMENT, Buckets
 from .errors import InvalidBoundaryError, InvalidLayoutError
 from .hashing import KeyHashes, hash_keys
@@ -116,7 +117,7 @@ class Segment:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Segment":
+    def from_dict(cls, data: Mapping[str, Any]) -> Segment:
         """Inverse of :meth:`to_dict`; ``splits``, ``state``, the id lists and the legacy name are optional."""
         if not isinstance(data, Mapping):
             raise InvalidLayoutError(f"a segment must be a mapping, not {describe(data)}")
@@ -168,8 +169,16 @@ class TopicLayout:
     """
 
     __slots__ = (
-        "_epoch", "_topic", "_names", "_segments", "_active", "_by_id", "_starts", "_active_ids",
-        "_legacy", "_hash",
+        "_epoch",
+        "_topic",
+        "_names",
+        "_segments",
+        "_active",
+        "_by_id",
+        "_starts",
+        "_active_ids",
+        "_legacy",
+        "_hash",
     )
 
     _epoch: int
@@ -273,7 +282,7 @@ class TopicLayout:
         tenant, namespace, name = self._names
         return f"segment://{tenant}/{namespace}/{name}/{seg.hash_start:04x}-{seg.hash_end:04x}-{seg.segment_id}"
 
-    def is_newer_than(self, other: "TopicLayout") -> bool:
+    def is_newer_than(self, other: TopicLayout) -> bool:
         """True when this layout's epoch is greater (an update with epoch <= applied is ignored)."""
         if not isinstance(other, TopicLayout):
             raise TypeError(f"can only compare with a TopicLayout, not {type(other).__name__}")
@@ -293,10 +302,7 @@ class TopicLayout:
         if len(self._active) > 8:
             ranges += ", ..."
         legacy = ", legacy" if self.is_legacy else ""
-        return (
-            f"TopicLayout(epoch={self._epoch}, topic={self._topic!r}, active=[{ranges}], "
-            f"sealed={sealed}{legacy})"
-        )
+        return f"TopicLayout(epoch={self._epoch}, topic={self._topic!r}, active=[{ranges}], sealed={sealed}{legacy})"
 
     # --- routing ------------------------------------------------------------------------------
 
@@ -321,8 +327,9 @@ class TopicLayout:
             table = None
             if self._starts.table_pays_off(raw.size):
                 table = self.segment_table()
-            next_rr = _layout.route_keyed(self._starts.splits_array, segment_hash, has_key, out, table,
-                                          rr % n_active, n_active)
+            next_rr = _layout.route_keyed(
+                self._starts.splits_array, segment_hash, has_key, out, table, rr % n_active, n_active
+            )
         if shape == ():
             return int(out[0]), int(next_rr)
         return out.reshape(shape), int(next_rr)
@@ -359,11 +366,11 @@ class TopicLayout:
         named = (i for s in self._segments for i in (s.segment_id, *s.parent_ids, *s.child_ids))
         return max(named) + 1
 
-    def _successor(self, sealed: dict[int, Segment], children: list[Segment]) -> "TopicLayout":
+    def _successor(self, sealed: dict[int, Segment], children: list[Segment]) -> TopicLayout:
         segments = [sealed.get(s.segment_id, s) for s in self._segments] + children
         return TopicLayout(self._epoch + 1, segments, self._topic)
 
-    def split(self, segment_id: int, *, max_buckets: int = MAX_BUCKETS_PER_SEGMENT) -> "TopicLayout":
+    def split(self, segment_id: int, *, max_buckets: int = MAX_BUCKETS_PER_SEGMENT) -> TopicLayout:
         """Seal an active segment and replace it by two children at its range midpoint.
 
         Parameters
@@ -401,11 +408,19 @@ class TopicLayout:
         buckets = Buckets.equal_width(min(max(1, seg.buckets.count // 2), ceiling))
         low = Segment(low_id, seg.hash_start, mid, buckets, ACTIVE, (seg.segment_id,))
         high = Segment(low_id + 1, mid + 1, seg.hash_end, buckets, ACTIVE, (seg.segment_id,))
-        parent = Segment(seg.segment_id, seg.hash_start, seg.hash_end, seg.buckets, SEALED, seg.parent_ids,
-                         seg.legacy_topic_name, (low_id, low_id + 1))
+        parent = Segment(
+            seg.segment_id,
+            seg.hash_start,
+            seg.hash_end,
+            seg.buckets,
+            SEALED,
+            seg.parent_ids,
+            seg.legacy_topic_name,
+            (low_id, low_id + 1),
+        )
         return self._successor({seg.segment_id: parent}, [low, high])
 
-    def merge(self, id_a: int, id_b: int, *, max_buckets: int = MAX_BUCKETS_PER_SEGMENT) -> "TopicLayout":
+    def merge(self, id_a: int, id_b: int, *, max_buckets: int = MAX_BUCKETS_PER_SEGMENT) -> TopicLayout:
         """Seal two adjacent active segments and replace them by one child over both ranges.
 
         Parameters
@@ -445,17 +460,30 @@ class TopicLayout:
             )
         count = min(low.buckets.count + high.buckets.count, ceiling)
         child_id = self._next_id()
-        child = Segment(child_id, low.hash_start, high.hash_end, Buckets.equal_width(count), ACTIVE,
-                        (low.segment_id, high.segment_id))
+        child = Segment(
+            child_id,
+            low.hash_start,
+            high.hash_end,
+            Buckets.equal_width(count),
+            ACTIVE,
+            (low.segment_id, high.segment_id),
+        )
         sealed = {
-            s.segment_id: Segment(s.segment_id, s.hash_start, s.hash_end, s.buckets, SEALED, s.parent_ids,
-                                  s.legacy_topic_name, (child_id,))
+            s.segment_id: Segment(
+                s.segment_id,
+                s.hash_start,
+                s.hash_end,
+                s.buckets,
+                SEALED,
+                s.parent_ids,
+                s.legacy_topic_name,
+                (child_id,),
+            )
             for s in (low, high)
         }
         return self._successor(sealed, [child])
 
-    def rebucket(self, segment_id: int, buckets: Buckets, *,
-                 max_buckets: int = MAX_BUCKETS_PER_SEGMENT) -> "TopicLayout":
+    def rebucket(self, segment_id: int, buckets: Buckets, *, max_buckets: int = MAX_BUCKETS_PER_SEGMENT) -> TopicLayout:
         """Rebucket rollover: seal the segment and add a successor with the same range and ``buckets``.
 
         Parameters
@@ -501,8 +529,16 @@ class TopicLayout:
             )
         child_id = self._next_id()
         child = Segment(child_id, seg.hash_start, seg.hash_end, buckets, ACTIVE, (seg.segment_id,))
-        parent = Segment(seg.segment_id, seg.hash_start, seg.hash_end, seg.buckets, SEALED, seg.parent_ids,
-                         seg.legacy_topic_name, (child_id,))
+        parent = Segment(
+            seg.segment_id,
+            seg.hash_start,
+            seg.hash_end,
+            seg.buckets,
+            SEALED,
+            seg.parent_ids,
+            seg.legacy_topic_name,
+            (child_id,),
+        )
         return self._successor({seg.segment_id: parent}, [child])
 
     # --- conversions --------------------------------------------------------------------------
@@ -512,7 +548,7 @@ class TopicLayout:
         return {"epoch": self._epoch, "topic": self._topic, "segments": [s.to_dict() for s in self._segments]}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "TopicLayout":
+    def from_dict(cls, data: Mapping[str, Any]) -> TopicLayout:
         """Inverse of :meth:`to_dict` (``topic`` optional); validated like the constructor."""
         if not isinstance(data, Mapping):
             raise InvalidLayoutError(f"a layout must be a mapping, not {describe(data)}")
@@ -524,7 +560,9 @@ class TopicLayout:
             raise InvalidLayoutError(f"layout: unknown field(s) {', '.join(unknown)}")
         raw_segments = data["segments"]
         if isinstance(raw_segments, (str, bytes, Mapping)) or not isinstance(raw_segments, Iterable):
-            raise InvalidLayoutError(f"layout: segments must be a list of segment mappings, not {describe(raw_segments)}")
+            raise InvalidLayoutError(
+                f"layout: segments must be a list of segment mappings, not {describe(raw_segments)}"
+            )
         segments = [Segment.from_dict(s) for s in raw_segments]
         return cls(data["epoch"], segments, data.get("topic", "persistent://t/ns/topic"))
 
@@ -547,13 +585,19 @@ def _check_lineage(segs: tuple[Segment, ...], by_id: dict[int, Segment]) -> None
             if parent is None:
                 continue
             if parent.state != SEALED:
-                raise _layout_error(sid, f"parent {parent_id} is {parent.state}: a segment is sealed when its successors are created")
+                raise _layout_error(
+                    sid, f"parent {parent_id} is {parent.state}: a segment is sealed when its successors are created"
+                )
             if parent.child_ids and sid not in parent.child_ids:
-                raise _layout_error(sid, f"parent {parent_id} lists child_ids {parent.child_ids}, which do not include {sid}")
+                raise _layout_error(
+                    sid, f"parent {parent_id} lists child_ids {parent.child_ids}, which do not include {sid}"
+                )
         for child_id in seg.child_ids:
             child = by_id.get(child_id)
             if child is not None and sid not in child.parent_ids:
-                raise _layout_error(sid, f"child {child_id} lists parent_ids {child.parent_ids}, which do not include {sid}")
+                raise _layout_error(
+                    sid, f"child {child_id} lists parent_ids {child.parent_ids}, which do not include {sid}"
+                )
 
 
 def _check_tiling(active: tuple[Segment, ...]) -> None:
@@ -608,4 +652,3 @@ def _key_columns(kh: KeyHashes) -> tuple[np.ndarray, np.ndarray, np.ndarray, tup
         np.ascontiguousarray(has_key).reshape(-1).view(np.uint8),
         shape,
     )
-

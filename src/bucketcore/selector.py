@@ -9,12 +9,14 @@ its canonical hash 1) and checks the list each sharer declares.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence, Union
+from typing import Any
 
 import numpy as np
 
 from _bucketcore import _dispatch
+
 from .buckets import Buckets
 from .errors import StaleLayoutError
 from .validation import UINT64_MAX, check_hash, is_int
@@ -22,7 +24,7 @@ from .validation import UINT64_MAX, check_hash, is_int
 __all__ = ["Consumer", "BucketsLike", "BucketMove", "EntryBucketSelector"]
 
 Consumer = tuple[str, int]
-BucketsLike = Union[Buckets, Sequence[int]]
+BucketsLike = Buckets | Sequence[int]
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,6 @@ class BucketMove:
     buckets: range
     old_owner: Consumer | None
     new_owner: Consumer | None
-
 
 
 def _as_buckets(buckets: Any, name: str = "buckets") -> Buckets:
@@ -58,7 +59,6 @@ def _check_consumer(name: Any, consumer_id: Any) -> Consumer:
     if not 0 <= consumer_id <= UINT64_MAX:
         raise ValueError(f"consumer_id must be 0..2**64-1 (a uint64 on the wire), not {int(consumer_id)}")
     return (name, int(consumer_id))
-
 
 
 def _declared_splits(declared: Any) -> tuple[int, ...]:
@@ -90,12 +90,9 @@ def _declared_splits(declared: Any) -> tuple[int, ...]:
                 splits.append(start)
             expected = end + 1
         if expected != 0x10000:
-            raise StaleLayoutError(
-                f"declared ranges do not tile 0x0000..0xFFFF: they end at {expected - 1:#06x}"
-            )
+            raise StaleLayoutError(f"declared ranges do not tile 0x0000..0xFFFF: they end at {expected - 1:#06x}")
         return tuple(splits)
     return tuple(check_hash(v, f"declared split {i}") for i, v in enumerate(items))
-
 
 
 class EntryBucketSelector:
@@ -204,18 +201,21 @@ class EntryBucketSelector:
             raise StaleLayoutError(
                 f"declared boundary list has {len(declared) + 1} buckets, the segment has {len(ours) + 1}"
             )
-        i = next(i for i, (a, b) in enumerate(zip(declared, ours)) if a != b)
+        i = next(i for i, (a, b) in enumerate(zip(declared, ours, strict=False)) if a != b)
         raise StaleLayoutError(
-            f"declared split {i} (start of bucket {i + 1}) is {declared[i]:#06x}; "
-            f"the segment's is {ours[i]:#06x}"
+            f"declared split {i} (start of bucket {i + 1}) is {declared[i]:#06x}; the segment's is {ours[i]:#06x}"
         )
 
     def __repr__(self) -> str:
         return f"EntryBucketSelector(buckets={self._n}, consumers={len(self._consumers)})"
 
 
-def _moves(old_consumers: tuple[Consumer, ...], old_owner: np.ndarray,
-           new_consumers: tuple[Consumer, ...], new_owner: np.ndarray) -> tuple[BucketMove, ...]:
+def _moves(
+    old_consumers: tuple[Consumer, ...],
+    old_owner: np.ndarray,
+    new_consumers: tuple[Consumer, ...],
+    new_owner: np.ndarray,
+) -> tuple[BucketMove, ...]:
     everyone = sorted(set(old_consumers) | set(new_consumers))
     code = {c: i for i, c in enumerate(everyone)}
     # Slot -1 indexes the appended -1: "no owner".
@@ -229,10 +229,9 @@ def _moves(old_consumers: tuple[Consumer, ...], old_owner: np.ndarray,
     starts = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
     ends = np.append(starts[1:], pair.size)
     moves = []
-    for s, e in zip(starts.tolist(), ends.tolist()):
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=False):
         if pair[s] < 0:
             continue
         o, nw = int(old_codes[s]), int(new_codes[s])
         moves.append(BucketMove(range(s, e), None if o < 0 else everyone[o], None if nw < 0 else everyone[nw]))
     return tuple(moves)
-

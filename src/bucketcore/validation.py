@@ -14,7 +14,7 @@ Arrow null are refused, never read as 0/1 or NaN. This module is a leaf: it impo
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard, Union
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -51,7 +51,7 @@ _KERNEL_DTYPES = tuple(
 )
 
 
-def is_int(value: object) -> TypeGuard[Union[int, np.integer[Any]]]:
+def is_int(value: object) -> TypeGuard[int | np.integer[Any]]:
     """Whether ``value`` is an int or a numpy integer, and not a bool.
 
     Parameters
