@@ -109,11 +109,15 @@ def test_arrow_chunks_of_one_length_among_others():
     if pa is None:
         pytest.skip("pyarrow not installed")
     rnd = random.Random(5)
-    keys = ([rnd.randbytes(20) for _ in range(1024)] + [rnd.randbytes(rnd.randrange(60)) for _ in range(1024)]
-            + [rnd.randbytes(40) for _ in range(1500)] + [rnd.randbytes(3) for _ in range(1024)])
+    keys = (
+        [rnd.randbytes(20) for _ in range(1024)]
+        + [rnd.randbytes(rnd.randrange(60)) for _ in range(1024)]
+        + [rnd.randbytes(40) for _ in range(1500)]
+        + [rnd.randbytes(3) for _ in range(1024)]
+    )
     arr = pa.array(keys, type=pa.binary())
     for offset, length in ((0, len(keys)), (7, 3000), (2048, 1024), (2050, 1100)):
-        part = keys[offset:offset + length]
+        part = keys[offset : offset + length]
         expected = ([oracle(k) for k in part], [True] * len(part))
         for which, got in all_paths(arr.slice(offset, length)).items():
             assert got == expected, (which, offset)
@@ -137,8 +141,18 @@ def test_groups_of_other_lengths_after_a_known_length():
     # list; groups of other lengths, of mixed lengths, of 36 with one stray key, and of None
     # keys around it take the general path
     rnd = random.Random(11)
-    groups = [[36] * 16, [40] * 16, [rnd.randrange(60) for _ in range(16)], [36] * 15 + [35],
-              [36] * 16, [16] * 16, [0] * 16, [36] * 8 + [37] * 8, [36] * 16, [36] * 7]
+    groups = [
+        [36] * 16,
+        [40] * 16,
+        [rnd.randrange(60) for _ in range(16)],
+        [36] * 15 + [35],
+        [36] * 16,
+        [16] * 16,
+        [0] * 16,
+        [36] * 8 + [37] * 8,
+        [36] * 16,
+        [36] * 7,
+    ]
     keys = [rnd.randbytes(n) for group in groups for n in group]
     keys[4 * 16 + 3] = None
     expected = ([oracle(k) for k in keys], [k is not None for k in keys])
@@ -192,14 +206,17 @@ def test_object_pipeline_across_many_chunks():
 
 
 @pytest.mark.parametrize("block", [997, 1 << 14])
-@pytest.mark.parametrize("bad", [
-    # (what goes where, the error and index expected): the first bad key by index wins, whichever
-    # of the two threads taking blocks in turn finds it
-    ({40_000: "\udcff", 50_000: 1.5}, bc.KeyEncodingError, "index 40000"),
-    ({20_000: 1.5, 45_000: "\udcff"}, TypeError, "index 20000 has type float"),
-    ({33_333: None, 50_000: 2}, TypeError, "index 33333"),
-    ({59_999: b"ok", 17_000: object()}, TypeError, "index 17000 has type object"),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        # (what goes where, the error and index expected): the first bad key by index wins, whichever
+        # of the two threads taking blocks in turn finds it
+        ({40_000: "\udcff", 50_000: 1.5}, bc.KeyEncodingError, "index 40000"),
+        ({20_000: 1.5, 45_000: "\udcff"}, TypeError, "index 20000 has type float"),
+        ({33_333: None, 50_000: 2}, TypeError, "index 33333"),
+        ({59_999: b"ok", 17_000: object()}, TypeError, "index 17000 has type object"),
+    ],
+)
 def test_object_pipeline_names_first_bad_key(monkeypatch, bad, block):
     monkeypatch.setattr(hashing, "HASH_BLOCK", block)
     where, exc, match = bad
@@ -241,7 +258,6 @@ def test_run_parts_reports_the_first_failure_by_index_not_by_time():
     # is taken after a failure except by threads that had taken it already
     import threading
     import time
-    from _bucketcore import _hashing
 
     second_block_failed = threading.Event()
     taken: list[tuple[int, int]] = []
@@ -258,8 +274,7 @@ def test_run_parts_reports_the_first_failure_by_index_not_by_time():
     assert hashing.run_parts(run, 800, 2) == (Status.BC_ERR_KEY_TYPE, 1)
     assert len(taken) == 2 and sorted(taken)[0] == (0, 100)
     ok: list[tuple[int, int]] = []
-    assert hashing.run_parts(lambda lo, hi: ok.append((lo, hi)) or (Status.BC_OK, -1), 10, 3) \
-        == (Status.BC_OK, -1)
+    assert hashing.run_parts(lambda lo, hi: ok.append((lo, hi)) or (Status.BC_OK, -1), 10, 3) == (Status.BC_OK, -1)
     assert sorted(ok) == [(i, i + 1) for i in range(10)]  # every key once, 10 blocks for 3 threads
 
 

@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bucketcore as bc
-from bucketcore.layout import Buckets, Segment, TopicLayout
-from bucketcore.hashing import KeyHashes
-from bucketcore.producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
 from _bucketcore import _batcher, _grouping, _routing
+from bucketcore.hashing import KeyHashes
+from bucketcore.layout import Buckets, Segment, TopicLayout
+from bucketcore.producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
 from bucketcore.status import Status, check_status
 
 # ------------------------------------------------------------------------------------------------
@@ -42,16 +42,26 @@ def ref_hash(key: str | bytes | None) -> int | None:
 class RefBatcher:
     """Java-style batcher: {segment: {bucket: [messages]}} windows, limits per window or bucket."""
 
-    def __init__(self, target: Any, *, max_messages: int = 1000, max_bytes: int = 131072,
-                 policy: str = "shared", encrypted: bool = False, round_robin: int = 0) -> None:
+    def __init__(
+        self,
+        target: Any,
+        *,
+        max_messages: int = 1000,
+        max_bytes: int = 131072,
+        policy: str = "shared",
+        encrypted: bool = False,
+        round_robin: int = 0,
+    ) -> None:
         if isinstance(target, Buckets):
             # a bare boundary list is one segment covering the ring, segment id 0
             self.segments = [(0, 0, 0xFFFF, list(target.splits))]
             self.legacy_order = None
         else:
             active = [s for s in target.segments if s.state == "active"]
-            self.segments = [(s.segment_id, s.hash_start, s.hash_end, list(s.buckets.splits))
-                             for s in sorted(active, key=lambda s: s.hash_start)]
+            self.segments = [
+                (s.segment_id, s.hash_start, s.hash_end, list(s.buckets.splits))
+                for s in sorted(active, key=lambda s: s.hash_start)
+            ]
             legacy = all(s.legacy_topic_name is not None for s in active)
             self.legacy_order = [s.segment_id for s in active] if legacy else None
         self.max_messages = 1 if encrypted else max_messages
@@ -147,16 +157,22 @@ def reference_entries(keys: list, target: Any, sizes: list[int] | None = None, *
 
 
 def as_tuples(entries: Any) -> list[tuple]:
-    return [(e.segment_id, e.bucket, e.hash_min, e.hash_max, tuple(int(i) for i in e.message_indices), e.nbytes)
-            for e in entries]
+    return [
+        (e.segment_id, e.bucket, e.hash_min, e.hash_max, tuple(int(i) for i in e.message_indices), e.nbytes)
+        for e in entries
+    ]
 
 
 # ------------------------------------------------------------------------------------------------
 # strategies
 
 keys_st = st.lists(
-    st.one_of(st.none(), st.sampled_from(["a", "b", "key-1", "ключ", "键🔑", b"\x00\xff"]),
-              st.text(max_size=5), st.binary(max_size=4)),
+    st.one_of(
+        st.none(),
+        st.sampled_from(["a", "b", "key-1", "ключ", "键🔑", b"\x00\xff"]),
+        st.text(max_size=5),
+        st.binary(max_size=4),
+    ),
     max_size=70,
 )
 
@@ -177,9 +193,16 @@ def target_st(draw: Any) -> Any:
     ends = [c - 1 for c in cuts] + [0xFFFF]
     ids = draw(st.lists(st.integers(0, 50), min_size=len(starts), max_size=len(starts), unique=True))
     legacy = draw(st.integers(0, 3)) == 0
-    segs = [Segment(ids[i], starts[i], ends[i], draw(buckets_st()),
-                    legacy_topic_name=f"persistent://t/ns/topic-partition-{i}" if legacy else None)
-            for i in range(len(starts))]
+    segs = [
+        Segment(
+            ids[i],
+            starts[i],
+            ends[i],
+            draw(buckets_st()),
+            legacy_topic_name=f"persistent://t/ns/topic-partition-{i}" if legacy else None,
+        )
+        for i in range(len(starts))
+    ]
     segs = draw(st.permutations(segs))
     return TopicLayout(1, segs)
 
@@ -189,10 +212,14 @@ def stream_st(draw: Any) -> dict[str, Any]:
     keys = draw(keys_st)
     sizes = draw(st.one_of(st.none(), st.lists(st.integers(0, 300), min_size=len(keys), max_size=len(keys))))
     return dict(
-        keys=keys, sizes=sizes, target=draw(target_st()),
-        max_messages=draw(st.integers(1, 8)), max_bytes=draw(st.integers(1, 700)),
+        keys=keys,
+        sizes=sizes,
+        target=draw(target_st()),
+        max_messages=draw(st.integers(1, 8)),
+        max_bytes=draw(st.integers(1, 700)),
         policy=draw(st.sampled_from(["shared", "per_bucket"])),
-        encrypted=draw(st.integers(0, 5)) == 0, round_robin=draw(st.integers(0, 7)),
+        encrypted=draw(st.integers(0, 5)) == 0,
+        round_robin=draw(st.integers(0, 7)),
     )
 
 
@@ -242,7 +269,7 @@ def test_streaming_matches_one_shot(s: dict[str, Any], data: Any) -> None:
         if step == 1 and i < len(keys):
             by_many += many.add(keys[i], payloads[i])  # the per-send path mixed into the batch one
         else:
-            by_many += many.add_many(keys[i:i + step], payloads[i:i + step])
+            by_many += many.add_many(keys[i : i + step], payloads[i : i + step])
         i = min(i + step, len(keys))
         if flush_roll == 0:
             by_many += many.flush()
@@ -321,8 +348,7 @@ def test_policies_entry_sizes_uniform_keys() -> None:
     keys = [str(uuid.UUID(int=random.Random(7).getrandbits(128) ^ i)) for i in range(64000)]
     n_buckets, max_messages = 16, 1000
     shared = bucket_entries(keys, Buckets.equal_width(n_buckets), max_messages=max_messages)
-    per_bucket = bucket_entries(keys, Buckets.equal_width(n_buckets), max_messages=max_messages,
-                                policy="per_bucket")
+    per_bucket = bucket_entries(keys, Buckets.equal_width(n_buckets), max_messages=max_messages, policy="per_bucket")
     mean_shared = len(keys) / len(shared)
     assert abs(mean_shared - max_messages / n_buckets) / (max_messages / n_buckets) < 0.1
     assert np.all(per_bucket.count[:-n_buckets] == max_messages)
@@ -339,11 +365,14 @@ def test_long_stream_matches_reference(policy: str) -> None:
     rng = random.Random(11)
     keys = [None if rng.random() < 0.05 else f"order-{rng.randrange(3000)}" for _ in range(12000)]
     sizes = [rng.randrange(0, 900) for _ in keys]
-    layout = TopicLayout(4, [
-        Segment(9, 0, 0x2FFF, Buckets([5, 0x1000, 0x1001, 0xFFFF])),
-        Segment(3, 0x3000, 0xA000, Buckets.equal_width(7)),
-        Segment(4, 0xA001, 0xFFFF, Buckets()),
-    ])
+    layout = TopicLayout(
+        4,
+        [
+            Segment(9, 0, 0x2FFF, Buckets([5, 0x1000, 0x1001, 0xFFFF])),
+            Segment(3, 0x3000, 0xA000, Buckets.equal_width(7)),
+            Segment(4, 0xA001, 0xFFFF, Buckets()),
+        ],
+    )
     kw: dict[str, Any] = dict(max_messages=40, max_bytes=6000, policy=policy, round_robin=1)
     table = bucket_entries(keys, layout, sizes=sizes, **kw)
     expected, next_rr = reference_entries(keys, layout, sizes, **kw)
@@ -365,14 +394,14 @@ def test_shared_window_spans_buckets() -> None:
     keys = ["some-routing-key", "a", "orders/customer-42", "key-1", "a"]
     t = bucket_entries(keys, b, max_messages=4)
     assert as_tuples(t) == [
-        (0, 1, 0xd1d5, 0xf16a, (0, 2), 0),
-        (0, 0, 0x15a0, 0x69b2, (1, 3), 0),
-        (0, 0, 0x69b2, 0x69b2, (4,), 0),
+        (0, 1, 0xD1D5, 0xF16A, (0, 2), 0),
+        (0, 0, 0x15A0, 0x69B2, (1, 3), 0),
+        (0, 0, 0x69B2, 0x69B2, (4,), 0),
     ]
     t = bucket_entries(keys, b, max_messages=4, policy="per_bucket")
     assert as_tuples(t) == [
-        (0, 1, 0xd1d5, 0xf16a, (0, 2), 0),
-        (0, 0, 0x15a0, 0x69b2, (1, 3, 4), 0),
+        (0, 1, 0xD1D5, 0xF16A, (0, 2), 0),
+        (0, 0, 0x15A0, 0x69B2, (1, 3, 4), 0),
     ]
 
 
@@ -392,9 +421,9 @@ def test_bytes_limit_overflow_goes_to_next_window() -> None:
 
 def test_stamp_single_bucket_and_keyless() -> None:
     t = bucket_entries(["a", None, "a"], Buckets(), max_messages=10)
-    assert as_tuples(t) == [(0, 0, 0, 0x69b2, (0, 1, 2), 0)]
+    assert as_tuples(t) == [(0, 0, 0, 0x69B2, (0, 1, 2), 0)]
     t = bucket_entries(["a"], Buckets(), encrypted=True)
-    assert (t.hash_min[0], t.hash_max[0]) == (0x69b2, 0x69b2)
+    assert (t.hash_min[0], t.hash_max[0]) == (0x69B2, 0x69B2)
 
 
 def test_round_robin_continues_across_calls() -> None:
@@ -424,8 +453,9 @@ def test_empty_input() -> None:
 def test_key_inputs_agree() -> None:
     rng = random.Random(3)
     keys = [rng.choice([None, "x", "ключ", f"user-{rng.randrange(50)}"]) for _ in range(500)]
-    layout = TopicLayout(2, [Segment(0, 0, 0x7FFF, Buckets.equal_width(4)),
-                             Segment(1, 0x8000, 0xFFFF, Buckets.equal_width(3))])
+    layout = TopicLayout(
+        2, [Segment(0, 0, 0x7FFF, Buckets.equal_width(4)), Segment(1, 0x8000, 0xFFFF, Buckets.equal_width(3))]
+    )
     expected = as_tuples(bucket_entries(keys, layout, max_messages=7))
     assert expected == reference_entries(keys, layout, max_messages=7)[0]
     assert as_tuples(bucket_entries(tuple(keys), layout, max_messages=7)) == expected
@@ -437,7 +467,7 @@ def test_key_inputs_agree() -> None:
         assert as_tuples(bucket_entries(arr, layout, max_messages=7)) == expected
         chunked = pa.chunked_array([arr[:123], arr[123:]])
         assert as_tuples(bucket_entries(chunked, layout, max_messages=7)) == expected
-    assert as_tuples(bucket_entries("a", Buckets())) == [(0, 0, 0x69b2, 0x69b2, (0,), 0)]
+    assert as_tuples(bucket_entries("a", Buckets())) == [(0, 0, 0x69B2, 0x69B2, (0,), 0)]
 
 
 def test_entry_table_api() -> None:
@@ -459,7 +489,7 @@ def test_entry_table_api() -> None:
     with pytest.raises(TypeError):
         t["0"]  # type: ignore[call-overload]
     e = t[0]
-    assert np.array_equal(e.message_indices, t.order[t.start[0]:t.start[0] + t.count[0]])
+    assert np.array_equal(e.message_indices, t.order[t.start[0] : t.start[0] + t.count[0]])
     assert e.nbytes == int(np.arange(40)[e.message_indices].sum())
     assert e.payloads is None
 
@@ -468,26 +498,29 @@ def test_entry_table_api() -> None:
 # bad input: clear errors, no partial output
 
 
-@pytest.mark.parametrize("kw, exc, words", [
-    (dict(sizes=[1, 2]), ValueError, "sizes"),
-    (dict(sizes=[1, -2, 3]), ValueError, "sizes[1]"),
-    (dict(sizes=np.array([1, 2, -3])), ValueError, "sizes[2]"),
-    (dict(sizes=[1, True, 3]), TypeError, "sizes[1]"),
-    (dict(sizes=[1, 2.0, 3]), TypeError, "sizes[1]"),
-    (dict(sizes=np.array([1.0, 2.0, 3.0])), TypeError, "sizes"),
-    (dict(sizes=np.ones((3, 1), dtype=np.int64)), ValueError, "sizes"),
-    (dict(sizes="abc"), TypeError, "sizes"),
-    (dict(max_messages=0), ValueError, "max_messages"),
-    (dict(max_messages=-5), ValueError, "max_messages"),
-    (dict(max_messages=True), TypeError, "max_messages"),
-    (dict(max_messages=10.0), TypeError, "max_messages"),
-    (dict(max_bytes=0), ValueError, "max_bytes"),
-    (dict(max_bytes=2**64), ValueError, "max_bytes"),
-    (dict(policy="fair"), ValueError, "policy"),
-    (dict(policy=None), ValueError, "policy"),
-    (dict(encrypted=1), TypeError, "encrypted"),
-    (dict(round_robin=-1), ValueError, "round_robin"),
-])
+@pytest.mark.parametrize(
+    "kw, exc, words",
+    [
+        (dict(sizes=[1, 2]), ValueError, "sizes"),
+        (dict(sizes=[1, -2, 3]), ValueError, "sizes[1]"),
+        (dict(sizes=np.array([1, 2, -3])), ValueError, "sizes[2]"),
+        (dict(sizes=[1, True, 3]), TypeError, "sizes[1]"),
+        (dict(sizes=[1, 2.0, 3]), TypeError, "sizes[1]"),
+        (dict(sizes=np.array([1.0, 2.0, 3.0])), TypeError, "sizes"),
+        (dict(sizes=np.ones((3, 1), dtype=np.int64)), ValueError, "sizes"),
+        (dict(sizes="abc"), TypeError, "sizes"),
+        (dict(max_messages=0), ValueError, "max_messages"),
+        (dict(max_messages=-5), ValueError, "max_messages"),
+        (dict(max_messages=True), TypeError, "max_messages"),
+        (dict(max_messages=10.0), TypeError, "max_messages"),
+        (dict(max_bytes=0), ValueError, "max_bytes"),
+        (dict(max_bytes=2**64), ValueError, "max_bytes"),
+        (dict(policy="fair"), ValueError, "policy"),
+        (dict(policy=None), ValueError, "policy"),
+        (dict(encrypted=1), TypeError, "encrypted"),
+        (dict(round_robin=-1), ValueError, "round_robin"),
+    ],
+)
 def test_bad_arguments(kw: dict[str, Any], exc: type, words: str) -> None:
     with pytest.raises(exc) as info:
         bucket_entries(["a", "b", "c"], Buckets.equal_width(2), **kw)
@@ -521,6 +554,7 @@ def test_router_refuses_tables_that_name_missing_segments() -> None:
     with pytest.raises(ValueError, match=r"rotation\[1\] = 3"):
         _routing.Router(_routing.BC_ROUTE_RANGE, np.zeros(65536, np.uint16), np.array([0, 3], np.int32), [buckets])
 
+
 def test_bad_batcher_input_keeps_state() -> None:
     layout = TopicLayout(1, [Segment(0, 0, 0x7FFF, Buckets.equal_width(2)), Segment(1, 0x8000, 0xFFFF)])
     keys = [None, "a", "b", None, "c", "d", "e", None] * 3
@@ -546,15 +580,18 @@ def test_bad_batcher_input_keeps_state() -> None:
     assert as_tuples(got) == as_tuples(expected)
 
 
-@pytest.mark.parametrize("kw, exc, words", [
-    (dict(max_messages=0), ValueError, "max_messages"),
-    (dict(max_bytes=-1), ValueError, "max_bytes"),
-    (dict(max_bytes=1.5), TypeError, "max_bytes"),
-    (dict(policy="x"), ValueError, "policy"),
-    (dict(round_robin=-2), ValueError, "round_robin"),
-    (dict(encrypted="yes"), TypeError, "encrypted"),
-    (dict(errors="ignore"), ValueError, "errors"),
-])
+@pytest.mark.parametrize(
+    "kw, exc, words",
+    [
+        (dict(max_messages=0), ValueError, "max_messages"),
+        (dict(max_bytes=-1), ValueError, "max_bytes"),
+        (dict(max_bytes=1.5), TypeError, "max_bytes"),
+        (dict(policy="x"), ValueError, "policy"),
+        (dict(round_robin=-2), ValueError, "round_robin"),
+        (dict(encrypted="yes"), TypeError, "encrypted"),
+        (dict(errors="ignore"), ValueError, "errors"),
+    ],
+)
 def test_batcher_bad_arguments(kw: dict[str, Any], exc: type, words: str) -> None:
     with pytest.raises(exc, match=words):
         EntryBucketBatcher(Buckets(), **kw)
@@ -583,8 +620,9 @@ def test_batcher_shared_between_threads() -> None:
     """Concurrent senders: every message lands in exactly one well-formed entry, per-key order holds."""
     import threading
 
-    layout = TopicLayout(1, [Segment(0, 0, 0x7FFF, Buckets.equal_width(4)),
-                             Segment(1, 0x8000, 0xFFFF, Buckets.equal_width(3))])
+    layout = TopicLayout(
+        1, [Segment(0, 0, 0x7FFF, Buckets.equal_width(4)), Segment(1, 0x8000, 0xFFFF, Buckets.equal_width(3))]
+    )
     batcher = EntryBucketBatcher(layout, max_messages=7)
     out: list[Entry] = []
     out_lock = threading.Lock()
@@ -620,8 +658,10 @@ def test_batcher_shared_between_threads() -> None:
             raw = ref_hash(key_of[p])
             assert raw is not None
             seg = 0 if raw >> 16 < 0x8000 else 1
-            assert (e.segment_id, e.bucket) == (seg, bisect.bisect_right(layout.segment(seg).buckets.splits,
-                                                                         raw & 0xFFFF))
+            assert (e.segment_id, e.bucket) == (
+                seg,
+                bisect.bisect_right(layout.segment(seg).buckets.splits, raw & 0xFFFF),
+            )
             thread, counter = p.decode().split(":")
             assert last.get((thread, key_of[p]), -1) < int(counter)
             last[(thread, key_of[p])] = int(counter)
@@ -639,10 +679,22 @@ def test_kernel_reports_the_first_bad_column_value() -> None:
     offsets = np.array([0, 2, 3], dtype=np.int64)
     bh = np.zeros(2, dtype=np.uint16)
     cases = [
-        (np.array([0, 2], np.int32), np.zeros(2, np.int32), None, Status.BC_ERR_SEGMENT_INDEX, 1,
-         "segment index 2 at message 1"),
-        (np.array([1, 0], np.int32), np.array([1, 0], np.int32), None, Status.BC_ERR_BUCKET_INDEX, 0,
-         "bucket index 1 at message 0"),
+        (
+            np.array([0, 2], np.int32),
+            np.zeros(2, np.int32),
+            None,
+            Status.BC_ERR_SEGMENT_INDEX,
+            1,
+            "segment index 2 at message 1",
+        ),
+        (
+            np.array([1, 0], np.int32),
+            np.array([1, 0], np.int32),
+            None,
+            Status.BC_ERR_BUCKET_INDEX,
+            0,
+            "bucket index 1 at message 0",
+        ),
         (None, np.zeros(2, np.int32), np.array([0, -1]), Status.BC_ERR_NEGATIVE_SIZE, 1, "size -1 at message 1"),
     ]
     for seg, bucket, sizes, status, index, message in cases:
@@ -666,9 +718,14 @@ def test_key_hashes_columns_read_as_given(policy: str) -> None:
     bkt = np.where(has, rng.integers(0, 1 << 16, n), 0).astype(np.uint16)
     raw = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)  # unrelated to both
     sizes = rng.integers(0, 400, n)
-    layout = TopicLayout(4, [Segment(3, 0, 0x51FF, Buckets([0x10, 0x8000, 0x8001])),
-                             Segment(9, 0x5200, 0xC0FF, Buckets.equal_width(7)),
-                             Segment(4, 0xC100, 0xFFFF, Buckets())])
+    layout = TopicLayout(
+        4,
+        [
+            Segment(3, 0, 0x51FF, Buckets([0x10, 0x8000, 0x8001])),
+            Segment(9, 0x5200, 0xC0FF, Buckets.equal_width(7)),
+            Segment(4, 0xC100, 0xFFFF, Buckets()),
+        ],
+    )
     kw: dict[str, Any] = dict(max_messages=40, max_bytes=5000, policy=policy, round_robin=2)
     got = bucket_entries(KeyHashes(raw, seg, bkt, has), layout, sizes=sizes, **kw)
     ref = RefBatcher(layout, **kw)
@@ -687,12 +744,18 @@ def test_fused_kernel_matches_hashes_path(legacy: bool) -> None:
     chunks, keyless keys and both routings."""
     pa = pytest.importorskip("pyarrow")
     rng = random.Random(5)
-    keys = [None if rng.random() < 0.03 else f"k{rng.randrange(10**6)}-ключ"[: rng.randrange(1, 12)]
-            for _ in range(5000)]
+    keys = [
+        None if rng.random() < 0.03 else f"k{rng.randrange(10**6)}-ключ"[: rng.randrange(1, 12)] for _ in range(5000)
+    ]
     names = [f"persistent://t/ns/topic-partition-{i}" if legacy else None for i in range(3)]
-    layout = TopicLayout(2, [Segment(7, 0x9000, 0xFFFF, Buckets.equal_width(5), legacy_topic_name=names[0]),
-                             Segment(2, 0, 0x3FFF, Buckets([1, 0x8000]), legacy_topic_name=names[1]),
-                             Segment(5, 0x4000, 0x8FFF, Buckets(), legacy_topic_name=names[2])])
+    layout = TopicLayout(
+        2,
+        [
+            Segment(7, 0x9000, 0xFFFF, Buckets.equal_width(5), legacy_topic_name=names[0]),
+            Segment(2, 0, 0x3FFF, Buckets([1, 0x8000]), legacy_topic_name=names[1]),
+            Segment(5, 0x4000, 0x8FFF, Buckets(), legacy_topic_name=names[2]),
+        ],
+    )
     kw: dict[str, Any] = dict(max_messages=30, policy="shared", round_robin=2)
     staged = bucket_entries(bc.hash_keys(keys), layout, **kw)
     arrow = pa.chunked_array([keys[:1500], keys[1500:1501], keys[1501:]], type=pa.string())
@@ -718,8 +781,13 @@ def test_threaded_routing_matches_one_pass(legacy: bool) -> None:
     rng = random.Random(9)
     keys = [None if rng.random() < 0.05 else f"user-{rng.randrange(5000)}" for _ in range(9000)]
     names = [f"persistent://t/ns/topic-partition-{i}" if legacy else None for i in range(2)]
-    layout = TopicLayout(3, [Segment(4, 0, 0x6FFF, Buckets.equal_width(3), legacy_topic_name=names[0]),
-                             Segment(8, 0x7000, 0xFFFF, Buckets([9, 0x9000]), legacy_topic_name=names[1])])
+    layout = TopicLayout(
+        3,
+        [
+            Segment(4, 0, 0x6FFF, Buckets.equal_width(3), legacy_topic_name=names[0]),
+            Segment(8, 0x7000, 0xFFFF, Buckets([9, 0x9000]), legacy_topic_name=names[1]),
+        ],
+    )
     kw: dict[str, Any] = dict(max_messages=25, policy="per_bucket", round_robin=5)
     one = bucket_entries(keys, layout, threads=1, **kw)
     for column in (keys, pa.chunked_array([keys[:4000], keys[4000:4500], keys[4500:]])):
@@ -737,8 +805,9 @@ PIPELINE_LEVELS = [None, ("left",), ("hashed",), ("routed",), ("left", "routed",
 
 @pytest.mark.parametrize("levels", PIPELINE_LEVELS)
 @pytest.mark.parametrize("policy", ["shared", "per_bucket"])
-def test_pipeline_over_many_steps_matches_one_pass(monkeypatch: pytest.MonkeyPatch, policy: str,
-                                                   levels: tuple[str, ...] | None) -> None:
+def test_pipeline_over_many_steps_matches_one_pass(
+    monkeypatch: pytest.MonkeyPatch, policy: str, levels: tuple[str, ...] | None
+) -> None:
     """threads=2: the calling thread reads step k+1 while a worker groups step k, after doing
     what the calling thread left of it (everything, routing, or placing the keyless); with short
     steps (not a multiple of the kernel's chunk) the hand-offs, the keyless rotation and the
@@ -750,9 +819,14 @@ def test_pipeline_over_many_steps_matches_one_pass(monkeypatch: pytest.MonkeyPat
     rng = random.Random(17)
     keys = [None if rng.random() < 0.1 else f"user-{rng.randrange(3000)}" for _ in range(12000)]
     sizes = [rng.randrange(0, 900) for _ in keys]
-    layout = TopicLayout(2, [Segment(1, 0, 0x3FFF, Buckets.equal_width(5)),
-                             Segment(2, 0x4000, 0xBFFF, Buckets([7, 0x7000])),
-                             Segment(3, 0xC000, 0xFFFF, Buckets.equal_width(2))])
+    layout = TopicLayout(
+        2,
+        [
+            Segment(1, 0, 0x3FFF, Buckets.equal_width(5)),
+            Segment(2, 0x4000, 0xBFFF, Buckets([7, 0x7000])),
+            Segment(3, 0xC000, 0xFFFF, Buckets.equal_width(2)),
+        ],
+    )
     for target in (layout, Buckets.equal_width(6)):
         kw: dict[str, Any] = dict(max_messages=40, max_bytes=5000, policy=policy, round_robin=2, sizes=sizes)
         one = bucket_entries(keys, target, threads=1, **kw)
@@ -788,9 +862,12 @@ def test_pipeline_names_first_bad_key_whichever_thread_found_it(monkeypatch: pyt
     surrogate_in_worker[4 * 777 + 1] = "\udfff"
     with pytest.raises(bc.KeyEncodingError, match=f"index {4 * 777 + 1}"):
         bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=2, _pipeline_levels=alternate)
-    replaced = bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=2, errors="replace", _pipeline_levels=alternate)
+    replaced = bucket_entries(
+        surrogate_in_worker, Buckets.equal_width(4), threads=2, errors="replace", _pipeline_levels=alternate
+    )
     assert as_tuples(replaced) == as_tuples(
-        bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=1, errors="replace"))
+        bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=1, errors="replace")
+    )
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="legacy (not ready) str exist only before 3.12")
@@ -799,9 +876,9 @@ def test_pipeline_hands_a_legacy_str_to_one_thread(monkeypatch: pytest.MonkeyPat
     """A legacy str is not ready until the GIL holder readies it: the worker, which reads keys
     without the GIL, must not, nor the calling thread while the worker may read the same object;
     the call then runs on one thread, with the same entries."""
-    from bucketcore import producer
-
     from legacy_str import TEXT, legacy_str
+
+    from bucketcore import producer
 
     monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)
     keys: list[Any] = [f"k{i}" for i in range(3000)]
@@ -825,8 +902,10 @@ def test_fused_kernel_wide_tables_match_staged_path() -> None:
     rng = random.Random(21)
     keys = [None if rng.random() < 0.02 else f"k-{rng.randrange(10**6)}" for _ in range(6000)]
     for n_buckets in (256, 257, 4096):
-        layout = TopicLayout(1, [Segment(0, 0, 0x7FFF, Buckets.equal_width(n_buckets)),
-                                 Segment(1, 0x8000, 0xFFFF, Buckets.equal_width(3))])
+        layout = TopicLayout(
+            1,
+            [Segment(0, 0, 0x7FFF, Buckets.equal_width(n_buckets)), Segment(1, 0x8000, 0xFFFF, Buckets.equal_width(3))],
+        )
         fused = bucket_entries(keys, layout, max_messages=50, round_robin=1)
         staged = bucket_entries(bc.hash_keys(keys), layout, max_messages=50, round_robin=1)
         assert as_tuples(fused) == as_tuples(staged)

@@ -9,13 +9,15 @@ from __future__ import annotations
 import itertools
 import math
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 import numpy as np
 
 from _bucketcore import _hashing, _pipeline
+
 from .status import Status, check_status
 from .validation import index_label, plain_ints, refuse_arrow_nulls
 
@@ -56,9 +58,8 @@ class KeyHashes:
     def __len__(self) -> int:
         return len(self.raw)
 
-    def __getitem__(self, index: Any) -> "KeyHashes":
-        return KeyHashes(self.raw[index], self.segment_hash[index], self.bucket_hash[index],
-                         self.has_key[index])
+    def __getitem__(self, index: Any) -> KeyHashes:
+        return KeyHashes(self.raw[index], self.segment_hash[index], self.bucket_hash[index], self.has_key[index])
 
     def __repr__(self) -> str:
         return f"KeyHashes(n={self.raw.size}, keyless={int(self.raw.size - np.count_nonzero(self.has_key))})"
@@ -144,10 +145,15 @@ def _arrow_columns(keys: Any) -> list[_hashing.KeyColumn]:
             continue
         validity, offsets, data = chunk.buffers()
         bits = np.frombuffer(validity, dtype=np.uint8) if validity is not None and chunk.null_count else None
-        columns.append(_hashing.arrow_column(
-            np.frombuffer(offsets, dtype=np.int64 if wide else np.int32),
-            None if data is None else np.frombuffer(data, dtype=np.uint8),
-            bits, chunk.offset, len(chunk)))
+        columns.append(
+            _hashing.arrow_column(
+                np.frombuffer(offsets, dtype=np.int64 if wide else np.int32),
+                None if data is None else np.frombuffer(data, dtype=np.uint8),
+                bits,
+                chunk.offset,
+                len(chunk),
+            )
+        )
     return columns
 
 
@@ -282,8 +288,7 @@ def _part(column: np.ndarray | None, start: int, stop: int) -> np.ndarray | None
     return None if column is None else column[start:stop]
 
 
-def _hash_all(source: Any, n: int, outputs: tuple[Any, ...], replace: bool,
-              allow_none: bool) -> tuple[int, int]:
+def _hash_all(source: Any, n: int, outputs: tuple[Any, ...], replace: bool, allow_none: bool) -> tuple[int, int]:
     """Hash the n keys of a classified source on this thread into outputs (raw, segment_hash,
     bucket_hash, has_key; None: not wanted); (status, index of the first bad key)."""
     if not _is_arrow(source):
@@ -292,20 +297,21 @@ def _hash_all(source: Any, n: int, outputs: tuple[Any, ...], replace: bool,
         return _hashing.hash_column(column, *outputs, replace, allow_none, 0, n)
     for column, lo, hi, out in column_parts(source, 0, n):
         end = out + hi - lo
-        status, index = _hashing.hash_column(column, *(_part(o, out, end) for o in outputs),
-                                             replace, allow_none, lo, hi)
+        status, index = _hashing.hash_column(
+            column, *(_part(o, out, end) for o in outputs), replace, allow_none, lo, hi
+        )
         if status != Status.BC_OK:
             return status, out + index - lo
     return Status.BC_OK, -1
 
 
-def _hash_pipeline(source: Any, n: int, outputs: tuple[Any, ...], replace: bool,
-                   allow_none: bool) -> tuple[int, int]:
+def _hash_pipeline(source: Any, n: int, outputs: tuple[Any, ...], replace: bool, allow_none: bool) -> tuple[int, int]:
     """Python objects on two threads (HashStage): blocks taken in turn, the GIL kept here."""
     for column, lo, hi, out in column_parts(source, 0, n):
         end = out + hi - lo
-        stage = _pipeline.HashStage(column, *(_part(o, out, end) for o in outputs), replace, allow_none,
-                                   lo, hi, HASH_BLOCK)
+        stage = _pipeline.HashStage(
+            column, *(_part(o, out, end) for o in outputs), replace, allow_none, lo, hi, HASH_BLOCK
+        )
         hashing = shared_pool().submit(stage.run)
         try:
             status, index = stage.run_calling_thread()
@@ -316,11 +322,13 @@ def _hash_pipeline(source: Any, n: int, outputs: tuple[Any, ...], replace: bool,
     return Status.BC_OK, -1
 
 
-def _hash_blocks(source: Any, n: int, parts: int, outputs: tuple[Any, ...], replace: bool,
-                 allow_none: bool) -> tuple[int, int]:
+def _hash_blocks(
+    source: Any, n: int, parts: int, outputs: tuple[Any, ...], replace: bool, allow_none: bool
+) -> tuple[int, int]:
     """Arrow / numpy keys on `parts` threads (BlockStage), the GIL released throughout."""
-    stage = _pipeline.BlockStage([column for column, *_ in column_parts(source, 0, n)], *outputs, replace,
-                                allow_none, HASH_BLOCK)
+    stage = _pipeline.BlockStage(
+        [column for column, *_ in column_parts(source, 0, n)], *outputs, replace, allow_none, HASH_BLOCK
+    )
     others = [shared_pool().submit(stage.take) for _ in range(parts - 1)]
     try:
         results = [stage.take()]
@@ -422,11 +430,14 @@ def hash_keys(keys: KeyInput, *, errors: str = "strict", threads: int | None = N
     if isinstance(keys, (str, bytes)):
         h = _hash_scalar(keys, errors)
         return KeyHashes(np.uint32(h), np.uint16(h >> 16), np.uint16(h & 0xFFFF), np.bool_(True))
-    shape, raw, segment_hash, bucket_hash, has_key = _hash_column(keys, errors, allow_none=True, split=True, threads=threads)
+    shape, raw, segment_hash, bucket_hash, has_key = _hash_column(
+        keys, errors, allow_none=True, split=True, threads=threads
+    )
     if len(shape) == 1:
         return KeyHashes(raw, segment_hash, bucket_hash, has_key)
-    return KeyHashes(raw.reshape(shape), segment_hash.reshape(shape), bucket_hash.reshape(shape),
-                     has_key.reshape(shape))
+    return KeyHashes(
+        raw.reshape(shape), segment_hash.reshape(shape), bucket_hash.reshape(shape), has_key.reshape(shape)
+    )
 
 
 def _path_from_environment() -> None:
@@ -454,8 +465,10 @@ def _list_of_hashes(raw: list[Any] | tuple[Any, ...]) -> np.ndarray:
     flat = items.reshape(-1)
     for i, item in enumerate(flat):
         if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, np.integer)):
-            raise TypeError(f"hash at index {index_label(i, items.shape)} is {type(item).__name__} {item!r}; "
-                            "split_hash takes ints in 0..0xFFFFFFFF")
+            raise TypeError(
+                f"hash at index {index_label(i, items.shape)} is {type(item).__name__} {item!r}; "
+                "split_hash takes ints in 0..0xFFFFFFFF"
+            )
         if not 0 <= int(item) <= 0xFFFFFFFF:
             raise ValueError(f"hash {int(item)} at index {index_label(i, items.shape)} is outside 0..0xFFFFFFFF")
     return np.array([int(item) for item in flat], dtype=np.uint32).reshape(items.shape)

@@ -34,13 +34,26 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any, Iterator, Sequence, overload
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from _bucketcore import _batcher, _grouping, _pipeline, _producer, _routing
-from .hashing import (KeyHashes, classify_keys, column_parts, hash_keys, is_buffer_source, key_columns,
-                      replaces_surrogates, run_parts, shared_pool, threads_for)
+
+from .entries import Entry, EntryTable
+from .hashing import (
+    KeyHashes,
+    classify_keys,
+    column_parts,
+    hash_keys,
+    is_buffer_source,
+    key_columns,
+    replaces_surrogates,
+    run_parts,
+    shared_pool,
+    threads_for,
+)
 from .layout import Buckets, TopicLayout
 from .status import Status, check_status
 from .validation import check_bool, check_choice, check_int, plain_ints
@@ -49,149 +62,6 @@ __all__ = ["bucket_entries", "EntryTable", "Entry", "EntryBucketBatcher"]
 
 _POLICIES = {"shared": _grouping.Policy.POLICY_SHARED, "per_bucket": _grouping.Policy.POLICY_PER_BUCKET}
 _INT64_MAX = np.iinfo(np.int64).max
-
-
-class Entry:
-    """One stamped entry: a batch of messages of one (segment, bucket), in send order.
-
-    Parameters
-    ----------
-    segment_id, bucket : int
-        The segment the entry belongs to and its bucket index in that segment's boundary list.
-    hash_min, hash_max : int
-        The stamp: the smallest and largest bucket hash of its messages.
-    message_indices : numpy.ndarray of int64
-        Positions in the input (:func:`bucket_entries`) or in the batcher's stream since it was
-        created (:class:`EntryBucketBatcher`).
-    nbytes : int
-        Payload bytes of its messages (0 when :func:`bucket_entries` had no sizes).
-    payloads : list or None
-        The payloads, for entries from a batcher; ``None`` for an :class:`EntryTable` row.
-    """
-
-    __slots__ = ("segment_id", "bucket", "hash_min", "hash_max", "message_indices", "nbytes", "payloads")
-
-    def __init__(self, segment_id: int, bucket: int, hash_min: int, hash_max: int,
-                 message_indices: np.ndarray, nbytes: int, payloads: list[Any] | None = None) -> None:
-        self.segment_id = segment_id
-        self.bucket = bucket
-        self.hash_min = hash_min
-        self.hash_max = hash_max
-        self.message_indices = message_indices
-        self.nbytes = nbytes
-        self.payloads = payloads
-
-    @property
-    def count(self) -> int:
-        """Number of messages in the entry."""
-        return int(self.message_indices.shape[0])
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Entry):
-            return NotImplemented
-        return (self.segment_id == other.segment_id and self.bucket == other.bucket
-                and self.hash_min == other.hash_min and self.hash_max == other.hash_max
-                and self.nbytes == other.nbytes
-                and np.array_equal(self.message_indices, other.message_indices)
-                and self.payloads == other.payloads)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return (f"Entry(segment_id={self.segment_id}, bucket={self.bucket}, "
-                f"hash_min={self.hash_min:#06x}, hash_max={self.hash_max:#06x}, count={self.count}, "
-                f"nbytes={self.nbytes})")
-
-
-class EntryTable:
-    """Columnar result of :func:`bucket_entries`: one row per entry, in emission order.
-
-    Indexing gives :class:`Entry` views (``table[i]``, ``table[a:b]``, iteration); ``len`` is the
-    number of entries.
-
-    Parameters
-    ----------
-    segment_id : numpy.ndarray of int64
-    bucket : numpy.ndarray of int32
-    hash_min, hash_max : numpy.ndarray of uint16
-        Each entry's stamp.
-    start, count, nbytes : numpy.ndarray of int64
-        Entry ``i``'s messages are ``order[start[i]:start[i] + count[i]]``; ``nbytes`` is 0
-        without sizes.
-    order : numpy.ndarray of int64
-        Message indices, entry after entry, in send order inside each.
-    next_round_robin : int
-        Where the keyless round-robin continues in a following call.
-
-    The columns are made read-only.
-    """
-
-    __slots__ = ("segment_id", "bucket", "hash_min", "hash_max", "start", "count", "nbytes", "order",
-                 "next_round_robin")
-
-    def __init__(self, segment_id: np.ndarray, bucket: np.ndarray, hash_min: np.ndarray,
-                 hash_max: np.ndarray, start: np.ndarray, count: np.ndarray, nbytes: np.ndarray,
-                 order: np.ndarray, next_round_robin: int = 0) -> None:
-        self.segment_id = _frozen(segment_id)
-        self.bucket = _frozen(bucket)
-        self.hash_min = _frozen(hash_min)
-        self.hash_max = _frozen(hash_max)
-        self.start = _frozen(start)
-        self.count = _frozen(count)
-        self.nbytes = _frozen(nbytes)
-        self.order = _frozen(order)
-        self.next_round_robin = next_round_robin
-
-    def __len__(self) -> int:
-        return int(self.start.shape[0])
-
-    def _entry(self, i: int) -> Entry:
-        s = int(self.start[i])
-        return Entry(int(self.segment_id[i]), int(self.bucket[i]), int(self.hash_min[i]),
-                     int(self.hash_max[i]), self.order[s:s + int(self.count[i])], int(self.nbytes[i]))
-
-    @overload
-    def __getitem__(self, index: int) -> Entry: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Entry]: ...
-
-    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
-        n = len(self)
-        if isinstance(index, slice):
-            return [self._entry(i) for i in range(*index.indices(n))]
-        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
-            raise TypeError(f"EntryTable indices must be integers or slices, not {type(index).__name__}")
-        i = int(index)
-        if not -n <= i < n:
-            raise IndexError(f"entry index {i} out of range for {n} entries")
-        return self._entry(i % n if n else i)
-
-    def __iter__(self) -> Iterator[Entry]:
-        for i in range(len(self)):
-            yield self._entry(i)
-
-    def as_dict(self) -> dict[str, np.ndarray]:
-        """The numpy columns by name.
-
-        Returns
-        -------
-        dict of str to numpy.ndarray
-            The per-entry columns and ``order``.
-        """
-        return {name: getattr(self, name) for name in
-                ("segment_id", "bucket", "hash_min", "hash_max", "start", "count", "nbytes", "order")}
-
-    def __repr__(self) -> str:
-        return f"EntryTable(entries={len(self)}, messages={self.order.shape[0]})"
-
-
-def _frozen(arr: np.ndarray) -> np.ndarray:
-    arr.setflags(write=False)
-    return arr
 
 
 # ----------------------------------------------------------------------------------------------
@@ -206,8 +76,9 @@ def _as_key_hashes(keys: Any, errors: str) -> KeyHashes:
     if isinstance(keys, KeyHashes):
         kh = keys
         if np.ndim(kh.raw) == 0:
-            kh = KeyHashes(*(np.atleast_1d(np.asarray(c)) for c in (kh.raw, kh.segment_hash, kh.bucket_hash,
-                                                                     kh.has_key)))
+            kh = KeyHashes(
+                *(np.atleast_1d(np.asarray(c)) for c in (kh.raw, kh.segment_hash, kh.bucket_hash, kh.has_key))
+            )
     else:
         if isinstance(keys, (str, bytes)):
             keys = [keys]
@@ -216,8 +87,12 @@ def _as_key_hashes(keys: Any, errors: str) -> KeyHashes:
     if not (isinstance(raw, np.ndarray) and raw.ndim == 1):
         raise ValueError(f"keys must be one-dimensional (a message stream), got shape {np.shape(raw)}")
     n = raw.shape[0]
-    for name, dtype in (("raw", np.uint32), ("segment_hash", np.uint16), ("bucket_hash", np.uint16),
-                        ("has_key", np.bool_)):
+    for name, dtype in (
+        ("raw", np.uint32),
+        ("segment_hash", np.uint16),
+        ("bucket_hash", np.uint16),
+        ("has_key", np.bool_),
+    ):
         col = getattr(kh, name)
         if not isinstance(col, np.ndarray) or col.dtype != dtype or col.shape != (n,):
             raise TypeError(f"KeyHashes.{name} must be a {np.dtype(dtype)} array of shape ({n},)")
@@ -239,7 +114,7 @@ def _check_sizes(sizes: Any, n: int) -> np.ndarray | None:
             try:
                 arr = np.array(sizes, dtype=np.int64) if sizes else np.zeros(0, dtype=np.int64)
             except OverflowError:
-                bad = next(i for i, x in enumerate(sizes) if not -2**63 <= int(x) <= _INT64_MAX)
+                bad = next(i for i, x in enumerate(sizes) if not -(2**63) <= int(x) <= _INT64_MAX)
                 raise ValueError(f"sizes[{bad}] = {sizes[bad]} does not fit in 64 bits") from None
     elif isinstance(sizes, np.ndarray):
         if sizes.dtype.kind not in "iu":
@@ -265,8 +140,19 @@ def _check_sizes(sizes: Any, n: int) -> np.ndarray | None:
 class _Plan:
     """The segments a producer writes to, flattened for the kernels (built by :func:`_plan_for`)."""
 
-    __slots__ = ("layout", "buckets", "segment_ids", "splits", "split_offsets", "bucket_offsets", "single",
-                 "tables", "starts", "legacy_order", "_router")
+    __slots__ = (
+        "layout",
+        "buckets",
+        "segment_ids",
+        "splits",
+        "split_offsets",
+        "bucket_offsets",
+        "single",
+        "tables",
+        "starts",
+        "legacy_order",
+        "_router",
+    )
 
     def __init__(self, target: Buckets | TopicLayout) -> None:
         # _plan_for checked the target's type and tiling (on every call, cached plan or not)
@@ -298,8 +184,10 @@ class _Plan:
             self.starts = np.array([seg.hash_start for seg in active[1:]], dtype=np.uint16)
             if self.layout.is_legacy:
                 position = {seg.segment_id: i for i, seg in enumerate(active)}
-                self.legacy_order = np.array([position[seg.segment_id] for seg in self.layout.segments
-                                              if seg.segment_id in position], dtype=np.int32)
+                self.legacy_order = np.array(
+                    [position[seg.segment_id] for seg in self.layout.segments if seg.segment_id in position],
+                    dtype=np.int32,
+                )
 
     def route(self, kh: KeyHashes, round_robin: int) -> tuple[np.ndarray | None, np.ndarray, int]:
         """(segment index per message or None for one segment, bucket per message, next round-robin)."""
@@ -316,8 +204,9 @@ class _Plan:
         bucket = np.empty(n, dtype=np.int32)
         if self.tables is None and any(b.table_pays_off(n) for b in self.buckets):
             self.use_tables()
-        _grouping.bucket_index(seg, np.ascontiguousarray(kh.bucket_hash), self.splits, self.split_offsets,
-                               bucket, self.tables)
+        _grouping.bucket_index(
+            seg, np.ascontiguousarray(kh.bucket_hash), self.splits, self.split_offsets, bucket, self.tables
+        )
         return seg, bucket, int(next_rr)
 
     def router(self) -> _routing.Router:
@@ -332,8 +221,7 @@ class _Plan:
                 self._router = _routing.Router(_routing.BC_ROUTE_LEGACY, None, self.legacy_order, tables)
             else:
                 rotation = np.arange(self.segment_ids.shape[0], dtype=np.int32)
-                self._router = _routing.Router(_routing.BC_ROUTE_RANGE, self.layout.segment_table(), rotation,
-                                               tables)
+                self._router = _routing.Router(_routing.BC_ROUTE_RANGE, self.layout.segment_table(), rotation, tables)
         return self._router
 
     def use_tables(self) -> list[np.ndarray]:
@@ -362,10 +250,20 @@ def _plan_for(target: Any, argname: str) -> _Plan:
 # one-shot
 
 
-def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout, *, sizes: Any = None,
-                   max_messages: int = 1000, max_bytes: int = 131072, policy: str = "shared",
-                   encrypted: bool = False, round_robin: int = 0, errors: str = "strict",
-                   threads: int | None = None, _pipeline_levels: tuple[str, ...] | None = None) -> EntryTable:
+def bucket_entries(
+    keys_or_hashes: Any,
+    layout_or_buckets: Buckets | TopicLayout,
+    *,
+    sizes: Any = None,
+    max_messages: int = 1000,
+    max_bytes: int = 131072,
+    policy: str = "shared",
+    encrypted: bool = False,
+    round_robin: int = 0,
+    errors: str = "strict",
+    threads: int | None = None,
+    _pipeline_levels: tuple[str, ...] | None = None,
+) -> EntryTable:
     """Group a message stream into stamped single-(segment, bucket) entries; see the module doc.
 
     Parameters
@@ -412,30 +310,49 @@ def bucket_entries(keys_or_hashes: Any, layout_or_buckets: Buckets | TopicLayout
     threads_for(threads, 1, True)  # checks the argument on every path
     limit = 1 if encrypted else max_messages
     if not isinstance(keys_or_hashes, KeyHashes):
-        return _fused_entries(keys_or_hashes, plan, sizes, code, limit, max_bytes, round_robin, errors, threads,
-                              _pipeline_levels)
+        return _fused_entries(
+            keys_or_hashes, plan, sizes, code, limit, max_bytes, round_robin, errors, threads, _pipeline_levels
+        )
     kh = _as_key_hashes(keys_or_hashes, errors)
     n = kh.raw.shape[0]
     size_arr = _check_sizes(sizes, n)
     if plan.legacy_order is None:  # routed and grouped a chunk at a time, like keys
         columns, next_rr = _producer.hashed_entries(
-            np.ascontiguousarray(kh.segment_hash), np.ascontiguousarray(kh.bucket_hash),
-            np.ascontiguousarray(kh.has_key).view(np.uint8), size_arr, plan.bucket_offsets, code, limit,
-            max_bytes, plan.router(), round_robin)
+            np.ascontiguousarray(kh.segment_hash),
+            np.ascontiguousarray(kh.bucket_hash),
+            np.ascontiguousarray(kh.has_key).view(np.uint8),
+            size_arr,
+            plan.bucket_offsets,
+            code,
+            limit,
+            max_bytes,
+            plan.router(),
+            round_robin,
+        )
         return _entry_table(plan, columns, next_rr)
     # an all-legacy layout routes by the raw hash: the staged path reads raw and bucket_hash apart
     seg, bucket, next_rr = plan.route(kh, round_robin)
     bucket_hash = np.ascontiguousarray(kh.bucket_hash)
     del kh  # only the bucket hashes are needed from here on (drops our own hashes early)
-    status, index, columns = _grouping.group_entries(seg, bucket, bucket_hash, size_arr, plan.bucket_offsets,
-                                                     code, limit, max_bytes)
+    status, index, columns = _grouping.group_entries(
+        seg, bucket, bucket_hash, size_arr, plan.bucket_offsets, code, limit, max_bytes
+    )
     check_status(status, index, segments=seg, buckets=bucket, sizes=size_arr)
     return _entry_table(plan, columns, next_rr)
 
 
-def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: int, max_bytes: int,
-                   round_robin: int, errors: str, threads: int | None,
-                   pipeline_levels: tuple[str, ...] | None) -> EntryTable:
+def _fused_entries(
+    keys: Any,
+    plan: _Plan,
+    sizes: Any,
+    code: int,
+    max_messages: int,
+    max_bytes: int,
+    round_robin: int,
+    errors: str,
+    threads: int | None,
+    pipeline_levels: tuple[str, ...] | None,
+) -> EntryTable:
     """Keys to entries with no column of hashes in between. One thread: the fused kernel hashes,
     routes, looks up and groups a chunk at a time. Two (or more for Python objects, which take two
     at most): a pipeline, see _pipelined_entries. More over buffers: each
@@ -455,15 +372,24 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
     parts = threads_for(threads, n, buffers)
     if parts == 2 or (parts > 2 and not buffers):
         status, index, columns, next_rr = _pipelined_entries(
-            source, n, size_arr, plan, router, code, max_messages, max_bytes, round_robin, replace, pipeline_levels)
+            source, n, size_arr, plan, router, code, max_messages, max_bytes, round_robin, replace, pipeline_levels
+        )
         if status == Status.BC_ERR_NEEDS_GIL:
             parts = 1  # a legacy str only the GIL holder may ready (before 3.12): one thread
         else:
             check_status(status, index, keys=keys, shape=shape)
     if parts <= 1:
         status, index, columns, next_rr = _producer.fused_entries(
-            key_columns(source), size_arr, plan.bucket_offsets, code, max_messages, max_bytes, replace,
-            router, round_robin)
+            key_columns(source),
+            size_arr,
+            plan.bucket_offsets,
+            code,
+            max_messages,
+            max_bytes,
+            replace,
+            router,
+            round_robin,
+        )
         check_status(status, index, keys=keys, shape=shape)
     elif parts > 2 and buffers:
         bucket = np.empty(n, dtype=np.int32)  # global bucket indexes
@@ -472,8 +398,9 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
         def run(start: int, stop: int) -> tuple[int, int]:
             for column, lo, hi, out in column_parts(source, start, stop):
                 end = out + hi - lo
-                status, index = _producer.route_keys(router, column, lo, hi, replace,
-                                                     bucket[out:end], bucket_hash[out:end])
+                status, index = _producer.route_keys(
+                    router, column, lo, hi, replace, bucket[out:end], bucket_hash[out:end]
+                )
                 if status != Status.BC_OK:
                     return status, out + index - lo
             return Status.BC_OK, -1
@@ -481,8 +408,9 @@ def _fused_entries(keys: Any, plan: _Plan, sizes: Any, code: int, max_messages: 
         status, index = run_parts(run, n, parts)
         check_status(status, index, keys=keys, shape=shape)
         next_rr = _producer.place_keyless(router, bucket, round_robin)
-        status, index, columns = _grouping.group_entries(None, bucket, bucket_hash, size_arr, plan.bucket_offsets,
-                                                         code, max_messages, max_bytes, True)
+        status, index, columns = _grouping.group_entries(
+            None, bucket, bucket_hash, size_arr, plan.bucket_offsets, code, max_messages, max_bytes, True
+        )
         check_status(status, index, buckets=bucket, sizes=size_arr)
     assert columns is not None  # a failed status raised above
     return _entry_table(plan, columns, next_rr)
@@ -499,10 +427,19 @@ def _entry_table(plan: _Plan, columns: tuple[np.ndarray, ...], next_rr: int) -> 
 _PIPELINE_STEP = 1 << 14
 
 
-def _pipelined_entries(source: Any, n: int, size_arr: np.ndarray | None, plan: _Plan, router: Any,
-                       code: int, max_messages: int, max_bytes: int, round_robin: int,
-                       replace: bool, levels: tuple[str, ...] | None
-                       ) -> tuple[int, int, tuple[np.ndarray, ...] | None, int]:
+def _pipelined_entries(
+    source: Any,
+    n: int,
+    size_arr: np.ndarray | None,
+    plan: _Plan,
+    router: Any,
+    code: int,
+    max_messages: int,
+    max_bytes: int,
+    round_robin: int,
+    replace: bool,
+    levels: tuple[str, ...] | None,
+) -> tuple[int, int, tuple[np.ndarray, ...] | None, int]:
     """Two threads in a pipeline (ScanStage): this one reads the stream step by step while a
     worker, with the GIL released throughout, groups it in stream order, so the entries are those
     of the one-thread kernel. Each step is hashed (and routed) by whichever thread has time for
@@ -510,9 +447,18 @@ def _pipelined_entries(source: Any, n: int, size_arr: np.ndarray | None, plan: _
     is held. Returns (status, failing index, entry columns or None, next round robin);
     BC_ERR_NEEDS_GIL asks the caller to use one thread. ``levels`` (tests): how far this thread
     takes each step, in turn ("left", "hashed", "routed"), instead of the balancing rule."""
-    stage = _pipeline.ScanStage(router, plan.bucket_offsets, code, max_messages, max_bytes, size_arr, n,
-                                round_robin, _PIPELINE_STEP,
-                                None if levels is None else bytes(_pipeline.STEP_CODES[lv] for lv in levels))
+    stage = _pipeline.ScanStage(
+        router,
+        plan.bucket_offsets,
+        code,
+        max_messages,
+        max_bytes,
+        size_arr,
+        n,
+        round_robin,
+        _PIPELINE_STEP,
+        None if levels is None else bytes(_pipeline.STEP_CODES[lv] for lv in levels),
+    )
     # a thread of the shared pool (not one started per call); none of the
     # pool's tasks waits for another, so a busy pool only delays the worker, and feed waits for it
     scanning = shared_pool().submit(stage.run)
@@ -561,9 +507,17 @@ class EntryBucketBatcher:
         A bad argument, named.
     """
 
-    def __init__(self, buckets: Buckets | TopicLayout, *, max_messages: int = 1000,
-                 max_bytes: int = 131072, policy: str = "shared", encrypted: bool = False,
-                 round_robin: int = 0, errors: str = "strict") -> None:
+    def __init__(
+        self,
+        buckets: Buckets | TopicLayout,
+        *,
+        max_messages: int = 1000,
+        max_bytes: int = 131072,
+        policy: str = "shared",
+        encrypted: bool = False,
+        round_robin: int = 0,
+        errors: str = "strict",
+    ) -> None:
         self.max_messages = check_int(max_messages, "max_messages", lo=1, hi=_INT64_MAX)
         self.max_bytes = check_int(max_bytes, "max_bytes", lo=1, hi=_INT64_MAX)
         self.policy = policy
@@ -578,10 +532,12 @@ class EntryBucketBatcher:
         # kept normalised (mod the active segment count), as EntryTable.next_round_robin is
         self._round_robin = round_robin % self._plan.segment_ids.shape[0]
         self._plan.use_tables()  # a batcher lives long: build the lookup tables once
-        self._grouper = _batcher.Grouper(self._plan.bucket_offsets, code,
-                                          1 if self.encrypted else self.max_messages, self.max_bytes)
-        self._grouper.set_routing(self._plan.starts, self._plan.legacy_order, self._plan.splits,
-                                  self._plan.split_offsets)
+        self._grouper = _batcher.Grouper(
+            self._plan.bucket_offsets, code, 1 if self.encrypted else self.max_messages, self.max_bytes
+        )
+        self._grouper.set_routing(
+            self._plan.starts, self._plan.legacy_order, self._plan.splits, self._plan.split_offsets
+        )
         # payloads of the open batches, per (segment, bucket) as bucket_offsets[segment] + bucket,
         # in send order: an emitted entry takes its count from the front of its bucket's list
         self._open: dict[int, list[Any]] = {}
@@ -638,8 +594,7 @@ class EntryBucketBatcher:
         else:
             raise TypeError(f"payload must be bytes, bytearray or memoryview, not {type(payload).__name__}")
         with self._lock:
-            status, emitted, self._round_robin, g = self._grouper.add_key(key, size, self._replace,
-                                                                          self._round_robin)
+            status, emitted, self._round_robin, g = self._grouper.add_key(key, size, self._replace, self._round_robin)
             if not status:
                 batch = self._open.get(g)
                 if batch is None:
@@ -680,8 +635,9 @@ class EntryBucketBatcher:
         sizes = np.empty(n, dtype=np.int64)
         bad = _batcher.payload_sizes(payloads, sizes)
         if bad >= 0:
-            raise TypeError(f"payloads[{bad}] must be bytes, bytearray or memoryview, "
-                            f"not {type(payloads[bad]).__name__}")
+            raise TypeError(
+                f"payloads[{bad}] must be bytes, bytearray or memoryview, not {type(payloads[bad]).__name__}"
+            )
         if n == 0:
             return []
         with self._lock:
@@ -716,9 +672,16 @@ class EntryBucketBatcher:
         offsets = self._plan.bucket_offsets
         open_batches = self._open
         entries = []
-        for si, s, b, lo, hi, st, c, nb in zip(seg_idx.tolist(), self._plan.segment_ids[seg_idx].tolist(),
-                                               bkt.tolist(), hmin.tolist(), hmax.tolist(), start.tolist(),
-                                               count.tolist(), nbytes.tolist()):
+        for si, s, b, lo, hi, st, c, nb in zip(
+            seg_idx.tolist(),
+            self._plan.segment_ids[seg_idx].tolist(),
+            bkt.tolist(),
+            hmin.tolist(),
+            hmax.tolist(),
+            start.tolist(),
+            count.tolist(),
+            nbytes.tolist(),
+        ):
             # a bucket's entries are emitted oldest first: this one is the front of its list
             g = int(offsets[si]) + b
             batch = open_batches[g]
@@ -727,5 +690,5 @@ class EntryBucketBatcher:
                 del open_batches[g]
             else:
                 del batch[:c]
-            entries.append(Entry(s, b, lo, hi, index[st:st + c], nb, payloads))
+            entries.append(Entry(s, b, lo, hi, index[st : st + c], nb, payloads))
         return entries

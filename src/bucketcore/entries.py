@@ -1,0 +1,195 @@
+"""The producer's results: :class:`Entry` (one stamped entry) and :class:`EntryTable` (entries as
+columns), as :func:`bucketcore.bucket_entries` and :class:`bucketcore.EntryBucketBatcher` return them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, overload
+
+import numpy as np
+
+__all__ = ["Entry", "EntryTable"]
+
+
+class Entry:
+    """One stamped entry: a batch of messages of one (segment, bucket), in send order.
+
+    Parameters
+    ----------
+    segment_id, bucket : int
+        The segment the entry belongs to and its bucket index in that segment's boundary list.
+    hash_min, hash_max : int
+        The stamp: the smallest and largest bucket hash of its messages.
+    message_indices : numpy.ndarray of int64
+        Positions in the input (:func:`bucket_entries`) or in the batcher's stream since it was
+        created (:class:`EntryBucketBatcher`).
+    nbytes : int
+        Payload bytes of its messages (0 when :func:`bucket_entries` had no sizes).
+    payloads : list or None
+        The payloads, for entries from a batcher; ``None`` for an :class:`EntryTable` row.
+    """
+
+    __slots__ = ("segment_id", "bucket", "hash_min", "hash_max", "message_indices", "nbytes", "payloads")
+
+    def __init__(
+        self,
+        segment_id: int,
+        bucket: int,
+        hash_min: int,
+        hash_max: int,
+        message_indices: np.ndarray,
+        nbytes: int,
+        payloads: list[Any] | None = None,
+    ) -> None:
+        self.segment_id = segment_id
+        self.bucket = bucket
+        self.hash_min = hash_min
+        self.hash_max = hash_max
+        self.message_indices = message_indices
+        self.nbytes = nbytes
+        self.payloads = payloads
+
+    @property
+    def count(self) -> int:
+        """Number of messages in the entry."""
+        return int(self.message_indices.shape[0])
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Entry):
+            return NotImplemented
+        return (
+            self.segment_id == other.segment_id
+            and self.bucket == other.bucket
+            and self.hash_min == other.hash_min
+            and self.hash_max == other.hash_max
+            and self.nbytes == other.nbytes
+            and np.array_equal(self.message_indices, other.message_indices)
+            and self.payloads == other.payloads
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"Entry(segment_id={self.segment_id}, bucket={self.bucket}, "
+            f"hash_min={self.hash_min:#06x}, hash_max={self.hash_max:#06x}, count={self.count}, "
+            f"nbytes={self.nbytes})"
+        )
+
+
+class EntryTable:
+    """Columnar result of :func:`bucket_entries`: one row per entry, in emission order.
+
+    Indexing gives :class:`Entry` views (``table[i]``, ``table[a:b]``, iteration); ``len`` is the
+    number of entries.
+
+    Parameters
+    ----------
+    segment_id : numpy.ndarray of int64
+    bucket : numpy.ndarray of int32
+    hash_min, hash_max : numpy.ndarray of uint16
+        Each entry's stamp.
+    start, count, nbytes : numpy.ndarray of int64
+        Entry ``i``'s messages are ``order[start[i]:start[i] + count[i]]``; ``nbytes`` is 0
+        without sizes.
+    order : numpy.ndarray of int64
+        Message indices, entry after entry, in send order inside each.
+    next_round_robin : int
+        Where the keyless round-robin continues in a following call.
+
+    The columns are made read-only.
+    """
+
+    __slots__ = (
+        "segment_id",
+        "bucket",
+        "hash_min",
+        "hash_max",
+        "start",
+        "count",
+        "nbytes",
+        "order",
+        "next_round_robin",
+    )
+
+    def __init__(
+        self,
+        segment_id: np.ndarray,
+        bucket: np.ndarray,
+        hash_min: np.ndarray,
+        hash_max: np.ndarray,
+        start: np.ndarray,
+        count: np.ndarray,
+        nbytes: np.ndarray,
+        order: np.ndarray,
+        next_round_robin: int = 0,
+    ) -> None:
+        self.segment_id = _frozen(segment_id)
+        self.bucket = _frozen(bucket)
+        self.hash_min = _frozen(hash_min)
+        self.hash_max = _frozen(hash_max)
+        self.start = _frozen(start)
+        self.count = _frozen(count)
+        self.nbytes = _frozen(nbytes)
+        self.order = _frozen(order)
+        self.next_round_robin = next_round_robin
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+    def _entry(self, i: int) -> Entry:
+        s = int(self.start[i])
+        return Entry(
+            int(self.segment_id[i]),
+            int(self.bucket[i]),
+            int(self.hash_min[i]),
+            int(self.hash_max[i]),
+            self.order[s : s + int(self.count[i])],
+            int(self.nbytes[i]),
+        )
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        n = len(self)
+        if isinstance(index, slice):
+            return [self._entry(i) for i in range(*index.indices(n))]
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"EntryTable indices must be integers or slices, not {type(index).__name__}")
+        i = int(index)
+        if not -n <= i < n:
+            raise IndexError(f"entry index {i} out of range for {n} entries")
+        return self._entry(i % n if n else i)
+
+    def __iter__(self) -> Iterator[Entry]:
+        for i in range(len(self)):
+            yield self._entry(i)
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        """The numpy columns by name.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            The per-entry columns and ``order``.
+        """
+        return {
+            name: getattr(self, name)
+            for name in ("segment_id", "bucket", "hash_min", "hash_max", "start", "count", "nbytes", "order")
+        }
+
+    def __repr__(self) -> str:
+        return f"EntryTable(entries={len(self)}, messages={self.order.shape[0]})"
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    arr.setflags(write=False)
+    return arr
