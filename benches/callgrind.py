@@ -5,7 +5,7 @@
     callgrind_annotate --inclusive=yes cg.out | grep -E "hash_column|fused_entries|hash_run|describe_|gs_scan"
 
 argv: the step (hash: murmur3_32; entries: bucket_entries on 4 segments x N=16, max_messages
-1000; none: only the setup, to subtract), the Murmur3 path (scalar, interleaved, simd, auto), the
+1000), the Murmur3 path (scalar, interleaved, simd, auto), the
 input (list, arrow) and, for entries, the policy (shared, per_bucket). One thread, 100,000 UUID
 keys: divide a function's inclusive count, or a run's total minus the same input's ``none`` run,
 by 100,000 for instructions per key or message (benches/callgrind_rows.sh does the latter for the
@@ -33,9 +33,7 @@ if kind == "arrow":
 
     column = pa.array(keys, type=pa.string())
 hashing.set_kernel_path(path)
-if step == "none":
-    pass
-elif step == "hash":
+if step == "hash":
     bc.murmur3_32(column, threads=1)
 else:
     bc.bucket_entries(column, tiled_layout(4, 16), max_messages=1000, policy=sys.argv[4], threads=1)
