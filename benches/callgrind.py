@@ -5,11 +5,10 @@
     callgrind_annotate --inclusive=yes cg.out | grep -E "hash_column|fused_entries|hash_run|describe_|gs_scan"
 
 argv: the step (hash: murmur3_32; entries: bucket_entries on 4 segments x N=16, max_messages
-1000), the Murmur3 path (scalar, interleaved, simd, auto), the
-input (list, arrow) and, for entries, the policy (shared, per_bucket). One thread, 100,000 UUID
-keys: divide a function's inclusive count, or a run's total minus the same input's ``none`` run,
-by 100,000 for instructions per key or message (benches/callgrind_rows.sh does the latter for the
-standard rows).
+1000), the Murmur3 path (scalar, interleaved, simd, auto), the input (list, arrow) and, for
+entries, the policy (shared, per_bucket). One thread, 100,000 UUID keys: divide a function's
+inclusive count by 100,000 for instructions per key or message (benches/callgrind_rows.sh does so
+for the standard rows).
 """
 
 from __future__ import annotations
