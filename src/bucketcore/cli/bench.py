@@ -6,8 +6,8 @@ once in turn, so a slow spell of the machine hits every row alike):
 * hashing — ``murmur3_32`` over list, numpy and Arrow columns of the keys (``--workload``: UUIDs by
   default, or ``--keys FILE``), 1 and 2 threads, against a list comprehension over ``mmh3.hash``;
 * producer — ``bucket_entries`` (4 segments x N=16) over the same inputs, against a per-message
-  Python batcher written the way the Java reference batches; the SDK's per-call path
-  (``EntryBucketBatcher.add``, one call per message) against the same baseline;
+  Python batcher written the way the Java reference batches; the SDK's paths
+  (``EntryBucketBatcher.add``, one call per message, and ``add_many``) against the same baseline;
 * dispatch — ``route_entries`` over stamped entries (64 consumers, N=256) against bisect in a
   loop, and the ``Dispatcher`` under churn against the same rules written per entry.
 
@@ -201,6 +201,25 @@ def _produce_group(keys: list[str], repeat: int, pa: Any) -> list[dict[str, Any]
             "message",
             m,
             best_of(per_call, max(1, repeat // 2)),
+            "python batcher (reference)",
+        )
+    )
+    payloads = [payload] * m
+
+    def many() -> None:
+        batcher = bc.EntryBucketBatcher(layout)
+        batcher.add_many(keys[:m], payloads)
+        batcher.flush()
+
+    rows.append(
+        _row(
+            "produce",
+            "EntryBucketBatcher.add_many",
+            "list[str]",
+            1,
+            "message",
+            m,
+            best_of(many, max(1, repeat // 2)),
             "python batcher (reference)",
         )
     )
