@@ -25,7 +25,28 @@ RING = MAX_HASH + 1  # number of hash bins
 
 
 def histogram(bucket_hashes: Any, weights: Any) -> np.ndarray:
-    """Load of every hash value 0..0xFFFF: np.int64 when exact integers, else np.float64."""
+    """Load of every hash value 0..0xFFFF: how many observed hashes (or how much weight) fell on it.
+
+    Parameters
+    ----------
+    bucket_hashes : int or array-like of int
+        Observed bucket hashes in 0..0xFFFF.
+    weights : array-like of numbers or None
+        One non-negative weight per hash (same shape), or None for a count.
+
+    Returns
+    -------
+    numpy.ndarray
+        65536 bins: ``np.int64`` for counts and integer weights, ``np.float64`` for float weights.
+
+    Raises
+    ------
+    TypeError
+        A hash or weight of the wrong kind (bools refused), or weights of a non-numeric dtype.
+    ValueError
+        A hash outside 0..0xFFFF, a negative or non-finite weight, a sum that overflows, or
+        weights whose shape differs from the hashes' (each named with its index).
+    """
     if is_int(bucket_hashes):
         bucket_hashes = [bucket_hashes]
         if weights is not None and not isinstance(weights, (list, tuple, np.ndarray)):
@@ -73,7 +94,20 @@ def histogram(bucket_hashes: Any, weights: Any) -> np.ndarray:
 
 
 def linear_partition(bins: np.ndarray, count: int) -> list[int]:
-    """First bin of each of ``count`` contiguous non-empty groups minimising the heaviest group."""
+    """First bin of each of ``count`` contiguous, non-empty groups that minimise the heaviest group.
+
+    Parameters
+    ----------
+    bins : numpy.ndarray
+        The 65536 bins of :func:`histogram`.
+    count : int
+        Number of groups (buckets), 1..65535 (65536 has one answer, made by the caller).
+
+    Returns
+    -------
+    list of int
+        ``count`` ascending starts, the first 0.
+    """
     integral = bins.dtype.kind == "i"
     prefix = np.zeros(RING + 1, dtype=bins.dtype)
     np.cumsum(bins, out=prefix[1:])

@@ -113,7 +113,19 @@ class BucketLoad:
 class Buckets:
     """An immutable, validated boundary list: ``splits`` are the start hashes of buckets 1..N-1.
 
-    ``Buckets()`` is one bucket over the whole 16-bit ring. Equality and hashing go by splits.
+    ``Buckets()`` is one bucket over the whole 16-bit ring. Equality and hashing go by splits; a
+    changed list is a new object (for a segment, a rebucket rollover).
+
+    Parameters
+    ----------
+    splits : iterable of int, optional
+        Strictly ascending ints in 1..0xFFFF (a :class:`Buckets` or a 1-D integer array also do).
+
+    Raises
+    ------
+    InvalidBoundaryError
+        ``splits`` is not an iterable of ints, or a split is a bool, not an int, 0, negative, above
+        0xFFFF, repeated or out of order (the message names the value and its position).
     """
 
     __slots__ = ("_splits", "_array", "_table", "_hash")
@@ -196,9 +208,14 @@ class Buckets:
     # --- lookups -----------------------------------------------------------------------------
 
     def lookup_table(self) -> np.ndarray:
-        """Read-only np.uint16 array of 65536 entries: ``table[h] == bucket_of(h)``.
+        """The 64 Ki lookup table of this list: ``table[h] == bucket_of(h)`` for every hash ``h``.
 
         Built on first use and kept with the boundary list (128 KiB).
+
+        Returns
+        -------
+        numpy.ndarray
+            Read-only ``np.uint16`` array of 65536 entries.
         """
         table = self._table
         if table is None:
@@ -243,10 +260,26 @@ class Buckets:
         return _layout.LookupMethod.METHOD_SEARCH, None
 
     def bucket_of(self, bucket_hashes: Any) -> Any:
-        """Bucket index of each bucket hash (the number of splits <= h).
+        """Bucket index of each bucket hash: the number of splits ``<= h``.
 
-        An int (or numpy integer) gives an int; an integer array or list gives an np.int32 array of
-        the same shape. Values outside 0..0xFFFF raise ValueError naming the index.
+        Parameters
+        ----------
+        bucket_hashes : int or array-like of int
+            Hashes in 0..0xFFFF: an int, a list or tuple of ints, or an integer array of any shape
+            (also a pyarrow integer array without nulls).
+
+        Returns
+        -------
+        int or numpy.ndarray
+            An int for an int; otherwise an ``np.int32`` array of the input's shape.
+
+        Raises
+        ------
+        TypeError
+            A bool, float, str or bytes, an element of a list that is not an int, or an array of a
+            non-integer dtype.
+        ValueError
+            A hash outside 0..0xFFFF (named with its index), or an Arrow null.
         """
         if is_int(bucket_hashes):
             return bisect.bisect_right(self._splits, check_hash(bucket_hashes, "bucket hash"))
@@ -299,9 +332,27 @@ class Buckets:
             )
 
     def canonical_hash(self, bucket_index: Any) -> Any:
-        """Start hash of a bucket, but 1 for bucket 0 (0 means "not set" in a stamp).
+        """The hash that stands for a bucket: its start hash, but 1 for bucket 0 (0 means "not set").
 
-        An int gives an int; an integer array gives an np.int32 array.
+        Parameters
+        ----------
+        bucket_index : int or array-like of int
+            Bucket indexes in 0..N-1.
+
+        Returns
+        -------
+        int or numpy.ndarray
+            An int for an int; otherwise an ``np.int32`` array of the input's shape.
+
+        Raises
+        ------
+        TypeError
+            A bool, float, str or bytes, or a non-integer element or dtype.
+        ValueError
+            An index outside 0..N-1 (named with its position).
+        InvalidBoundaryError
+            Bucket 0 was asked for and this list's first split is 1: bucket 0 is ``[0, 0]`` and has no
+            canonical hash (1 lies in bucket 1); see :attr:`dispatchable`.
         """
         count = self.count
         if is_int(bucket_index):
@@ -416,7 +467,25 @@ class Buckets:
         return cls._trusted(tuple(starts[1:]))
 
     def load(self, bucket_hashes: Any, *, weights: Any = None) -> BucketLoad:
-        """Per-bucket load of observed bucket hashes (optionally weighted) and its max/mean ratio."""
+        """How observed bucket hashes (optionally weighted) spread over this list.
+
+        Parameters
+        ----------
+        bucket_hashes : int or array-like of int
+            Observed bucket hashes in 0..0xFFFF.
+        weights : array-like of numbers, optional
+            One non-negative weight per hash (same shape); default 1 each.
+
+        Returns
+        -------
+        BucketLoad
+            Per-bucket load, total, max, mean and ``max / mean`` (NaN when nothing was observed).
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`balanced` for the hashes and weights.
+        """
         bins = histogram(bucket_hashes, weights)
         per_bucket = np.add.reduceat(bins, np.concatenate(([0], self._array)).astype(np.intp))
         total = float(per_bucket.sum())
@@ -438,7 +507,26 @@ def _check_bucket_count(n: object, lo: int = 1) -> int:
 
 
 def buckets_for_budget(budget: int, segment_count: int) -> int:
-    """Buckets per segment for a topic-wide bucket budget: ``max(1, budget // segment_count)``."""
+    """Buckets per segment for a topic-wide bucket budget: ``max(1, budget // segment_count)``.
+
+    Parameters
+    ----------
+    budget : int
+        Topic-wide number of buckets, >= 0.
+    segment_count : int
+        Number of segments sharing it, >= 1.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        An argument is not an int.
+    ValueError
+        ``budget`` is negative or ``segment_count`` is below 1.
+    """
     total = check_int(budget, "budget", lo=0)
     segments = check_int(segment_count, "segment_count", lo=1)
     return max(1, total // segments)

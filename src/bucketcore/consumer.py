@@ -114,13 +114,25 @@ class Subscribe:
 
     @classmethod
     def for_segment(cls, segment: AssignedSegment) -> Subscribe:
-        """The subscribe an assigned segment calls for (its ``bucket_ranges`` pick the mode)."""
+        """The subscribe an assigned segment calls for (its ``bucket_ranges`` pick the mode).
+
+        Parameters
+        ----------
+        segment : AssignedSegment
+
+        Returns
+        -------
+        Subscribe
+            Exclusive for empty ``bucket_ranges``; Key_Shared STICKY with the entry-bucket flag and
+            exactly those ranges otherwise.
+        """
         if segment.bucket_ranges:
             return cls(segment.segment_id, segment.segment_topic, KEY_SHARED, segment.bucket_ranges, "STICKY", True)
         return cls(segment.segment_id, segment.segment_topic, EXCLUSIVE)
 
     @property
     def shared(self) -> bool:
+        """Whether this is a Key_Shared (shared by bucket) subscribe."""
         return self.subscription_type == KEY_SHARED
 
 
@@ -301,12 +313,47 @@ class StreamConsumerState:
         }
 
     def unacked(self, segment_id: int) -> tuple[MessageId, ...]:
-        """Delivered-but-unacked message ids of an open segment, ascending."""
+        """Delivered-but-unacked message ids of an open segment, ascending.
+
+        Parameters
+        ----------
+        segment_id : int
+
+        Returns
+        -------
+        tuple of MessageId
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``segment_id`` is not an int >= 0.
+        ConsumerStateError
+            The segment has no open subscription.
+        """
         return tuple(self._subscription(_check_segment_id(segment_id), "unacked").unacked.ascending())
 
     # -- assignment ----------------------------------------------------------------------------
     def apply(self, assignment: Assignment) -> list[Action]:
-        """Reconcile with a new assignment; returns the Drain / Close / Subscribe commands to carry out."""
+        """Reconcile with a new assignment.
+
+        Parameters
+        ----------
+        assignment : Assignment
+
+        Returns
+        -------
+        list of Subscribe, Drain or Close
+            The commands to carry out, drains first, then closes, then subscribes; empty for a stale
+            (older-epoch) or unchanged assignment.
+
+        Raises
+        ------
+        TypeError
+            ``assignment`` is not an Assignment.
+        StaleLayoutError
+            An open segment is assigned with another range, topic or boundary list (a segment never
+            changes them); nothing is applied.
+        """
         if not isinstance(assignment, Assignment):
             raise TypeError(f"assignment must be a bucketcore Assignment, not {type(assignment).__name__}")
         if self._epoch is not None and assignment.layout_epoch < self._epoch:
@@ -382,10 +429,25 @@ class StreamConsumerState:
     def delivered(self, segment_id: int, message_id: MessageId) -> bool:
         """Record that the application was handed ``message_id`` of ``segment_id``.
 
-        Returns False for a redelivery of a message still unacked (tracked once), True otherwise;
-        a redelivery of an already acked message (the broker did not see the ack) is tracked anew.
-        Raises ConsumerStateError on a segment that is not open or is draining (delivery must stop
-        at a Drain).
+        Parameters
+        ----------
+        segment_id : int
+        message_id : int or tuple of int
+            A position in segment order; every id of one subscription has the same shape.
+
+        Returns
+        -------
+        bool
+            False for a redelivery of a message still unacked (tracked once), True otherwise; a
+            redelivery of an already acked message (the broker did not see the ack) is tracked anew.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A segment id that is not an int >= 0, or a message id that is not an int or tuple of ints.
+        ConsumerStateError
+            The segment is not open or is draining (delivery must stop at a Drain), or the id's shape
+            differs from the subscription's.
         """
         segment_id = _check_segment_id(segment_id)
         message_id, shape = _check_message_id(message_id, "message_id")
@@ -400,10 +462,24 @@ class StreamConsumerState:
         return sub.unacked.add(message_id)
 
     def acked(self, segment_id: int, message_id: MessageId) -> list[Command]:
-        """The application acked one delivered message: returns the IndividualAck to send, then any
-        follow-up Close / Subscribe if this completed a drain.
+        """The application acked one delivered message.
 
-        Raises ConsumerStateError when the message is not delivered-and-unacked on an open segment.
+        Parameters
+        ----------
+        segment_id : int
+        message_id : int or tuple of int
+
+        Returns
+        -------
+        list of IndividualAck, Close or Subscribe
+            The IndividualAck to send, then any follow-up Close / Subscribe if this completed a drain.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`delivered`.
+        ConsumerStateError
+            The message is not delivered-and-unacked on an open segment.
         """
         segment_id = _check_segment_id(segment_id)
         message_id, shape = _check_message_id(message_id, "message_id")
@@ -419,12 +495,30 @@ class StreamConsumerState:
         """The application acked everything up to a position per segment (the Stream position vector).
 
         Per open segment, the delivered-but-unacked ids at or before the position are acked:
-        Exclusive → one CumulativeAck at the greatest of them (Exclusive delivers in position
-        order, so it covers only delivered messages); Key_Shared → one IndividualAck of exactly
-        those ids. Segments with nothing to ack send nothing. Positions for segments with no open
-        subscription are ignored: a segment is closed only once all its deliveries were acked, so
-        nothing of it can be outstanding. Follow-up Close / Subscribe commands of drains this
-        completed come after all acks.
+        Exclusive -> one CumulativeAck at the greatest of them (Exclusive delivers in position order,
+        so it covers only delivered messages); Key_Shared -> one IndividualAck of exactly those ids.
+        Segments with nothing to ack send nothing. Positions for segments with no open subscription are
+        ignored: a segment is closed only once all its deliveries were acked, so nothing of it can be
+        outstanding.
+
+        Parameters
+        ----------
+        position_vector : Mapping of int to MessageId
+            Per segment id, the position acked up to (inclusive).
+
+        Returns
+        -------
+        list of commands
+            The acks, then the Close / Subscribe follow-ups of drains this completed.
+
+        Raises
+        ------
+        TypeError
+            ``position_vector`` is not a mapping, or a key or position of the wrong type.
+        ValueError
+            A negative segment id.
+        ConsumerStateError
+            A position whose shape differs from the subscription's ids.
         """
         if not isinstance(position_vector, Mapping):
             raise TypeError(

@@ -85,6 +85,24 @@ class AssignedSegment:
     subscribes Key_Shared sticky with the entry-bucket flag, declaring exactly these ranges,
     which are the segment's full boundary list (identical for every sharer). Any sequence of
     pairs is accepted and stored as a tuple of ``(start, end)`` tuples.
+
+    Parameters
+    ----------
+    segment_id : int
+        >= 0.
+    hash_start, hash_end : int
+        The segment's inclusive range, 0..0xFFFF.
+    segment_topic : str
+        The segment's topic name (non-empty).
+    bucket_ranges : sequence of (int, int), optional
+        Empty, or the full boundary list as inclusive ranges tiling 0x0000..0xFFFF.
+
+    Raises
+    ------
+    TypeError
+        A field of the wrong type.
+    ValueError
+        A value out of range, ``hash_start > hash_end``, or ranges that do not tile the ring.
     """
 
     segment_id: int
@@ -126,6 +144,19 @@ class Assignment:
     Immutable, hashable and ordered by content. ``segments`` are in assignment order (by
     ``(hash_start, hash_end, segment_id)`` when made by :func:`compute_assignment`); any sequence
     is accepted and stored as a tuple.
+
+    Parameters
+    ----------
+    layout_epoch : int
+        >= 0.
+    segments : sequence of AssignedSegment, optional
+
+    Raises
+    ------
+    TypeError
+        A non-int epoch, or an item that is not an AssignedSegment.
+    ValueError
+        A negative epoch, or a segment assigned twice.
     """
 
     layout_epoch: int
@@ -152,10 +183,25 @@ class Assignment:
 
     @property
     def segment_ids(self) -> tuple[int, ...]:
+        """Ids of the assigned segments, in assignment order."""
         return tuple(segment.segment_id for segment in self.segments)
 
     def segment(self, segment_id: int) -> AssignedSegment:
-        """The assigned segment with this id; KeyError naming it when it is not in the assignment."""
+        """The assigned segment with this id.
+
+        Parameters
+        ----------
+        segment_id : int
+
+        Returns
+        -------
+        AssignedSegment
+
+        Raises
+        ------
+        KeyError
+            The segment is not in this assignment (the message lists the ones that are).
+        """
         for segment in self.segments:
             if segment.segment_id == segment_id:
                 return segment
@@ -167,7 +213,7 @@ _T = TypeVar("_T")
 
 def _trusted(cls: type[_T], **fields: object) -> _T:
     """Build a frozen value from fields already validated (a TopicLayout validated its segments),
-    skipping ``__post_init__``: it dominated compute_assignment's time on large layouts."""
+    skipping ``__post_init__``, whose checks would only repeat the layout's."""
     value = object.__new__(cls)
     for name, field_value in fields.items():
         object.__setattr__(value, name, field_value)
@@ -287,19 +333,40 @@ def compute_assignment(
 ) -> dict[str, Assignment]:
     """Assign the layout's assignable segments to the named consumers of one subscription.
 
-    Returns one :class:`Assignment` per consumer name (idle consumers get an empty one), keyed
-    and ordered by name. Deterministic: the output depends only on the layout's content, the set
-    of names and the set of drained ids, never on their order (leader failover must agree).
+    Deterministic: the output depends only on the layout's content, the set of names and the set
+    of drained ids, never on their order (leader failover must agree). The assignable segments are
+    those of :func:`assignable_segments` (a drained sealed segment retires; a child waits for its
+    parents), sorted by ``(hash_start, hash_end, segment_id)``.
 
-    - consumers <= segments: segment ``i`` (sorted) goes whole to consumer ``i % k`` (sorted by
-      name); every ``bucket_ranges`` is empty (Exclusive).
+    - consumers <= segments: segment ``i`` goes whole to consumer ``i % k`` (sorted by name);
+      every ``bucket_ranges`` is empty (Exclusive).
     - consumers > segments: consumer ``i`` first owns segment ``i``; each surplus consumer, in
       name order, joins the next segment (sorted order, cycling from the first) that has fewer
       owners than buckets; once every segment is at capacity the rest stay idle. A segment with
       two or more owners is shared: each owner gets its full boundary list as ``bucket_ranges``.
 
-    Raises TypeError for a non-layout or a non-str name, ValueError for a duplicate name or an
-    ACTIVE segment listed as drained.
+    Parameters
+    ----------
+    layout : TopicLayout
+    consumer_names : iterable of str
+        The subscription's consumers; unique names.
+    drained : iterable of int, optional
+        Ids of the sealed segments this subscription has consumed to the end (ids of drained
+        segments garbage-collected from the layout, which it still names, are accepted).
+
+    Returns
+    -------
+    dict of str to Assignment
+        One :class:`Assignment` per name (an empty one for an idle consumer), ordered by name.
+
+    Raises
+    ------
+    TypeError
+        ``layout`` is not a TopicLayout, a name is not a str (or a single str was passed), or
+        ``drained`` is not a collection of ints.
+    ValueError
+        A duplicate name; ``drained`` names an active segment or an id the layout neither holds
+        nor names.
     """
     layout = _check_layout(layout)
     names = _check_consumer_names(consumer_names)

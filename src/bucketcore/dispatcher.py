@@ -169,6 +169,17 @@ class Dispatcher:
     * Acks are strict: acking an entry that is not pending on that consumer is an error naming it.
 
     Not thread-safe: one dispatcher per segment, driven by one thread (or under one lock).
+
+    Parameters
+    ----------
+    buckets : Buckets or sequence of int
+        The segment's boundary list.
+
+    Raises
+    ------
+    TypeError, InvalidBoundaryError
+        As :class:`EntryBucketSelector` (a list whose bucket 0 cannot hold its canonical hash 1
+        is refused).
     """
 
     def __init__(self, buckets: BucketsLike) -> None:
@@ -187,6 +198,7 @@ class Dispatcher:
 
     @property
     def buckets(self) -> Buckets:
+        """The segment's boundary list."""
         return self._selector.buckets
 
     @property
@@ -200,9 +212,33 @@ class Dispatcher:
         return tuple(sorted(c for c, m in self._members.items() if m.leaving))
 
     def owners(self) -> list[Consumer | None]:
+        """Per bucket, its owner (see :meth:`EntryBucketSelector.owners`).
+
+        Returns
+        -------
+        list of (str, int) or None
+        """
         return self._selector.owners()
 
     def buckets_of(self, name: str, consumer_id: int) -> range:
+        """The contiguous range of buckets an active member owns (see :meth:`EntryBucketSelector.buckets_of`).
+
+        Parameters
+        ----------
+        name : str
+        consumer_id : int
+
+        Returns
+        -------
+        range
+
+        Raises
+        ------
+        TypeError, ValueError
+            A name that is not a str or an id that is not a uint64.
+        KeyError
+            The consumer is not an active member.
+        """
         return self._selector.buckets_of(name, consumer_id)
 
     @property
@@ -219,16 +255,46 @@ class Dispatcher:
         return _paused(*self._core.bucket_columns()[:2])
 
     def paused_buckets(self) -> np.ndarray:
-        """Buckets withheld from their owner right now (``np.int32`` bucket indexes)."""
+        """Buckets withheld from their owner right now (another consumer still holds unacked entries).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``np.int32`` bucket indexes, ascending.
+        """
         return np.flatnonzero(self._paused_mask()).astype(np.int32)
 
     def bucket_stats(self) -> BucketStats:
+        """Per-bucket counters as columns.
+
+        Returns
+        -------
+        BucketStats
+        """
         owner, holder, delivered, pending, queued = self._core.bucket_columns()
         return BucketStats(self._selector.owner_slots.copy(), delivered, pending, queued, _paused(owner, holder))
 
     def consumer_stats(self, name: str | None = None, consumer_id: int | None = None) -> Any:
-        """Counters of one consumer (:class:`ConsumerStats`), or of all of them (a dict) when
-        called without arguments."""
+        """Counters of one consumer, or of every connected one.
+
+        Parameters
+        ----------
+        name : str, optional
+        consumer_id : int, optional
+            Both, for one consumer; neither, for all.
+
+        Returns
+        -------
+        ConsumerStats or dict
+            One consumer's :class:`ConsumerStats`, or ``{consumer: ConsumerStats}`` sorted by consumer.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A name that is not a str or an id that is not a uint64.
+        KeyError
+            The consumer is not connected (an active member, or leaving with unacked entries).
+        """
         if name is None and consumer_id is None:
             paused_mask = self._paused_mask()  # once for every consumer
             return {c: self._stats_of(m, paused_mask) for c, m in sorted(self._members.items())}
@@ -269,10 +335,29 @@ class Dispatcher:
     # -- membership ---------------------------------------------------------------------------
 
     def add_consumer(self, name: str, consumer_id: int, *, declared: Any = None) -> tuple[BucketMove, ...]:
-        """A sharer joins; returns the buckets that moved. Buckets it takes over stay paused until
-        their previous holder has acked (or crashed). ``declared``: its boundary list, validated
-        (``StaleLayoutError`` on mismatch). Re-adding a connected consumer (active, or leaving with
-        unacked entries) is a ``ValueError``."""
+        """A sharer joins. Buckets it takes over stay paused until their previous holder has acked (or crashed).
+
+        Parameters
+        ----------
+        name : str
+        consumer_id : int
+            0..2**64-1.
+        declared : Buckets, sequence of int or sequence of (start, end), optional
+            The sharer's declared boundary list, checked by :meth:`EntryBucketSelector.validate`.
+
+        Returns
+        -------
+        tuple of BucketMove
+            The buckets that moved.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A bad name or id; or the consumer is connected already (active, or leaving with unacked
+            entries).
+        StaleLayoutError, InvalidBoundaryError
+            ``declared`` differs from the segment's list, or cannot be dispatched.
+        """
         consumer = _check_consumer(name, consumer_id)
         existing = self._members.get(consumer)
         if existing is not None:
@@ -292,12 +377,33 @@ class Dispatcher:
         return moves
 
     def remove_consumer(self, name: str, consumer_id: int, *, crash: bool = False) -> tuple[BucketMove, ...]:
-        """A sharer leaves; returns the buckets that moved.
+        """A sharer leaves.
 
-        Clean leave: it keeps its unacked entries (and may ack them); the buckets it held stay
-        paused for their new owners until it has. ``crash=True``: its unacked entries are
-        redelivered to the new owners first, in order. A consumer that already left cleanly may be
-        removed again with ``crash=True`` (it disconnected before acking); without, ``ValueError``.
+        Clean leave: it keeps its unacked entries (and may ack them); the buckets it held stay paused
+        for their new owners until it has. ``crash=True``: its unacked entries are redelivered to the
+        new owners first, in order. A consumer that already left cleanly may be removed again with
+        ``crash=True`` (it disconnected before acking).
+
+        Parameters
+        ----------
+        name : str
+        consumer_id : int
+        crash : bool, optional
+            The consumer disconnected without acking (default False: a clean leave).
+
+        Returns
+        -------
+        tuple of BucketMove
+            The buckets that moved (none for a second, crash removal of a leaving consumer).
+
+        Raises
+        ------
+        TypeError
+            A bad name or id, or ``crash`` is not a bool.
+        ValueError
+            The consumer already left and ``crash`` is False.
+        KeyError
+            The consumer is not connected.
         """
         if not isinstance(crash, bool):
             raise TypeError(f"crash must be a bool, not {type(crash).__name__}")
@@ -342,13 +448,32 @@ class Dispatcher:
         stamped: Any = None,
         message_count: Any = None,
     ) -> int:
-        """Take committed entries, in offset order; returns how many went straight to an outbox.
+        """Take committed entries, in offset order.
 
-        ``entry_ids``: ledger entry ids / offsets (ints >= 0), strictly increasing within the call
-        and above every id offered before. Stamp and key columns as in :func:`route_entries`
-        (``hash_max`` optional: validates stamps and counts ``straddling_entries``).
-        ``message_count``: messages per entry (ints >= 1, default 1), for the message counters.
-        One entry may be given as scalars. A bad column is an error and changes nothing.
+        One entry may be given as scalars. A bad argument is an error and changes nothing.
+
+        Parameters
+        ----------
+        entry_ids : int or array-like of int
+            Ledger entry ids / offsets (0..2**63-1), strictly increasing within the call and above
+            every id offered before.
+        hash_min, hash_max, key_hash, stamped
+            Stamp and key columns as in :func:`route_entries` (``hash_max`` optional: validates
+            stamps and counts ``straddling_entries``).
+        message_count : int or array-like of int, optional
+            Messages per entry (>= 1, default 1), for the message counters.
+
+        Returns
+        -------
+        int
+            How many of the entries went straight to an outbox (the rest queue).
+
+        Raises
+        ------
+        TypeError, ValueError, MalformedStampError
+            As :func:`route_entries` for the stamp and key columns; also ids that are negative, above
+            int64, not increasing or not after the last offered id, a ``message_count`` below 1, and
+            columns whose lengths differ from ``entry_ids`` (each naming the index).
         """
         if type(entry_ids) is int or is_int(entry_ids):
             if (
@@ -423,12 +548,31 @@ class Dispatcher:
         return int(self._core.offer(ids, bucket, hashes, np.ascontiguousarray(msgs, dtype=np.int64)))
 
     def ack(self, name: str, consumer_id: int, entry_ids: Any) -> int:
-        """Individual acks from a consumer (one id or a column); returns how many were acked.
+        """Individual acks from a consumer. Acking the last entry a consumer held of a moved bucket unpauses it.
 
-        Every id must be pending on that consumer (delivered to it, not yet acked), else a
-        ``KeyError`` (not pending on it: unknown, already acked, queued, or held by another
-        consumer) or ``ValueError`` (the same id twice in the call) naming the id, and nothing is
-        acked. Acking the last entry a consumer held of a moved bucket unpauses that bucket.
+        Every id must be pending on that consumer (delivered to it, not yet acked); otherwise nothing
+        is acked.
+
+        Parameters
+        ----------
+        name : str
+        consumer_id : int
+        entry_ids : int or array-like of int
+
+        Returns
+        -------
+        int
+            How many entries were acked.
+
+        Raises
+        ------
+        TypeError
+            A bad name or id, or ``entry_ids`` that is neither an int nor a column of ints.
+        ValueError
+            The same id twice in the call.
+        KeyError
+            The consumer is not connected, or an id is not pending on it (unknown, already acked,
+            queued, held by another consumer, or outside 0..2**63-1), naming the id.
         """
         m = self._members.get((name, consumer_id)) if type(name) is str and type(consumer_id) is int else None
         if m is None:
@@ -531,8 +675,27 @@ class Dispatcher:
         return int(self._core.offer_one(entry, int(self._selector._table[h]), h if h else 1, msgs))
 
     def poll(self, name: str | None = None, consumer_id: int | None = None) -> Any:
-        """Empty the outboxes: with no arguments a dict ``{consumer: Deliveries}`` of every
-        consumer with something to send; for one consumer its :class:`Deliveries` (maybe empty)."""
+        """Empty the outboxes.
+
+        Parameters
+        ----------
+        name : str, optional
+        consumer_id : int, optional
+            Both, for one consumer's outbox; neither, for every consumer's.
+
+        Returns
+        -------
+        Deliveries or dict
+            One consumer's :class:`Deliveries` (maybe empty), or ``{consumer: Deliveries}`` of every
+            consumer with something to send, sorted by consumer.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A bad name or id.
+        KeyError
+            The consumer is not connected.
+        """
         if name is not None or consumer_id is not None:
             m = self._member(name, consumer_id)
             return Deliveries(*self._core.take_outbox_of(m.key))

@@ -145,23 +145,46 @@ def route_entries(
     hash_max: Any = None,
     malformed: str = "raise",
 ) -> np.ndarray:
-    """Route entries whole: an ``np.int32`` array of indexes into ``selector.consumers``.
+    """Route entries whole to the consumers that own their buckets.
 
-    * ``hash_min``: the stamps' minimum bucket hash (an integer column). A stamped entry routes by
-      the bucket of ``hash_min``. ``None``: no entry is stamped.
-    * ``stamped``: bool column; where False the entry routes by the bucket of ``key_hash & 0xFFFF``
-      (the bucket the producer would have stamped) and its ``hash_min`` is ignored. ``None``:
-      every entry is stamped (or none, when ``hash_min`` is None).
-    * ``key_hash``: the message key's Murmur3 hash (raw 32-bit, or just the low 16 bits), or a
-      :class:`KeyHashes`; required when some entry is unstamped.
-    * ``hash_max``: optional. Checked (``hash_min <= hash_max``) and used to count entries whose
-      stamp crosses a boundary of the selector's list into ``selector.straddling_entries`` —
-      they still route whole by ``hash_min``.
+    Parameters
+    ----------
+    selector : EntryBucketSelector
+        The segment's selector; its counters ``routed_entries``, ``straddling_entries`` and
+        ``malformed_entries`` are updated.
+    hash_min : array-like of int or None
+        The stamps' minimum bucket hash; a stamped entry routes by the bucket of ``hash_min``.
+        None: no entry is stamped.
+    key_hash : array-like of int or KeyHashes, optional
+        The message key's Murmur3 hash (raw 32-bit, or just its low 16 bits), or a
+        :class:`KeyHashes`; required when some entry is unstamped. An unstamped entry routes by the
+        bucket of ``key_hash & 0xFFFF`` (the bucket the producer would have stamped).
+    stamped : array-like of bool, optional
+        Which entries carry a stamp; None means every entry (or none, when ``hash_min`` is None).
+    hash_max : array-like of int, optional
+        The stamps' maximum; checked (``hash_min <= hash_max``) and used to count entries whose
+        stamp crosses a boundary of the selector's list (they still route whole by ``hash_min``).
+    malformed : {"raise", "mark"}, optional
+        What a malformed stamp (outside 0..0xFFFF, or ``hash_min > hash_max``) does: raise before
+        anything is counted, or get slot :data:`MALFORMED` (-2) while the rest route normally.
 
-    -1 (:data:`NO_CONSUMER`) where no consumer owns the bucket. A malformed stamp (a value outside
-    0..0xFFFF, or ``hash_min > hash_max``) raises :class:`MalformedStampError` naming the entry's
-    index, before anything is counted; with ``malformed="mark"`` it gets slot -2 (:data:`MALFORMED`)
-    instead, is counted in ``selector.malformed_entries``, and the rest route normally.
+    Returns
+    -------
+    numpy.ndarray
+        ``np.int32`` index into ``selector.consumers`` per entry; :data:`NO_CONSUMER` (-1) where no
+        consumer owns the bucket.
+
+    Raises
+    ------
+    TypeError
+        A column of the wrong type (bools among ints, floats, a non-bool ``stamped``), or an
+        argument combination that cannot route (no ``hash_min`` and no ``key_hash``; ``key_hash``
+        without ``stamped``; ``stamped`` or ``hash_max`` without ``hash_min``).
+    ValueError
+        Columns of different lengths, a key hash outside 0..0xFFFFFFFF, an unstamped entry with no
+        key hash, or an unknown ``malformed`` (each naming the entry's index).
+    MalformedStampError
+        A malformed stamp with ``malformed="raise"``, naming the entry's index.
     """
     if not isinstance(selector, EntryBucketSelector):
         raise TypeError(f"selector must be an EntryBucketSelector, not {type(selector).__name__}")
@@ -195,11 +218,26 @@ _ZERO_TABLE.flags.writeable = False
 
 
 def sticky_hashes(hash_min: Any, *, key_hash: Any = None, stamped: Any = None) -> np.ndarray:
-    """The hash a broker records for each entry (``np.uint16``): the stamp's ``hash_min`` or the
-    key's low 16 bits, with 0 nudged to 1 (a Pulsar broker reads 0 as "no hash").
+    """The hash a broker records for each entry: the stamp's ``hash_min`` or the key's low 16 bits,
+    with 0 nudged to 1 (a Pulsar broker reads 0 as "no hash").
 
     This is the hash exposed to pending-ack and redelivery bookkeeping; routing itself uses the
-    bucket of the un-nudged value (see :func:`route_entries`). Arguments as in route_entries.
+    bucket of the un-nudged value (see :func:`route_entries`).
+
+    Parameters
+    ----------
+    hash_min, key_hash, stamped
+        As :func:`route_entries`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``np.uint16``, one per entry.
+
+    Raises
+    ------
+    TypeError, ValueError, MalformedStampError
+        As :func:`route_entries`.
     """
     inp = _route_input(hash_min, None, key_hash, stamped)
     out = np.empty(inp.n, dtype=np.uint16)
@@ -215,8 +253,28 @@ def fits_one_bucket(buckets: BucketsLike, hash_min: Any, hash_max: Any) -> np.nd
     """Per stamped entry, whether ``[hash_min, hash_max]`` lies inside one bucket of ``buckets``.
 
     Such an entry still routes whole under that boundary list (geo-replication into another
-    layout, a rebucketed successor). A bool array; a malformed stamp raises
-    :class:`MalformedStampError` naming its index.
+    layout, a rebucketed successor).
+
+    Parameters
+    ----------
+    buckets : Buckets or sequence of int
+        The boundary list to test against.
+    hash_min, hash_max : array-like of int
+        The stamps, one per entry.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``np.bool_``, one per entry.
+
+    Raises
+    ------
+    TypeError
+        A column of the wrong type, or ``buckets`` of the wrong type.
+    ValueError
+        Columns of different lengths.
+    MalformedStampError
+        A malformed stamp, naming its index.
     """
     buckets = _as_buckets(buckets)
     original_min, lo, flagged = _stamp_column(hash_min, "hash_min")

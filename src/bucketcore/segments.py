@@ -54,7 +54,28 @@ def _id_tuple(values: Any, field: str, segment_id: object) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Segment:
-    """One segment of a scalable topic: an inclusive range of segment hashes and its buckets."""
+    """One segment of a scalable topic: an inclusive range of segment hashes and its buckets.
+
+    Parameters
+    ----------
+    segment_id : int
+        0..2**63-1 (a Java long in Pulsar).
+    hash_start, hash_end : int
+        Inclusive range of segment hashes, 0..0xFFFF, ``hash_start <= hash_end``.
+    buckets : Buckets, optional
+        The segment's boundary list (default one bucket).
+    state : {"active", "sealed"}, optional
+    parent_ids, child_ids : tuple of int, optional
+        Lineage; an active segment has no children.
+    legacy_topic_name : str or None, optional
+        The v4 partition this segment adopts, if any.
+
+    Raises
+    ------
+    InvalidLayoutError
+        A field of the wrong type or out of range, ``hash_start > hash_end``, an unknown state,
+        a repeated or self-referencing id, or children on an active segment (naming the segment).
+    """
 
     segment_id: int
     hash_start: int
@@ -96,6 +117,7 @@ class Segment:
 
     @property
     def is_active(self) -> bool:
+        """Whether the segment takes writes (state ``"active"``)."""
         return self.state == ACTIVE
 
     @property
@@ -104,7 +126,14 @@ class Segment:
         return self.legacy_topic_name is not None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-friendly dict (ints, str, lists)."""
+        """The segment as a plain JSON-friendly dict (ints, str, lists).
+
+        Returns
+        -------
+        dict
+            Keys ``segment_id, hash_start, hash_end, splits, state, parent_ids, child_ids,
+            legacy_topic_name``.
+        """
         return {
             "segment_id": self.segment_id,
             "hash_start": self.hash_start,
@@ -118,7 +147,25 @@ class Segment:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Segment:
-        """Inverse of :meth:`to_dict`; ``splits``, ``state``, the id lists and the legacy name are optional."""
+        """Inverse of :meth:`to_dict`.
+
+        Parameters
+        ----------
+        data : Mapping
+            ``segment_id``, ``hash_start`` and ``hash_end`` are required; ``splits``, ``state``, the
+            id lists and the legacy name are optional.
+
+        Returns
+        -------
+        Segment
+
+        Raises
+        ------
+        InvalidLayoutError
+            Not a mapping, a missing or unknown field, or an invalid value (naming the segment).
+        InvalidBoundaryError
+            Invalid ``splits`` (naming the segment).
+        """
         if not isinstance(data, Mapping):
             raise InvalidLayoutError(f"a segment must be a mapping, not {describe(data)}")
         sid = data.get("segment_id", "?")
@@ -166,6 +213,21 @@ class TopicLayout:
 
     The active segments' ranges tile 0x0000..0xFFFF exactly. Routing and transitions are methods;
     every transition returns a new layout with ``epoch + 1``.
+
+    Parameters
+    ----------
+    epoch : int
+        >= 0; a layout update with an epoch <= the applied one is ignored by its consumers.
+    segments : iterable of Segment
+        Every segment the topic still has (active and sealed), in any order.
+    topic : str, optional
+        ``<scheme>://<tenant>/<namespace>/<topic>``.
+
+    Raises
+    ------
+    InvalidLayoutError
+        An invalid epoch or topic, a non-Segment, a duplicate id, lineage that disagrees with the
+        segments present, or active ranges with a gap or overlap (the first one is named).
     """
 
     __slots__ = (
@@ -241,10 +303,12 @@ class TopicLayout:
 
     @property
     def epoch(self) -> int:
+        """The layout's epoch (transitions add 1)."""
         return self._epoch
 
     @property
     def topic(self) -> str:
+        """The topic name, ``<scheme>://<tenant>/<namespace>/<topic>``."""
         return self._topic
 
     @property
@@ -268,7 +332,23 @@ class TopicLayout:
         return self._legacy is not None
 
     def segment(self, segment_id: int) -> Segment:
-        """The segment with this id (KeyError if the layout has none)."""
+        """The segment with this id.
+
+        Parameters
+        ----------
+        segment_id : int
+
+        Returns
+        -------
+        Segment
+
+        Raises
+        ------
+        TypeError
+            ``segment_id`` is not an int.
+        KeyError
+            The layout has no such segment.
+        """
         if not is_int(segment_id):
             raise TypeError(f"segment_id must be an int, not {describe(segment_id)}")
         try:
@@ -277,13 +357,41 @@ class TopicLayout:
             raise KeyError(f"no segment {int(segment_id)} in layout epoch {self._epoch} of {self._topic}") from None
 
     def segment_topic(self, segment_id: int) -> str:
-        """``segment://<tenant>/<ns>/<topic>/<%04x start>-<%04x end>-<segment_id>``."""
+        """The segment's topic name: ``segment://<tenant>/<ns>/<topic>/<%04x start>-<%04x end>-<segment_id>``.
+
+        Parameters
+        ----------
+        segment_id : int
+
+        Returns
+        -------
+        str
+
+        Raises
+        ------
+        TypeError, KeyError
+            As :meth:`segment`.
+        """
         seg = self.segment(segment_id)
         tenant, namespace, name = self._names
         return f"segment://{tenant}/{namespace}/{name}/{seg.hash_start:04x}-{seg.hash_end:04x}-{seg.segment_id}"
 
     def is_newer_than(self, other: TopicLayout) -> bool:
-        """True when this layout's epoch is greater (an update with epoch <= applied is ignored)."""
+        """Whether this layout's epoch is greater than ``other``'s (an update with epoch <= applied is ignored).
+
+        Parameters
+        ----------
+        other : TopicLayout
+
+        Returns
+        -------
+        bool
+
+        Raises
+        ------
+        TypeError
+            ``other`` is not a TopicLayout.
+        """
         if not isinstance(other, TopicLayout):
             raise TypeError(f"can only compare with a TopicLayout, not {type(other).__name__}")
         return self._epoch > other._epoch
@@ -307,13 +415,38 @@ class TopicLayout:
     # --- routing ------------------------------------------------------------------------------
 
     def route_index(self, key_hashes: Any, *, round_robin: int = 0) -> tuple[Any, int]:
-        """Index into ``active_segments`` of every message, and the next round-robin position.
+        """Index into :attr:`active_segments` of every message, and the next round-robin position.
 
-        Keyed messages go by ``segment_hash`` to the active range containing it (all-legacy
-        layout: ``signSafeMod(raw & 0x7FFFFFFF, n)`` over the legacy segments in layout order);
-        the i-th keyless message goes to position ``(round_robin + i) % n`` (of the legacy order
-        for a legacy layout). ``key_hashes`` is a :class:`KeyHashes` or any key input of
-        :func:`bucketcore.hash_keys`. A single key gives an int index.
+        Keyed messages go by ``segment_hash`` to the active range containing it (all-legacy layout:
+        ``signSafeMod(raw & 0x7FFFFFFF, n)`` over the legacy segments in layout order); the i-th
+        keyless message goes to position ``(round_robin + i) % n`` (of the legacy order for a legacy
+        layout).
+
+        Parameters
+        ----------
+        key_hashes : KeyHashes or keys
+            A :class:`KeyHashes`, or any key input of :func:`bucketcore.hash_keys`. Of a KeyHashes,
+            only ``segment_hash`` and ``has_key`` are read (and ``raw`` for an all-legacy layout); they
+            are trusted to agree with each other, as :func:`bucketcore.hash_keys` makes them.
+        round_robin : int, optional
+            Position of the first keyless message in the rotation (>= 0).
+
+        Returns
+        -------
+        index : int or numpy.ndarray
+            ``np.int32`` array of the keys' shape; an int for a single key.
+        next_round_robin : int
+            The position for the next keyless message.
+
+        Raises
+        ------
+        TypeError
+            Keys of a type :func:`hash_keys` refuses, KeyHashes columns of the wrong dtypes, or a
+            non-int ``round_robin``.
+        ValueError
+            KeyHashes columns of different shapes, or a negative ``round_robin``.
+        KeyEncodingError
+            A str key that is not valid UTF-8.
         """
         kh = key_hashes if isinstance(key_hashes, KeyHashes) else hash_keys(key_hashes)
         rr = check_int(round_robin, "round_robin", lo=0)
@@ -335,10 +468,24 @@ class TopicLayout:
         return out.reshape(shape), int(next_rr)
 
     def route(self, key_hashes: Any, *, round_robin: int = 0) -> Any:
-        """segment_id of every message (np.int64 array of the keys' shape; an int for one key).
+        """segment_id of every message: :meth:`route_index` mapped through :attr:`active_segment_ids`.
 
-        Built on :meth:`route_index`; pass ``round_robin`` to continue a keyless rotation, and use
-        :meth:`route_index` to get the next position back.
+        Parameters
+        ----------
+        key_hashes : KeyHashes or keys
+            As :meth:`route_index`.
+        round_robin : int, optional
+            As :meth:`route_index` (use it to get the next position back).
+
+        Returns
+        -------
+        int or numpy.ndarray
+            ``np.int64`` array of the keys' shape; an int for a single key.
+
+        Raises
+        ------
+        TypeError, ValueError, KeyEncodingError
+            As :meth:`route_index`.
         """
         index, _ = self.route_index(key_hashes, round_robin=round_robin)
         if isinstance(index, int):
@@ -349,8 +496,13 @@ class TopicLayout:
         return ids.reshape(index.shape)
 
     def segment_table(self) -> np.ndarray:
-        """The 64 Ki table of keyed routing: index into :attr:`active_segments` by segment hash
-        (read-only np.uint16; the lookup table of the active starts' boundary list, built once)."""
+        """The 64 Ki table of keyed routing: index into :attr:`active_segments` by segment hash.
+
+        Returns
+        -------
+        numpy.ndarray
+            Read-only ``np.uint16`` (the lookup table of the active starts' boundary list, built once).
+        """
         return self._starts.lookup_table()
 
     # --- transitions --------------------------------------------------------------------------
@@ -544,12 +696,32 @@ class TopicLayout:
     # --- conversions --------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-friendly dict: ``{"epoch", "topic", "segments": [segment dicts]}``."""
+        """The layout as a plain JSON-friendly dict.
+
+        Returns
+        -------
+        dict
+            ``{"epoch", "topic", "segments": [segment dicts]}``.
+        """
         return {"epoch": self._epoch, "topic": self._topic, "segments": [s.to_dict() for s in self._segments]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TopicLayout:
-        """Inverse of :meth:`to_dict` (``topic`` optional); validated like the constructor."""
+        """Inverse of :meth:`to_dict` (``topic`` optional); validated like the constructor.
+
+        Parameters
+        ----------
+        data : Mapping
+
+        Returns
+        -------
+        TopicLayout
+
+        Raises
+        ------
+        InvalidLayoutError, InvalidBoundaryError
+            As the constructor and :meth:`Segment.from_dict`, or a missing or unknown field.
+        """
         if not isinstance(data, Mapping):
             raise InvalidLayoutError(f"a layout must be a mapping, not {describe(data)}")
         missing = [k for k in ("epoch", "segments") if k not in data]

@@ -96,7 +96,7 @@ def _declared_splits(declared: Any) -> tuple[int, ...]:
 
 
 class EntryBucketSelector:
-    """Live sharers of one segment and the bucket → consumer spread of DESIGN.md §3.5.
+    """Live sharers of one segment and the bucket -> consumer spread of DESIGN.md §3.5.
 
     Consumers are kept sorted by ``(name, consumer_id)``; consumer ``j`` of ``k`` owns buckets
     ``[j*N//k, (j+1)*N//k)``. With more consumers than buckets, ``k - N`` of them own an empty
@@ -106,6 +106,19 @@ class EntryBucketSelector:
     (stamps crossing a boundary of this list, routed whole by ``hash_min``) and
     ``malformed_entries`` (marked, never routed). Not thread-safe: one selector per segment,
     mutated by one thread (routing may run concurrently: each membership builds new tables).
+
+    Parameters
+    ----------
+    buckets : Buckets or sequence of int
+        The segment's boundary list (a Buckets or its split hashes).
+
+    Raises
+    ------
+    TypeError
+        ``buckets`` is neither a Buckets nor a sequence.
+    InvalidBoundaryError
+        Invalid splits, or a first split of 1: bucket 0 could not hold its canonical hash 1, so the
+        list cannot be dispatched (the reference dispatcher refuses it too).
     """
 
     def __init__(self, buckets: BucketsLike) -> None:
@@ -128,6 +141,7 @@ class EntryBucketSelector:
 
     @property
     def buckets(self) -> Buckets:
+        """The segment's boundary list."""
         return self._buckets
 
     @property
@@ -147,10 +161,30 @@ class EntryBucketSelector:
         return _moves(old_consumers, old_owner, consumers, new_owner)
 
     def add_consumer(self, name: str, consumer_id: int, *, declared: Any = None) -> tuple[BucketMove, ...]:
-        """Add a sharer; returns the buckets that moved (see :class:`BucketMove`).
+        """Add a sharer.
 
-        ``declared``: the boundary list the sharer subscribed with, checked by :meth:`validate`
-        before anything changes. A consumer already present is a ``ValueError``.
+        Parameters
+        ----------
+        name : str
+        consumer_id : int
+            0..2**64-1 (a uint64 on the wire).
+        declared : Buckets, sequence of int or sequence of (start, end), optional
+            The boundary list the sharer subscribed with; checked by :meth:`validate` before anything
+            changes.
+
+        Returns
+        -------
+        tuple of BucketMove
+            The buckets that changed owner, by first bucket.
+
+        Raises
+        ------
+        TypeError
+            A name that is not a str or an id that is not an int.
+        ValueError
+            The id is outside the uint64 range, or the consumer is already a member.
+        StaleLayoutError, InvalidBoundaryError
+            As :meth:`validate`.
         """
         consumer = _check_consumer(name, consumer_id)
         if consumer in self._consumers:
@@ -160,14 +194,49 @@ class EntryBucketSelector:
         return self._change(tuple(sorted(self._consumers + (consumer,))))
 
     def remove_consumer(self, name: str, consumer_id: int) -> tuple[BucketMove, ...]:
-        """Remove a sharer; returns the buckets that moved. An unknown consumer is a ``KeyError``."""
+        """Remove a sharer.
+
+        Parameters
+        ----------
+        name : str
+        consumer_id : int
+
+        Returns
+        -------
+        tuple of BucketMove
+            The buckets that changed owner.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`add_consumer` for the name and id.
+        KeyError
+            The consumer is not a member.
+        """
         consumer = _check_consumer(name, consumer_id)
         if consumer not in self._consumers:
             raise KeyError(f"consumer {consumer!r} is not a member")
         return self._change(tuple(c for c in self._consumers if c != consumer))
 
     def buckets_of(self, name: str, consumer_id: int) -> range:
-        """The contiguous range of buckets a member owns (empty for an idle one)."""
+        """The contiguous range of buckets a member owns (empty for an idle one).
+
+        Parameters
+        ----------
+        name : str
+        consumer_id : int
+
+        Returns
+        -------
+        range
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`add_consumer` for the name and id.
+        KeyError
+            The consumer is not a member.
+        """
         consumer = _check_consumer(name, consumer_id)
         try:
             j = self._consumers.index(consumer)
@@ -177,19 +246,58 @@ class EntryBucketSelector:
         return range(j * self._n // k, (j + 1) * self._n // k)
 
     def owner_of(self, hash: int) -> Consumer | None:
-        """Owner of the bucket containing bucket hash ``hash`` (0..0xFFFF), or None."""
+        """Owner of the bucket containing a bucket hash.
+
+        Parameters
+        ----------
+        hash : int
+            A bucket hash, 0..0xFFFF.
+
+        Returns
+        -------
+        tuple of (str, int) or None
+            ``(name, consumer_id)``, or None while the segment has no sharer.
+
+        Raises
+        ------
+        TypeError
+            ``hash`` is not an int.
+        ValueError
+            ``hash`` is outside 0..0xFFFF.
+        """
         slot = int(self._owner[self._table[check_hash(hash, "hash")]])
         return None if slot < 0 else self._consumers[slot]
 
     def owners(self) -> list[Consumer | None]:
-        """Per bucket, its owner or None."""
+        """Per bucket, its owner.
+
+        Returns
+        -------
+        list of (str, int) or None
+            One item per bucket: ``(name, consumer_id)`` or None.
+        """
         return [None if s < 0 else self._consumers[s] for s in self._owner.tolist()]
 
     def validate(self, declared_splits: Any) -> None:
-        """Raise :class:`StaleLayoutError` unless a sharer declared exactly this boundary list.
+        """Check that a sharer declared exactly this segment's boundary list.
 
-        ``declared_splits``: a :class:`Buckets`, the split hashes, or the inclusive ``(start, end)``
-        ranges a sharer sends (its ``bucket_ranges``). An empty list means one bucket.
+        Parameters
+        ----------
+        declared_splits : Buckets, sequence of int or sequence of (start, end)
+            A :class:`Buckets`, the split hashes, or the inclusive ``(start, end)`` ranges a sharer
+            sends (its ``bucket_ranges``). An empty list means one bucket.
+
+        Raises
+        ------
+        TypeError
+            ``declared_splits`` is none of these forms.
+        ValueError
+            A split or range bound outside 0..0xFFFF.
+        InvalidBoundaryError
+            The declared list's first split is 1 (bucket 0 cannot hold its canonical hash 1).
+        StaleLayoutError
+            The declared list differs from the segment's (the message names the first difference), or
+            its ranges do not tile 0x0000..0xFFFF.
         """
         declared = _declared_splits(declared_splits)
         if declared and declared[0] == 1:
