@@ -141,14 +141,14 @@ def console(stderr: bool = False) -> Any:
 
 
 @contextmanager
-def progress(description: str, total: int, enabled: bool = True) -> Iterator[Callable[[int], None]]:
+def progress(description: str, total: int | None, enabled: bool = True) -> Iterator[Callable[[int], None]]:
     """A progress bar on stderr (only on a terminal, and not with ``enabled=False``).
 
     Parameters
     ----------
     description : str
-    total : int
-        Units of work.
+    total : int or None
+        Units of work; None when unknown (the bar pulses and counts).
     enabled : bool
 
     Yields

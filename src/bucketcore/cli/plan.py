@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import CommandError, console, int_at_least, print_json, print_table
+from ._common import CommandError, console, int_at_least, print_json, print_table, progress
 
 __all__ = ["add_parser", "run"]
 
@@ -58,7 +58,7 @@ def add_parser(p: argparse.ArgumentParser) -> None:
     layout = p.add_mutually_exclusive_group()
     layout.add_argument(
         "--segments",
-        type=int_at_least(1, 65536),
+        type=int_at_least(1, 4096),
         default=None,
         help="a fresh layout of this many equal-range segments (default 1)",
     )
@@ -173,27 +173,39 @@ def run(args: argparse.Namespace) -> int:
 
     layout = _load_layout(args)
     active = layout.active_segments
-    hist = np.zeros((len(active), 0x10000), dtype=np.int64)
+    # per active segment that the sample reaches, a 65,536-bin count of bucket hashes
+    hist: dict[int, np.ndarray] = {}
     keys_seen = 0
     keyless = 0
-    for chunk in _key_chunks(args):
-        kh = bc.hash_keys(chunk)
-        keyed = np.asarray(kh.has_key)
-        keyless += int(keyed.size - np.count_nonzero(keyed))
-        if not keyed.any():
-            continue
-        index, _ = layout.route_index(kh)
-        index = np.asarray(index)[keyed]
-        flat = index.astype(np.int64) * 0x10000 + np.asarray(kh.bucket_hash)[keyed]
-        hist += np.bincount(flat, minlength=hist.size).reshape(hist.shape)
-        keys_seen += int(np.count_nonzero(keyed))
+    with progress("plan: reading the sample", None, enabled=not args.json) as update:
+        for chunk in _key_chunks(args):
+            kh = bc.hash_keys(chunk)
+            keyed = np.asarray(kh.has_key)
+            keyless += int(keyed.size - np.count_nonzero(keyed))
+            if not keyed.any():
+                continue
+            index = np.asarray(layout.route_index(kh)[0])[keyed].astype(np.int64)
+            bucket_hash = np.asarray(kh.bucket_hash)[keyed]
+            order = np.argsort(index, kind="stable")
+            index, bucket_hash = index[order], bucket_hash[order]
+            cuts = np.flatnonzero(np.diff(index)) + 1
+            for part_index, part in zip(np.split(index, cuts), np.split(bucket_hash, cuts), strict=True):
+                seg = int(part_index[0])
+                counts = np.bincount(part, minlength=0x10000)
+                if seg in hist:
+                    hist[seg] += counts
+                else:
+                    hist[seg] = counts.astype(np.int64)
+            keys_seen += int(np.count_nonzero(keyed))
+            update(keys_seen)
     if keys_seen == 0:
         raise CommandError(f"sample {args.sample!r} holds no keys")
     all_hashes = np.arange(0x10000)
     planned: dict[int, Any] = {}
     stats = []
+    nothing = np.zeros(0x10000, dtype=np.int64)
     for i, seg in enumerate(active):
-        weights = hist[i]
+        weights = hist.get(i, nothing)
         balanced = bc.Buckets.balanced(all_hashes, args.buckets, weights=weights)
         equal = bc.Buckets.equal_width(args.buckets)
         load_eq = equal.load(all_hashes, weights=weights)
