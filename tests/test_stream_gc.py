@@ -104,3 +104,14 @@ def test_objects_of_other_streams_are_untouched_by_a_trim(store) -> None:
     assert store.gc() == 3
     assert wal_objects(store.path) == [key]
     assert [e.payload for e in store.read("y")] == [b"y"]
+
+
+def test_trim_below_the_log_start_changes_nothing(tmp_path) -> None:
+    with StreamStore.open(tmp_path / "s") as s:
+        s.create_stream("x")
+        session = s.open_session("x", "w1")
+        s.append("x", [EntryPayload(b"a")], session=session)
+        s.append("x", [EntryPayload(b"b"), EntryPayload(b"c")], session=session)  # one object, [1,3)
+        assert s.trim("x", 1) == 1
+        assert s.trim("x", 0) == 1
+        assert [e.payload for e in read_all(s, "x")] == [b"b", b"c"]

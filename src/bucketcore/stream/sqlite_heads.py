@@ -372,6 +372,8 @@ class SQLiteHeadStore(HeadStore):
             if before_offset > head.committed_end:
                 raise ValueError(f"before_offset {before_offset} is past the committed end "
                                  f"{head.committed_end} of stream {stream_id!r}")
+            if before_offset <= head.log_start:
+                return head.log_start, 0
             new_start = before_offset
             if before_offset < head.committed_end:
                 row = db.execute("SELECT starts FROM appends WHERE stream_id = ? AND end_offset > ? "
