@@ -544,15 +544,27 @@ def test_layout_that_does_not_tile_is_refused_before_routing() -> None:
         TopicLayout(1, segments)  # the producer trusts TopicLayout's tiling ...
 
 
-def test_router_refuses_tables_that_name_missing_segments() -> None:
+def test_router_refuses_tables_that_name_missing_segments_or_buckets() -> None:
     """... and the kernel's router checks every index its tables hold, so inconsistent tables
     (a layout object that lies about its segments) are an error, never a read out of bounds."""
-    table = np.ones(65536, dtype=np.uint16)
     buckets = Buckets.equal_width(4).lookup_table()
+    first = np.array([0, 4], np.int32)
     with pytest.raises(ValueError, match="names segment 1 of 1"):
-        _routing.Router(_routing.BC_ROUTE_RANGE, table, np.zeros(1, np.int32), [buckets])
+        _routing.Router(
+            _routing.BC_ROUTE_RANGE, False, np.ones(65536, np.uint16), np.zeros(1, np.int32), [buckets], first
+        )
     with pytest.raises(ValueError, match=r"rotation\[1\] = 3"):
-        _routing.Router(_routing.BC_ROUTE_RANGE, np.zeros(65536, np.uint16), np.array([0, 3], np.int32), [buckets])
+        _routing.Router(
+            _routing.BC_ROUTE_RANGE, False, np.zeros(65536, np.uint16), np.array([0, 3], np.int32), [buckets], first
+        )
+    with pytest.raises(ValueError, match="names bucket 3 of a segment with 2"):
+        _routing.Router(
+            _routing.BC_ROUTE_ONE, False, None, np.zeros(1, np.int32), [buckets], np.array([0, 2], np.int32)
+        )
+    with pytest.raises(ValueError, match="65536"):
+        _routing.Router(_routing.BC_ROUTE_ONE, False, None, np.zeros(1, np.int32), [buckets[:10]], first)
+    with pytest.raises(ValueError, match="Buffer dtype mismatch"):
+        _routing.Router(_routing.BC_ROUTE_ONE, True, None, np.zeros(1, np.int32), [buckets], first)
 
 
 def test_bad_batcher_input_keeps_state() -> None:

@@ -28,9 +28,9 @@ cdef extern from "route.h" nogil:
 
 cdef class Router:
     cdef bc_router rule
-    cdef object keep             # the tables (and their owners), alive while rule points into them
+    cdef object keep             # the tables, alive while rule points into them
     cdef cnp.ndarray table_pointers
-    cdef cnp.ndarray first_buckets
+    cdef Py_ssize_t nsegments
 
     cdef check_offsets(self, const int64_t[::1] bucket_offsets)
     cdef int64_t first_turn(self, int64_t round_robin) noexcept

@@ -212,16 +212,28 @@ class _Plan:
     def router(self) -> _routing.Router:
         """The kernels' router for keys, built once: the same rules as TopicLayout.route_index
         (keyed by segment hash over the active starts, v4 signSafeMod for an all-legacy layout,
-        keyless messages in turn), with every boundary list's 64 Ki table."""
+        keyless messages in turn), with every boundary list's 64 Ki table. Tables hold 8-bit
+        entries where every index fits (half the cache footprint), and segments with the same
+        boundary list share one table."""
         if self._router is None:
             tables = self.use_tables()
+            counts = np.diff(self.bucket_offsets)
+            narrow = len(tables) <= 0x100 and int(counts.max()) <= 0x100
+            dtype = np.uint8 if narrow else np.uint16
+            shared: dict[tuple[int, ...], np.ndarray] = {}
+            bucket_tables = [shared.setdefault(b.splits, t.astype(dtype)) for b, t in zip(self.buckets, tables)]
+            if int(self.bucket_offsets[-1]) > 0x7FFFFFFF:
+                raise ValueError(f"the layout has {int(self.bucket_offsets[-1])} buckets; at most 2**31-1 are routed")
+            first_buckets = self.bucket_offsets.astype(np.int32)
+            segment_table = None
             if self.single or self.layout is None:
-                self._router = _routing.Router(_routing.BC_ROUTE_ONE, None, np.zeros(1, dtype=np.int32), tables)
+                mode, rotation = _routing.BC_ROUTE_ONE, np.zeros(1, dtype=np.int32)
             elif self.legacy_order is not None:
-                self._router = _routing.Router(_routing.BC_ROUTE_LEGACY, None, self.legacy_order, tables)
+                mode, rotation = _routing.BC_ROUTE_LEGACY, self.legacy_order
             else:
-                rotation = np.arange(self.segment_ids.shape[0], dtype=np.int32)
-                self._router = _routing.Router(_routing.BC_ROUTE_RANGE, self.layout.segment_table(), rotation, tables)
+                mode, rotation = _routing.BC_ROUTE_RANGE, np.arange(len(tables), dtype=np.int32)
+                segment_table = self.layout.segment_table().astype(dtype)
+            self._router = _routing.Router(mode, narrow, segment_table, rotation, bucket_tables, first_buckets)
         return self._router
 
     def use_tables(self) -> list[np.ndarray]:
