@@ -101,6 +101,7 @@ def test_simulate_counts_add_up_and_every_check_is_zero() -> None:
         "first_violation": -1,
         "first_lost": -1,
         "first_duplicate": -1,
+        "misrouted_entries": 0,
     }
     assert 0 < data["keyless"] < data["produced"]
     assert data["entries"] > 0

@@ -124,6 +124,7 @@ def report_dict(report: Any, workload: Any, config: Any, seconds: float) -> dict
             "first_violation": checks.first_violation,
             "first_lost": checks.first_lost,
             "first_duplicate": checks.first_duplicate,
+            "misrouted_entries": report.misrouted_entries,
         },
         "ok": report.ok,
         "store": report.store_path,
@@ -269,6 +270,11 @@ def _print_report(report: Any, data: dict[str, Any], config: Any) -> None:
             "duplicated after ack",
             checks.duplicated_after_ack,
             _verdict(checks.duplicated_after_ack, checks.first_duplicate),
+        ),
+        (
+            "entries misrouted (vs route_entries)",
+            report.misrouted_entries,
+            "ok" if report.misrouted_entries == 0 else "FAIL",
         ),
     ]
     print_table("checks (all must be 0)", ("check", "count", "result"), check_rows, out=out)

@@ -116,6 +116,9 @@ class SimReport:
         Entries appended to the store.
     delivered_entries, redelivered_entries, redelivered_messages : int
         Deliveries by the dispatchers (redeliveries after crashes included / counted apart).
+    misrouted_entries : int
+        Deliveries to a consumer that :func:`bucketcore.route_entries` does not name as the owner
+        of the entry's bucket under the segment's membership at that moment (must be 0).
     paused_bucket_ticks : int
         Sum over ticks of the buckets withheld from their owner while another consumer drained them.
     bucket_ticks : int
@@ -136,6 +139,7 @@ class SimReport:
     keyless: int
     entries: int
     delivered_entries: int
+    misrouted_entries: int
     redelivered_entries: int
     redelivered_messages: int
     paused_bucket_ticks: int
@@ -149,8 +153,8 @@ class SimReport:
 
     @property
     def ok(self) -> bool:
-        """True when every check passed."""
-        return self.checks.ok
+        """True when every check passed (and no delivery was misrouted)."""
+        return self.checks.ok and self.misrouted_entries == 0
 
 
 class _Consumer:
@@ -183,6 +187,7 @@ class _Segment:
         "messages",
         "sealed",
         "segment",
+        "selector",
         "stream_id",
     )
 
@@ -190,6 +195,8 @@ class _Segment:
         self.segment = segment
         self.stream_id = stream_id
         self.dispatcher = bc.Dispatcher(segment.buckets)
+        # the same membership, kept apart: route_entries over it cross-checks every delivery
+        self.selector = bc.EntryBucketSelector(segment.buckets)
         self.cursor = 0
         self.end = 0
         self.messages: dict[int, np.ndarray] = {}
@@ -286,6 +293,7 @@ class _Simulation:
             "assignments": 0,
         }
         self.delivered_entries = 0
+        self.misrouted_entries = 0
         self.redelivered_entries = 0
         self.redelivered_messages = 0
         self.paused_bucket_ticks = 0
@@ -333,12 +341,14 @@ class _Simulation:
             if isinstance(cmd, bc.Subscribe):
                 seg = self.segments[cmd.segment_id]
                 seg.dispatcher.add_consumer(c.name, c.cid, declared=list(cmd.hash_ranges) if cmd.shared else None)
+                seg.selector.add_consumer(c.name, c.cid)
                 c.members.add(cmd.segment_id)
                 c.load.segments.add(cmd.segment_id)
                 self._deliver(seg)
             elif isinstance(cmd, bc.Drain):
                 seg = self.segments[cmd.segment_id]
                 seg.dispatcher.remove_consumer(c.name, c.cid)
+                seg.selector.remove_consumer(c.name, c.cid)
                 if "skip_drain" in self.faults:
                     # a broker that hands the buckets over at once: it acks for the leaver
                     open_ids = c.state.unacked(cmd.segment_id) if cmd.segment_id in c.state.subscriptions else ()
@@ -377,6 +387,8 @@ class _Simulation:
             d = seg.dispatcher
             if (c.name, c.cid) in d.consumers or (c.name, c.cid) in d.leaving:
                 d.remove_consumer(c.name, c.cid, crash=True)
+            if (c.name, c.cid) in seg.selector.consumers:
+                seg.selector.remove_consumer(c.name, c.cid)
         c.queue.clear()
         c.members.clear()
         self._retire(c, "crashed")
@@ -490,9 +502,15 @@ class _Simulation:
 
     def _deliver(self, seg: _Segment) -> None:
         sid = seg.segment.segment_id
-        for (name, _cid), batch in seg.dispatcher.poll().items():
+        for (name, cid), batch in seg.dispatcher.poll().items():
             c = self.consumers[name]
             ids = batch.entry_ids.tolist()
+            # every entry must go to the owner of its stamp's bucket under the current membership
+            stamps = np.fromiter((seg.hash_min[off] for off in ids), dtype=np.uint16, count=len(ids))
+            slots = bc.route_entries(seg.selector, stamps)
+            members = seg.selector.consumers
+            expected = members.index((name, cid)) if (name, cid) in members else -3
+            self.misrouted_entries += int(np.count_nonzero(slots != expected))
             redelivered = batch.redelivered.tolist()
             for off, again in zip(ids, redelivered, strict=False):
                 msgs = seg.messages[off]
@@ -538,7 +556,6 @@ class _Simulation:
                 heapq.heappush(self.acks_due, (self.tick + delay, self.clock, name, sid, off))
 
     def ack_due(self) -> None:
-        touched: set[int] = set()
         while self.acks_due and self.acks_due[0][0] <= self.tick:
             _, _, name, sid, off = heapq.heappop(self.acks_due)
             c = self.consumers.get(name)
@@ -550,15 +567,14 @@ class _Simulation:
                 seg.force_acked.discard(off)
             else:
                 seg.dispatcher.ack(c.name, c.cid, off)
+                # what the ack released goes out before anything else changes the membership
+                self._deliver(seg)
             msgs = seg.messages[off]
             self.acked.add(msgs, self._stamp())
             self.acked_messages += int(msgs.size)
-            touched.add(sid)
             follow_ups = [cmd for cmd in commands if not isinstance(cmd, (bc.IndividualAck, bc.CumulativeAck))]
             if follow_ups or (c.leaving and not c.state.subscriptions):
                 self._apply(c, follow_ups)
-        for sid in sorted(touched):
-            self._deliver(self.segments[sid])
 
     # -- the run ---------------------------------------------------------------------------------
 
@@ -687,6 +703,7 @@ def simulate(
             keyless=int(np.count_nonzero(workload.keyless)),
             entries=store.appended,
             delivered_entries=sim.delivered_entries,
+            misrouted_entries=sim.misrouted_entries,
             redelivered_entries=sim.redelivered_entries,
             redelivered_messages=sim.redelivered_messages,
             paused_bucket_ticks=sim.paused_bucket_ticks,
