@@ -1,6 +1,6 @@
 """The stream store against a plain in-memory model of a log, over random sequences of operations
-(appends with and without expected starts and attempt ids, session takeovers, reads, stamp reads,
-trims, gc, reopen)."""
+(appends with and without expected starts and attempt ids, appends interrupted after steps 4-7
+and retried or not, session takeovers, reads, stamp reads, trims, gc, reopen)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import tempfile
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as stx
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from test_stream_support import InjectedFault, raising_hook, wal_objects
 
 import bucketcore.stream as st
 from bucketcore.stream import EntryPayload, StreamStore
-from test_stream_support import wal_objects
 
 _entry = stx.builds(
     lambda payload, count, meta, stamp: EntryPayload(payload, count, meta, *stamp),
@@ -37,6 +37,8 @@ class StreamModel(RuleBasedStateMachine):
         self.end = 0
         self.log_start = 0
         self.attempts: dict[str, tuple[list[EntryPayload], st.AppendResult]] = {}
+        self.faults = 0
+        self.pending_starts: list[int] = []
 
     def teardown(self) -> None:
         if hasattr(self, "store"):
@@ -79,6 +81,30 @@ class StreamModel(RuleBasedStateMachine):
             return
         raise AssertionError("a wrong expected start must be refused")
 
+    @rule(entries=stx.lists(_entry, min_size=1, max_size=3), step=stx.sampled_from([4, 5, 6, 7]),
+          retry=stx.booleans())
+    def append_with_a_fault(self, entries, step, retry) -> None:  # type: ignore[no-untyped-def]
+        self.faults += 1
+        attempt = f"fault-{self.faults}"
+        with StreamStore.open(self.dir, _fault=raising_hook(step)) as faulty:
+            try:
+                faulty.append("m", entries, session=self.session, attempt_id=attempt)
+            except InjectedFault:
+                pass
+            else:
+                raise AssertionError("the fault hook did not fire")
+        if step in (5, 6) and not retry:
+            self.pending_starts.append(self.end)  # protected until the head moves past it
+        if step == 7:  # after the head CAS: committed although the caller saw an error
+            start = self.end
+            self._commit(entries)
+        if retry:
+            res = self.store.append("m", entries, session=self.session, attempt_id=attempt)
+            if step != 7:
+                start = self.end
+                self._commit(entries)
+            assert (res.start_offset, res.end_offset) == (start, self.end)
+
     @rule()
     def take_over(self) -> None:
         self.stale.append(self.session)
@@ -113,6 +139,13 @@ class StreamModel(RuleBasedStateMachine):
     @rule()
     def gc(self) -> None:
         self.store.gc()
+        referenced = set()
+        for rows in self.store._heads.scan_index("m", self.log_start, (), 64):
+            referenced.update(r[3] for r in rows)
+        # what gc keeps beyond the retained appends: only the objects of interrupted appends that
+        # could still commit (protected, and the head has not moved past their start)
+        extra = set(wal_objects(self.dir)) - referenced
+        assert len(extra) <= sum(1 for p in self.pending_starts if p == self.end)
 
     @rule()
     def reopen(self) -> None:
