@@ -42,7 +42,9 @@ __all__ = ["FAULTS", "SimConfig", "SimReport", "simulate"]
 
 #: Faults a test may inject through ``simulate(..., _faults=...)`` (never a user option): each
 #: must make one of the checks fail.
-FAULTS = frozenset({"consumer_out_of_order", "skip_drain", "store_drops_entry", "store_duplicates_entry"})
+FAULTS = frozenset(
+    {"consumer_out_of_order", "skip_drain", "store_drops_entry", "store_duplicates_entry", "dispatcher_misses_join"}
+)
 
 
 @dataclass(frozen=True)
@@ -340,14 +342,19 @@ class _Simulation:
         for cmd in commands:
             if isinstance(cmd, bc.Subscribe):
                 seg = self.segments[cmd.segment_id]
-                seg.dispatcher.add_consumer(c.name, c.cid, declared=list(cmd.hash_ranges) if cmd.shared else None)
+                if "dispatcher_misses_join" in self.faults and seg.dispatcher.consumers:
+                    pass  # a broker that loses the join of a sharer: the old owners keep its buckets
+                else:
+                    declared = list(cmd.hash_ranges) if cmd.shared else None
+                    seg.dispatcher.add_consumer(c.name, c.cid, declared=declared)
                 seg.selector.add_consumer(c.name, c.cid)
                 c.members.add(cmd.segment_id)
                 c.load.segments.add(cmd.segment_id)
                 self._deliver(seg)
             elif isinstance(cmd, bc.Drain):
                 seg = self.segments[cmd.segment_id]
-                seg.dispatcher.remove_consumer(c.name, c.cid)
+                if (c.name, c.cid) in seg.dispatcher.consumers:
+                    seg.dispatcher.remove_consumer(c.name, c.cid)
                 seg.selector.remove_consumer(c.name, c.cid)
                 if "skip_drain" in self.faults:
                     # a broker that hands the buckets over at once: it acks for the leaver
