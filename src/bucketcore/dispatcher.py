@@ -632,20 +632,22 @@ class Dispatcher:
     ) -> int:
         """``offer`` of one entry given as scalars: the rules of the column path (the same helpers
         raise the same errors), without building a column per argument."""
-        if hash_min is None or (stamped is None and key_hash is not None):
-            _check_route_arguments(hash_min, hash_max, key_hash, stamped)  # raises for these shapes
         entry = entry_id if type(entry_id) is int else int(entry_id)
         if not 0 <= entry <= INT64_MAX:
             raise _negative_entry_id(0, entry) if entry < 0 else _entry_id_too_large(0, entry)
         last = self._last_id
         if last is not None and entry <= last:
             raise _entry_id_not_after(entry, last)
-        is_stamped = hash_min is not None and (stamped is None or bool(stamped))
-        if key_hash is not None:
-            if not 0 <= key_hash <= MAX_RAW_HASH:
-                raise _key_hash_outside(0, int(key_hash))
-        elif not is_stamped:
-            raise _unstamped_without_key_hash(0)
+        if hash_min is not None and stamped is None and key_hash is None:
+            is_stamped = True  # a stamped entry, nothing else to route by
+        else:
+            _check_route_arguments(hash_min, hash_max, key_hash, stamped)
+            is_stamped = hash_min is not None and (stamped is None or bool(stamped))
+            if key_hash is not None:
+                if not 0 <= key_hash <= MAX_RAW_HASH:
+                    raise _key_hash_outside(0, int(key_hash))
+            elif not is_stamped:
+                raise _unstamped_without_key_hash(0)
         msgs = 1
         if message_count is not None:
             msgs = int(message_count)
@@ -653,7 +655,7 @@ class Dispatcher:
                 raise _message_count_below_one(0, msgs)
             if msgs > INT64_MAX:
                 raise _message_count_too_large()
-        straddling = 0
+        straddling = False
         if is_stamped:
             h = hash_min if type(hash_min) is int else int(hash_min)
             hi = h if hash_max is None else int(hash_max)
@@ -663,7 +665,7 @@ class Dispatcher:
                 check_status(Status.BC_ERR_STAMP_ORDER, 0, hash_min=(h,), hash_max=(hi,))
             if hi != h:
                 table = self._selector._table
-                straddling = int(table[hi] != table[h])
+                straddling = bool(table[hi] != table[h])
         else:
             h = int(key_hash) & 0xFFFF
         self._last_id = entry
