@@ -92,7 +92,8 @@ def _paused(owner: np.ndarray, holder: np.ndarray) -> np.ndarray:
     return (owner >= 0) & (holder >= 0) & (holder != owner)
 
 
-def _one(value: Any) -> Any:
+def _one_item(value: Any) -> Any:
+    """A scalar argument of a one-entry call as a column of one item (a column or None as is)."""
     if isinstance(value, KeyHashes):
         value = value.raw
     return None if value is None else (value if np.ndim(value) else [value])
@@ -487,11 +488,11 @@ class Dispatcher:
             # one entry whose other arguments are not all scalars: as columns of one item
             entry_ids, hash_min, hash_max, key_hash, stamped, message_count = (
                 [entry_ids],
-                _one(hash_min),
-                _one(hash_max),
-                _one(key_hash),
-                _one(stamped),
-                _one(message_count),
+                _one_item(hash_min),
+                _one_item(hash_max),
+                _one_item(key_hash),
+                _one_item(stamped),
+                _one_item(message_count),
             )
         ids = _entry_id_column(entry_ids)
         n = ids.size

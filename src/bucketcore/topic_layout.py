@@ -278,23 +278,23 @@ class TopicLayout:
             A str key that is not valid UTF-8.
         """
         kh = key_hashes if isinstance(key_hashes, KeyHashes) else hash_keys(key_hashes)
-        rr = check_int(round_robin, "round_robin", lo=0)
+        rotation = check_int(round_robin, "round_robin", lo=0)
         raw, segment_hash, has_key, shape = _key_columns(kh)
         out = np.empty(raw.size, dtype=np.int32)
         if self._legacy is not None:
             parts = self._legacy.size
-            next_rr = _layout.route_legacy(raw, has_key, out, self._legacy, rr % parts)
+            next_rotation = _layout.route_legacy(raw, has_key, out, self._legacy, rotation % parts)
         else:
             n_active = len(self._active)
             table = None
             if self._starts.table_pays_off(raw.size):
                 table = self.segment_table()
-            next_rr = _layout.route_keyed(
-                self._starts.splits_array, segment_hash, has_key, out, table, rr % n_active, n_active
+            next_rotation = _layout.route_keyed(
+                self._starts.splits_array, segment_hash, has_key, out, table, rotation % n_active, n_active
             )
         if shape == ():
-            return int(out[0]), int(next_rr)
-        return out.reshape(shape), int(next_rr)
+            return int(out[0]), int(next_rotation)
+        return out.reshape(shape), int(next_rotation)
 
     def route(self, key_hashes: Any, *, round_robin: int = 0) -> Any:
         """segment_id of every message: :meth:`route_index` mapped through :attr:`active_segment_ids`.
