@@ -199,7 +199,7 @@ def test_merge_sums_the_parents_buckets_below_the_ceiling() -> None:
 
 
 def test_the_default_ceiling_is_the_reference_brokers_1024() -> None:
-    # AutoScalePolicyEvaluatorTest.baseConfig: maxEntryBucketsPerSegment(1024), the broker default.
+    # AutoScalePolicyEvaluatorTest (its baseConfig helper): maxEntryBucketsPerSegment(1024), the broker default.
     assert MAX_BUCKETS_PER_SEGMENT == 1024
     big = equal_segments(2, 1000)
     assert big.merge(0, 1).segment(2).buckets.count == 1024
@@ -235,3 +235,77 @@ def test_drained_id_the_layout_does_not_know_is_refused() -> None:
 def test_balanced_with_no_observations_is_equal_width() -> None:
     assert Buckets.balanced([], 4) == Buckets.equal_width(4)
     assert Buckets.balanced([5, 9], 4, weights=[0, 0]) == Buckets.equal_width(4)
+
+
+# --- the rest of the reference's boundary-list and layout tests -----------------------------------
+
+
+def test_buckets_for_budget_floors_at_one() -> None:
+    # EntryBucketSplitsTest.testBucketsForBudgetFloorsAtLeastOne
+    assert [bc.buckets_for_budget(4, k) for k in (1, 2, 4, 8, 3)] == [4, 2, 1, 1, 1]
+
+
+def test_ranges_from_splits() -> None:
+    # EntryBucketSplitsTest.testRangesSingleBucketSpansWholeRing / testRangesFromSplits
+    assert Buckets().ranges == [(0, 0xFFFF)]
+    assert Buckets([0x8000]).ranges == [(0, 0x7FFF), (0x8000, 0xFFFF)]
+    assert Buckets([0x4000, 0x8000, 0xC000]).ranges == [
+        (0, 0x3FFF),
+        (0x4000, 0x7FFF),
+        (0x8000, 0xBFFF),
+        (0xC000, 0xFFFF),
+    ]
+
+
+def test_split_seals_the_parent_and_adds_two_children_over_its_halves() -> None:
+    # SegmentLayoutTest.testSplitSegment: createInitialMetadata(2, 4) then splitSegment(0)
+    after = equal_segments(2, 2).split(0)
+    assert after.epoch == 1 and len(after.active_segments) == 3 and len(after.segments) == 4
+    assert after.segment(0).state == bc.SEALED and after.segment(0).child_ids == (2, 3)
+    assert [after.segment(i).parent_ids for i in (2, 3)] == [(0,), (0,)]
+    assert [(after.segment(i).hash_start, after.segment(i).hash_end) for i in (2, 3)] == [
+        (0x0000, 0x3FFF),
+        (0x4000, 0x7FFF),
+    ]
+
+
+def test_split_or_rebucket_of_a_sealed_segment_and_merge_of_non_adjacent_ones_are_refused() -> None:
+    # SegmentLayoutTest.testSplitNonActiveSegment / testMergeNonAdjacentSegments
+    after = equal_segments(2, 2).split(0)
+    with pytest.raises(InvalidLayoutError, match="cannot split segment 0: it is sealed"):
+        after.split(0)
+    with pytest.raises(InvalidLayoutError, match="not adjacent"):
+        equal_segments(4, 1).merge(0, 2)
+
+
+def test_merge_seals_both_parents_and_covers_their_ranges() -> None:
+    # SegmentLayoutTest.testMergeSegments: split 0, then merge its children back
+    merged = equal_segments(2, 2).split(0).merge(2, 3)
+    assert merged.epoch == 2 and len(merged.active_segments) == 2
+    assert merged.segment(2).state == merged.segment(3).state == bc.SEALED
+    child = merged.segment(4)
+    assert child.state == bc.ACTIVE and child.parent_ids == (2, 3)
+    assert (child.hash_start, child.hash_end) == (0x0000, 0x7FFF)
+
+
+def test_spread_is_independent_of_join_order_and_caps_owners_at_n() -> None:
+    # EntryBucketConsumerSelectorTest.testDeterministicSpreadIsAddOrderIndependent /
+    # testSpreadWithMoreConsumersThanBuckets / testSelectWithNoConsumers
+    four = Buckets.equal_width(4)
+    one, two = bc.EntryBucketSelector(four), bc.EntryBucketSelector(four)
+    one.add_consumer("consumer-a", 1)
+    one.add_consumer("consumer-b", 2)
+    two.add_consumer("consumer-b", 2)
+    two.add_consumer("consumer-a", 1)
+    expected = [("consumer-a", 1)] * 2 + [("consumer-b", 2)] * 2
+    assert [one.owner_of(four.canonical_hash(b)) for b in range(4)] == expected
+    assert [two.owner_of(four.canonical_hash(b)) for b in range(4)] == expected
+    many = bc.EntryBucketSelector(four)
+    for i in range(6):
+        many.add_consumer(f"consumer-{i}", i)
+    assert len({many.owner_of(four.canonical_hash(b)) for b in range(4)}) == 4
+    empty = bc.EntryBucketSelector(four)
+    assert empty.owner_of(1) is None
+    empty.add_consumer("consumer-a", 1)
+    empty.remove_consumer("consumer-a", 1)
+    assert empty.owner_of(1) is None
