@@ -26,31 +26,37 @@ import numpy as np
 
 from .records import Intent, Session, StreamHead
 
-__all__ = ["INDEX_COLUMNS", "HeadStore", "IndexRow"]
+__all__ = ["INDEX_COLUMNS", "LOCATION_DTYPE", "STAMP_DTYPE", "HeadStore", "IndexRow"]
 
-#: The packed per-entry columns of an index row, in the order :meth:`HeadStore.scan_index` may
-#: be asked for, with their numpy dtypes.
-INDEX_COLUMNS: dict[str, np.dtype] = {
-    "starts": np.dtype("<i8"),
-    "hash_min": np.dtype("<u2"),
-    "hash_max": np.dtype("<u2"),
-    "stamped": np.dtype("u1"),
-    "segment_id": np.dtype("<i8"),
-    "bucket": np.dtype("<i4"),
-    "payload_off": np.dtype("<i8"),
-    "payload_len": np.dtype("<i8"),
-    "payload_crc": np.dtype("<u4"),
-    "meta_off": np.dtype("<i8"),
-}
+#: One record per entry of an index row's ``stamps`` BLOB: what ``read_stamps`` returns.
+STAMP_DTYPE = np.dtype([
+    ("start_offset", "<i8"),
+    ("hash_min", "<u2"),
+    ("hash_max", "<u2"),
+    ("stamped", "u1"),
+    ("segment_id", "<i8"),
+    ("bucket", "<i4"),
+])
+
+#: One record per entry of an index row's ``locations`` BLOB: where its bytes are in the object.
+LOCATION_DTYPE = np.dtype([
+    ("payload_off", "<i8"),
+    ("payload_len", "<i8"),
+    ("payload_crc", "<u4"),
+    ("meta_off", "<i8"),
+])
+
+#: The packed columns of an index row that :meth:`HeadStore.scan_index` may be asked for.
+INDEX_COLUMNS = ("stamps", "locations", "metadata")
 
 
 @dataclass(frozen=True, slots=True)
 class IndexRow:
-    """One committed append in the entry index: its range, target and packed per-entry columns.
+    """One committed append in the entry index: its range, target and packed per-entry records.
 
-    ``columns`` maps each name of :data:`INDEX_COLUMNS` to the raw little-endian bytes of that
-    column (``meta_off`` has ``entry_count + 1`` items, the others ``entry_count``); ``metadata``
-    is every entry's metadata concatenated.
+    ``stamps`` holds ``entry_count`` records of :data:`STAMP_DTYPE` and ``locations`` as many of
+    :data:`LOCATION_DTYPE` (little-endian, packed); ``metadata`` is every entry's metadata
+    concatenated (entry ``i``'s runs from its ``meta_off`` to the next one's, or to the end).
     """
 
     stream_id: str
@@ -63,7 +69,8 @@ class IndexRow:
     object_key: str
     object_length: int
     object_crc: int
-    columns: dict[str, bytes]
+    stamps: bytes
+    locations: bytes
     metadata: bytes
 
 
@@ -251,15 +258,14 @@ class HeadStore(abc.ABC):
         """Index rows of committed appends ending after ``from_offset``, in offset order, in batches.
 
         Each row is ``(start_offset, end_offset, entry_count, object_key, object_length,
-        *columns)`` where each requested column is its packed bytes (``"metadata"`` may be asked
-        for as well).
+        *columns)`` where each requested column is its packed bytes.
 
         Parameters
         ----------
         stream_id : str
         from_offset : int
         columns : sequence of str
-            Names from :data:`INDEX_COLUMNS` or ``"metadata"``.
+            Names from :data:`INDEX_COLUMNS`.
         batch_rows : int
             Rows in the first yielded batch; later batches may grow (a caller that stops early
             fetches little, a long scan fetches in large batches).

@@ -21,7 +21,7 @@ from ..errors import (
     StreamExistsError,
     UnknownStreamError,
 )
-from .heads import INDEX_COLUMNS, HeadStore, IndexRow
+from .heads import INDEX_COLUMNS, STAMP_DTYPE, HeadStore, IndexRow
 from .records import Intent, Session, StreamHead
 
 __all__ = ["SCHEMA_VERSION", "SQLiteHeadStore"]
@@ -95,16 +95,8 @@ CREATE TABLE IF NOT EXISTS appends (
     object_key TEXT NOT NULL,
     object_length INTEGER NOT NULL,
     object_crc INTEGER NOT NULL,
-    starts BLOB NOT NULL,
-    hash_min BLOB NOT NULL,
-    hash_max BLOB NOT NULL,
-    stamped BLOB NOT NULL,
-    segment_id BLOB NOT NULL,
-    bucket BLOB NOT NULL,
-    payload_off BLOB NOT NULL,
-    payload_len BLOB NOT NULL,
-    payload_crc BLOB NOT NULL,
-    meta_off BLOB NOT NULL,
+    stamps BLOB NOT NULL,
+    locations BLOB NOT NULL,
     metadata BLOB NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS appends_range ON appends (stream_id, end_offset);
@@ -116,7 +108,7 @@ _HEAD_COLUMNS = ("stream_id, profile, version, committed_end, logical_size, last
 _INTENT_COLUMNS = ("commit_id, stream_id, writer, attempt_id, epoch, start_offset, end_offset, "
                    "record_count, entry_count, logical_bytes, object_key, object_length, object_crc, "
                    "content_crc, state, commit_version, logical_size")
-_SCANNABLE = frozenset(INDEX_COLUMNS) | {"metadata"}
+_SCANNABLE = frozenset(INDEX_COLUMNS)
 _MAX_BATCH_ROWS = 4096
 
 # The head CAS: the append's linearisation point. One conditional UPDATE; a head store on another
@@ -320,17 +312,13 @@ class SQLiteHeadStore(HeadStore):
                 # leaving the block by raising rolls the head update back
                 raise InvariantViolationError(
                     f"commit intent {intent.commit_id!r} is not pending; the head was left unchanged")
-            cols = row.columns
             db.execute(
                 "INSERT INTO appends (stream_id, end_offset, start_offset, entry_count, record_count, "
-                "logical_bytes, commit_id, object_key, object_length, object_crc, starts, hash_min, "
-                "hash_max, stamped, segment_id, bucket, payload_off, payload_len, payload_crc, meta_off, "
-                "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "logical_bytes, commit_id, object_key, object_length, object_crc, stamps, locations, "
+                "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (row.stream_id, row.end_offset, row.start_offset, row.entry_count, row.record_count,
                  row.logical_bytes, row.commit_id, row.object_key, row.object_length, row.object_crc,
-                 cols["starts"], cols["hash_min"], cols["hash_max"], cols["stamped"], cols["segment_id"],
-                 cols["bucket"], cols["payload_off"], cols["payload_len"], cols["payload_crc"],
-                 cols["meta_off"], row.metadata))
+                 row.stamps, row.locations, row.metadata))
             db.execute("DELETE FROM protections WHERE object_key = ?", (row.object_key,))
             head = self._head(db, expected.stream_id)
         return head
@@ -376,10 +364,10 @@ class SQLiteHeadStore(HeadStore):
                 return head.log_start, 0
             new_start = before_offset
             if before_offset < head.committed_end:
-                row = db.execute("SELECT starts FROM appends WHERE stream_id = ? AND end_offset > ? "
+                row = db.execute("SELECT stamps FROM appends WHERE stream_id = ? AND end_offset > ? "
                                  "ORDER BY end_offset LIMIT 1", (stream_id, before_offset)).fetchone()
                 if row is not None:
-                    starts = np.frombuffer(row[0], dtype=INDEX_COLUMNS["starts"])
+                    starts = np.frombuffer(row[0], dtype=STAMP_DTYPE)["start_offset"]
                     # the entry holding before_offset stays whole
                     new_start = int(starts[np.searchsorted(starts, before_offset, side="right") - 1])
             new_start = max(new_start, head.log_start)

@@ -43,7 +43,7 @@ from ..errors import (
     UnknownStreamError,
 )
 from ..producer import EntryTable
-from .heads import INDEX_COLUMNS, HeadStore, IndexRow
+from .heads import LOCATION_DTYPE, STAMP_DTYPE, HeadStore, IndexRow
 from .payload import CommittedEntry, EntryColumns, StampColumns
 from .records import (
     PROFILES,
@@ -68,9 +68,8 @@ __all__ = ["StreamStore"]
 _HEADS_FILE = "heads.sqlite3"
 _WAL_DIR = "wal"
 _MAX_OFFSET = 2**63 - 1
-_READ_COLUMNS = ("starts", "hash_min", "hash_max", "stamped", "segment_id", "bucket", "payload_off",
-                 "payload_len", "payload_crc", "meta_off", "metadata")
-_STAMP_COLUMNS = ("starts", "hash_min", "hash_max", "stamped", "segment_id", "bucket")
+_READ_COLUMNS = ("stamps", "locations", "metadata")
+_STAMP_COLUMNS = ("stamps",)
 
 #: A fault hook gets the number of the step just completed (4, 5, 6 or 7).
 FaultHook = Callable[[int], None]
@@ -542,25 +541,24 @@ class StreamStore:
     def _index_row(stream_id: str, start: int, end: int, commit_id: str, key: str,
                    cols: EntryColumns, obj: EncodedObject) -> IndexRow:
         n = len(cols)
-        starts = np.empty(n, dtype=np.int64)
+        stamps = np.zeros(n, dtype=STAMP_DTYPE)
+        starts = stamps["start_offset"]
         starts[0] = start
         if n > 1:
             np.cumsum(cols.record_count[:-1], out=starts[1:])
             starts[1:] += start
-        packed = {
-            "starts": starts.astype("<i8").tobytes(),
-            "hash_min": cols.hash_min.astype("<u2").tobytes(),
-            "hash_max": cols.hash_max.astype("<u2").tobytes(),
-            "stamped": cols.stamped.astype("u1").tobytes(),
-            "segment_id": cols.segment_id.astype("<i8").tobytes(),
-            "bucket": cols.bucket.astype("<i4").tobytes(),
-            "payload_off": obj.payload_off.astype("<i8").tobytes(),
-            "payload_len": obj.payload_len.astype("<i8").tobytes(),
-            "payload_crc": obj.payload_crc.astype("<u4").tobytes(),
-            "meta_off": obj.meta_off.astype("<i8").tobytes(),
-        }
+        stamps["hash_min"] = cols.hash_min
+        stamps["hash_max"] = cols.hash_max
+        stamps["stamped"] = cols.stamped
+        stamps["segment_id"] = cols.segment_id
+        stamps["bucket"] = cols.bucket
+        locations = np.zeros(n, dtype=LOCATION_DTYPE)
+        locations["payload_off"] = obj.payload_off
+        locations["payload_len"] = obj.payload_len
+        locations["payload_crc"] = obj.payload_crc
+        locations["meta_off"] = obj.meta_off[:-1]
         return IndexRow(stream_id, start, end, n, end - start, obj.logical_bytes, commit_id, key,
-                        len(obj.data), obj.object_crc, packed, obj.metadata)
+                        len(obj.data), obj.object_crc, stamps.tobytes(), locations.tobytes(), obj.metadata)
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -620,24 +618,26 @@ class StreamStore:
         return out
 
     def _read_row(self, row: tuple, from_offset: int, room: int, out: list[CommittedEntry]) -> None:
-        (_, end, n, key, length, b_starts, b_lo, b_hi, b_stamped, b_seg, b_bucket, b_off, b_len,
-         b_crc, b_meta_off, metadata) = row
-        starts_arr = np.frombuffer(b_starts, dtype=INDEX_COLUMNS["starts"])
-        first = max(int(np.searchsorted(starts_arr, from_offset, side="right")) - 1, 0)
+        _, end, n, key, length, b_stamps, b_locations, metadata = row
+        stamps = np.frombuffer(b_stamps, dtype=STAMP_DTYPE)
+        first = max(int(np.searchsorted(stamps["start_offset"], from_offset, side="right")) - 1, 0)
         last = min(n, first + room)
         sl = slice(first, last)
-        starts = starts_arr[first:last + 1].tolist()
+        starts = stamps["start_offset"][first:last + 1].tolist()
         if last == n:
             starts.append(end)
-        off = np.frombuffer(b_off, dtype=INDEX_COLUMNS["payload_off"])[sl].tolist()
-        size = np.frombuffer(b_len, dtype=INDEX_COLUMNS["payload_len"])[sl].tolist()
-        crc = np.frombuffer(b_crc, dtype=INDEX_COLUMNS["payload_crc"])[sl].tolist()
-        meta_off = np.frombuffer(b_meta_off, dtype=INDEX_COLUMNS["meta_off"])[first:last + 1].tolist()
-        stamped = np.frombuffer(b_stamped, dtype=np.uint8)[sl].tolist()
-        h_lo = np.frombuffer(b_lo, dtype=INDEX_COLUMNS["hash_min"])[sl].tolist()
-        h_hi = np.frombuffer(b_hi, dtype=INDEX_COLUMNS["hash_max"])[sl].tolist()
-        seg = np.frombuffer(b_seg, dtype=INDEX_COLUMNS["segment_id"])[sl].tolist()
-        bucket = np.frombuffer(b_bucket, dtype=INDEX_COLUMNS["bucket"])[sl].tolist()
+        locations = np.frombuffer(b_locations, dtype=LOCATION_DTYPE)
+        off = locations["payload_off"][sl].tolist()
+        size = locations["payload_len"][sl].tolist()
+        crc = locations["payload_crc"][sl].tolist()
+        meta_off = locations["meta_off"][first:last + 1].tolist()
+        if last == n:
+            meta_off.append(len(metadata))
+        stamped = stamps["stamped"][sl].tolist()
+        h_lo = stamps["hash_min"][sl].tolist()
+        h_hi = stamps["hash_max"][sl].tolist()
+        seg = stamps["segment_id"][sl].tolist()
+        bucket = stamps["bucket"][sl].tolist()
         lo_b = off[0]
         span = self._wal.read_span(key, length, lo_b, off[-1] + size[-1])
         append = out.append
@@ -648,14 +648,13 @@ class StreamStore:
                 raise ChecksumError(f"WAL object {key!r}: the entry at offset {starts[i]} fails its "
                                     f"CRC32C check (recorded {crc[i]:#010x})")
             s, e = starts[i], starts[i + 1]
+            meta = metadata[meta_off[i]:meta_off[i + 1]]
+            segment = None if seg[i] < 0 else seg[i]
+            bkt = None if bucket[i] < 0 else bucket[i]
             if stamped[i]:
-                append(CommittedEntry(s, e, e - s, payload, metadata[meta_off[i]:meta_off[i + 1]],
-                                      h_lo[i], h_hi[i], None if seg[i] < 0 else seg[i],
-                                      None if bucket[i] < 0 else bucket[i]))
+                append(CommittedEntry(s, e, e - s, payload, meta, h_lo[i], h_hi[i], segment, bkt))
             else:
-                append(CommittedEntry(s, e, e - s, payload, metadata[meta_off[i]:meta_off[i + 1]],
-                                      None, None, None if seg[i] < 0 else seg[i],
-                                      None if bucket[i] < 0 else bucket[i]))
+                append(CommittedEntry(s, e, e - s, payload, meta, None, None, segment, bkt))
 
     def read_stamps(self, stream_id: str, from_offset: int = 0, max_entries: int | None = None) -> StampColumns:
         """The stamps of committed entries from ``from_offset`` on, as numpy columns; no payload is read.
@@ -688,7 +687,7 @@ class StreamStore:
         from_offset = check_offset(from_offset, "from_offset")
         limit = None if max_entries is None else check_count(max_entries, "max_entries")
         self._readable_head(stream_id, from_offset)
-        parts: list[list[bytes]] = [[] for _ in _STAMP_COLUMNS]
+        blobs: list[bytes] = []
         last_end = from_offset
         have = 0
         skip = 0
@@ -699,30 +698,34 @@ class StreamStore:
         try:
             for rows in batches:
                 if first_row:
-                    starts0 = np.frombuffer(rows[0][5], dtype=INDEX_COLUMNS["starts"])
+                    starts0 = np.frombuffer(rows[0][5], dtype=STAMP_DTYPE)["start_offset"]
                     skip = max(int(np.searchsorted(starts0, from_offset, side="right")) - 1, 0)
                     have = -skip
                     first_row = False
-                for j, col in enumerate(parts):
-                    col.extend([r[5 + j] for r in rows])
+                blobs.extend([r[5] for r in rows])
                 have += sum(r[2] for r in rows)
                 last_end = rows[-1][1]
                 if limit is not None and have >= limit:
                     break
         finally:
             batches.close()  # type: ignore[attr-defined]
-        cols = [np.frombuffer(b"".join(p), dtype=INDEX_COLUMNS[name])
-                for p, name in zip(parts, _STAMP_COLUMNS, strict=True)]
-        starts, h_lo, h_hi, stamped, seg, bucket = cols
-        ends = np.empty_like(starts)
-        if starts.shape[0]:
-            ends[:-1] = starts[1:]  # appends are contiguous: an entry ends where the next starts
-            ends[-1] = last_end
-        ends.setflags(write=False)
-        stop = None if limit is None else skip + limit
-        sl = slice(skip, stop)
-        return StampColumns(starts[sl], ends[sl], h_lo[sl], h_hi[sl], stamped.view(np.bool_)[sl],
-                            seg[sl], bucket[sl])
+        fetched = np.frombuffer(b"".join(blobs), dtype=STAMP_DTYPE)
+        records = fetched[skip:None if limit is None else skip + limit]
+        n = records.shape[0]
+        starts = np.ascontiguousarray(records["start_offset"])
+        ends = np.empty(n, dtype=np.int64)
+        if n:
+            # appends are contiguous: an entry ends where the next one starts
+            ends[:-1] = starts[1:]
+            after = skip + n
+            ends[-1] = fetched["start_offset"][after] if after < fetched.shape[0] else last_end
+        cols = [starts, ends, np.ascontiguousarray(records["hash_min"]),
+                np.ascontiguousarray(records["hash_max"]),
+                np.ascontiguousarray(records["stamped"]).view(np.bool_),
+                np.ascontiguousarray(records["segment_id"]), np.ascontiguousarray(records["bucket"])]
+        for c in cols:
+            c.setflags(write=False)
+        return StampColumns(*cols)
 
     # --- retention and GC ----------------------------------------------------------------------
 
