@@ -582,13 +582,13 @@ class Dispatcher:
             entry = int(entry_ids)
             status = self._core.ack_one(m.key, entry)
             if status != Status.BC_OK:
-                holder = self._core.entry_holder(entry)
+                holder_key = self._core.entry_holder(entry)
                 check_status(
                     status,
                     0,
                     entry=entry,
-                    consumer=m.consumer,
-                    holder=self._by_key[holder].consumer if status == Status.BC_ERR_ACK_OTHER else None,
+                    consumer=m.consumer,  # type: ignore[arg-type]  # a (name, id) pair, shown with repr
+                    holder=self._by_key[holder_key].consumer if status == Status.BC_ERR_ACK_OTHER else None,  # type: ignore[arg-type]
                 )
             if m.leaving and self._pending_of(m) == 0:
                 self._forget(m)
@@ -616,7 +616,7 @@ class Dispatcher:
         status, index, detail = self._core.ack(m.key, ids)
         if status != Status.BC_OK:
             holder = self._by_key[detail].consumer if status == Status.BC_ERR_ACK_OTHER else None
-            check_status(status, index, entry=int(ids[index]), consumer=m.consumer, holder=holder)
+            check_status(status, index, entry=int(ids[index]), consumer=m.consumer, holder=holder)  # type: ignore[arg-type]
         if m.leaving and self._pending_of(m) == 0:
             self._forget(m)
         return int(ids.size)
