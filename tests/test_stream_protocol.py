@@ -275,3 +275,22 @@ def test_readers_in_other_threads_see_only_whole_committed_appends(store) -> Non
         t.join()
     assert not errors, errors[0]
     assert store.head("orders").committed_end == 180
+
+
+def test_same_attempt_committed_by_another_store_meanwhile_returns_that_commit(tmp_path) -> None:
+    path = tmp_path / "s"
+    entries = [EntryPayload(b"twice-sent", 2)]
+    with StreamStore.open(path) as other:
+        other.create_stream("x")
+        session = other.open_session("x", "w1")
+        first: list[st.AppendResult] = []
+
+        def race(step: int) -> None:
+            if step == 5:  # while this append is between protection and intent
+                first.append(other.append("x", entries, session=session, attempt_id="dup"))
+
+        with StreamStore.open(path, _fault=race) as s:
+            res = s.append("x", entries, session=session, attempt_id="dup")
+        assert res == first[0]
+        assert [e.payload for e in read_all(other, "x")] == [b"twice-sent"]
+        assert other.head("x").version == 1

@@ -476,7 +476,10 @@ class StreamStore:
             stored = self._heads.put_intent(intent, now)
             if not _same_intent(stored, intent):
                 raise InvariantViolationError(
-                    f"commit intent {commit_id!r} exists with different content; nothing was written")
+                    f"commit intent {commit_id!r} exists with different content; nothing was committed "
+                    f"(the prepared WAL object is left for gc)")
+            if stored.state == "committed":  # the same attempt committed meanwhile, from elsewhere
+                return self._replay(stored, cols)
             self._step(6)
             # step 7: the head CAS, the linearisation point
             row = self._index_row(stream_id, start, end, commit_id, key, cols, obj)
@@ -511,7 +514,7 @@ class StreamStore:
             raise UncertainAppendError(
                 f"an earlier append to stream {stream_id!r} (commit {lane.uncertain!r}) failed at its "
                 f"head CAS and its outcome cannot be read yet: {exc}") from exc
-        # the intent's state is now known, and the head read next reflects it
+        # the head store answers again: the head read next shows whether that append committed
         lane.uncertain = None
 
     def _replay(self, done: Intent, cols: EntryColumns) -> AppendResult:
