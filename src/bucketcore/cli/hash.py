@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
-from ._common import CommandError, int_at_least
+from ._common import CommandError, int_at_least, progress
 
 __all__ = ["add_parser", "key_blocks", "run"]
 
@@ -118,17 +119,24 @@ def run(args: argparse.Namespace) -> int:
         out.write("key,raw,segment_hash,bucket_hash\n")
     if fmt == "table" and header:
         out.write(f"{'key':<{width}}  {'raw':>10}  {'segment':>7}  {'bucket':>6}\n")
-    for name in args.files:
-        stream = _open(name)
-        try:
-            for keys in key_blocks(stream, args.block):
-                kh = bc.hash_keys(keys)
-                raw, seg, bkt = kh.raw.tolist(), kh.segment_hash.tolist(), kh.bucket_hash.tolist()
-                out.write(_render(fmt, keys, raw, seg, bkt, width))
-                out.flush()  # a block at a time: a reader sees each block as soon as it is hashed
-        finally:
-            if stream is not sys.stdin.buffer:
-                stream.close()
+    # progress (on a terminal's stderr) counts input bytes when every input is a file of known size
+    sizes = [os.path.getsize(name) if name != "-" and os.path.isfile(name) else None for name in args.files]
+    total = None if None in sizes else sum(s for s in sizes if s is not None)
+    done = 0
+    with progress("hash", total) as update:
+        for name in args.files:
+            stream = _open(name)
+            try:
+                for keys in key_blocks(stream, args.block):
+                    kh = bc.hash_keys(keys)
+                    raw, seg, bkt = kh.raw.tolist(), kh.segment_hash.tolist(), kh.bucket_hash.tolist()
+                    out.write(_render(fmt, keys, raw, seg, bkt, width))
+                    out.flush()  # a block at a time: a reader sees each block as soon as it is hashed
+                    done += sum(map(len, keys)) + len(keys)
+                    update(done)
+            finally:
+                if stream is not sys.stdin.buffer:
+                    stream.close()
     out.flush()
     return 0
 
