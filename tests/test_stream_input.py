@@ -176,3 +176,16 @@ def test_closed_store_refuses_every_call(store) -> None:
         with pytest.raises(st.StoreClosedError, match="closed"):
             call()
     assert store.closed
+
+
+def test_a_database_of_a_newer_schema_is_refused(tmp_path) -> None:
+    import sqlite3
+
+    path = tmp_path / "s"
+    StreamStore.open(path).close()
+    db = sqlite3.connect(path / "heads.sqlite3")
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'schema'")
+    db.commit()
+    db.close()
+    with pytest.raises(st.StreamError, match="schema 99"):
+        StreamStore.open(path)
