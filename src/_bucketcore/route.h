@@ -66,8 +66,11 @@ typedef struct {
                             const uint8_t *has_key, int defer, int64_t *turn, int32_t *global, \
                             uint16_t *bucket_hash)                                             \
     {                                                                                          \
+        /* the fields are read once: the stores below may alias them (no strict aliasing) */   \
         const T *segment_table = (const T *)r->segment_table;                                  \
         const T *const *tables = (const T *const *)r->bucket_tables;                           \
+        const int32_t *rotation = r->rotation, *first_bucket = r->first_bucket;                \
+        const int64_t nrotation = r->nrotation;                                                \
         int64_t t = *turn;                                                                     \
         int32_t s = 0;                                                                         \
         for (size_t i = 0; i < m; i++) {                                                       \
@@ -79,16 +82,16 @@ typedef struct {
                         bucket_hash[i] = 0;                                                    \
                         continue;                                                              \
                     }                                                                          \
-                    s = r->rotation[t];                                                        \
-                    t = bc_next_turn(t, r->nrotation);                                         \
+                    s = rotation[t];                                                           \
+                    t = bc_next_turn(t, nrotation);                                            \
                 } else if (mode == BC_ROUTE_RANGE) {                                           \
                     s = segment_table[bc_segment_hash(h)];                                     \
                 } else {                                                                       \
-                    s = r->rotation[bc_legacy_slot(h, (uint32_t)r->nrotation)];                \
+                    s = rotation[bc_legacy_slot(h, (uint32_t)nrotation)];                      \
                 }                                                                              \
             }                                                                                  \
             bucket_hash[i] = bc_bucket_hash(h);                                                \
-            global[i] = r->first_bucket[s] + tables[s][bc_bucket_hash(h)];                     \
+            global[i] = first_bucket[s] + tables[s][bc_bucket_hash(h)];                        \
         }                                                                                      \
         *turn = t;                                                                             \
     }
