@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import sys
+from types import ModuleType
 
 import mmh3
 import numpy as np
@@ -18,8 +19,6 @@ try:
     import pyarrow as pa
 except ImportError:  # pragma: no cover - the test extra installs it; wheels on some platforms lack it
     pa = None
-
-needs_arrow = pytest.mark.skipif(pa is None, reason="pyarrow not installed")
 
 
 def oracle(key: str | bytes) -> int:
@@ -124,7 +123,7 @@ def _str_keys() -> list[str]:
     return [k for k in generated_keys(3000, seed=11) if isinstance(k, str)] + list(DESIGN_VECTORS)
 
 
-def test_every_str_input_type_agrees():
+def test_every_str_input_type_agrees(pa: ModuleType):
     keys = _str_keys()
     expected = [oracle(k) for k in keys]
     doubled = [k for k in keys for _ in range(2)]
@@ -138,12 +137,11 @@ def test_every_str_input_type_agrees():
         "bytes list": [k.encode() for k in keys],
         "S": np.array([k.encode() for k in keys], dtype=object).astype("S"),
     }
-    if pa is not None:
-        for t in (pa.string(), pa.large_string()):
-            inputs[str(t)] = pa.array(keys, type=t)
-            inputs[f"chunked {t}"] = pa.chunked_array([keys[:100], keys[100:1700], [], keys[1700:]], type=t)
-        for t in (pa.binary(), pa.large_binary()):
-            inputs[str(t)] = pa.array([k.encode() for k in keys], type=t)
+    for t in (pa.string(), pa.large_string()):
+        inputs[str(t)] = pa.array(keys, type=t)
+        inputs[f"chunked {t}"] = pa.chunked_array([keys[:100], keys[100:1700], [], keys[1700:]], type=t)
+    for t in (pa.binary(), pa.large_binary()):
+        inputs[str(t)] = pa.array([k.encode() for k in keys], type=t)
     for name, column in inputs.items():
         assert bc.murmur3_32(column).tolist() == expected, name
 
@@ -168,8 +166,7 @@ def test_fixed_width_s_strips_trailing_nuls_like_numpy():
     assert bc.murmur3_32(arr).tolist() == [oracle(bytes(x)) for x in arr]
 
 
-@needs_arrow
-def test_arrow_nulls_slices_and_binary_nuls():
+def test_arrow_nulls_slices_and_binary_nuls(pa: ModuleType):
     keys = ["a", None, "key-1", "", None, "键🔑"]
     arr = pa.array(keys, type=pa.string())
     kh = bc.hash_keys(arr)
@@ -184,16 +181,14 @@ def test_arrow_nulls_slices_and_binary_nuls():
     assert bc.murmur3_32(pa.array([], type=pa.string())).tolist() == []
 
 
-@needs_arrow
-def test_arrow_null_in_murmur3_names_index():
+def test_arrow_null_in_murmur3_names_index(pa: ModuleType):
     with pytest.raises(TypeError, match="index 1 is None"):
         bc.murmur3_32(pa.array(["a", None]))
     with pytest.raises(TypeError, match="index 3 is None"):
         bc.murmur3_32(pa.chunked_array([["a", "b"], ["c", None]]))
 
 
-@needs_arrow
-def test_arrow_wrong_type_rejected():
+def test_arrow_wrong_type_rejected(pa: ModuleType):
     with pytest.raises(TypeError, match="int64"):
         bc.murmur3_32(pa.array([1, 2]))
 
@@ -335,18 +330,16 @@ def test_property_replace_matches_java(keys):
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.one_of(st.none(), valid_text), max_size=30))
-def test_property_input_types_agree(keys):
+def test_property_input_types_agree(pa: ModuleType, keys):
     expected = bc.hash_keys(keys)
     assert bc.hash_keys(np.array(keys, dtype=object)).raw.tolist() == expected.raw.tolist()
-    if pa is not None:
-        got = bc.hash_keys(pa.array(keys, type=pa.string()))
-        assert got.raw.tolist() == expected.raw.tolist()
-        assert got.has_key.tolist() == expected.has_key.tolist()
+    got = bc.hash_keys(pa.array(keys, type=pa.string()))
+    assert got.raw.tolist() == expected.raw.tolist()
+    assert got.has_key.tolist() == expected.has_key.tolist()
 
 
-@needs_arrow
 @pytest.mark.skipif(sys.platform == "win32", reason="Windows commits anonymous mappings up front")
-def test_key_over_2_gib_rejected_before_reading():
+def test_key_over_2_gib_rejected_before_reading(pa: ModuleType):
     import mmap
 
     size = (1 << 31) + 1

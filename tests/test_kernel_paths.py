@@ -7,6 +7,7 @@ import random
 import subprocess
 import sys
 import uuid
+from types import ModuleType
 from typing import Any
 
 import mmh3
@@ -18,11 +19,6 @@ from hypothesis import strategies as st
 import bucketcore as bc
 from bucketcore import hashing
 from bucketcore.status import Status
-
-try:
-    import pyarrow as pa
-except ImportError:  # pragma: no cover
-    pa = None
 
 PATHS = ["scalar", "interleaved"] + (["simd"] if hashing._hashing.cpu_has_simd() else [])
 
@@ -68,9 +64,7 @@ def test_paths_and_threads_agree_with_mmh3(keys):
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.binary(max_size=300), min_size=1, max_size=40))
-def test_paths_agree_on_arrow_buffers(keys):
-    if pa is None:
-        pytest.skip("pyarrow not installed")
+def test_paths_agree_on_arrow_buffers(pa: ModuleType, keys):
     arr = pa.array(keys, type=pa.binary())
     expected = ([oracle(k) for k in keys], [True] * len(keys))
     for which, got in all_paths(arr).items():
@@ -89,7 +83,7 @@ def test_mixed_lengths_in_one_lane_group():
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 300), st.integers(1, 50), st.randoms(use_true_random=False))
-def test_paths_agree_on_groups_of_one_length(length, count, rnd):
+def test_paths_agree_on_groups_of_one_length(pa: ModuleType, length, count, rnd):
     # groups of 16 keys of one length take the windowed path from 16 bytes on; a stray
     # key of another length sends its group back to the masked path
     keys = [rnd.randbytes(length) for _ in range(count)]
@@ -98,16 +92,13 @@ def test_paths_agree_on_groups_of_one_length(length, count, rnd):
     expected = ([oracle(k) for k in keys], [True] * len(keys))
     for which, got in all_paths(keys).items():
         assert got == expected, which
-    if pa is not None:
-        for which, got in all_paths(pa.array(keys, type=pa.binary())).items():
-            assert got == expected, which
+    for which, got in all_paths(pa.array(keys, type=pa.binary())).items():
+        assert got == expected, which
 
 
-def test_arrow_chunks_of_one_length_among_others():
+def test_arrow_chunks_of_one_length_among_others(pa: ModuleType):
     # a chunk (1024 keys) whose values all have one length is hashed straight from the values
     # buffer; its neighbours are not, and a slice starts the chunks elsewhere in the buffer
-    if pa is None:
-        pytest.skip("pyarrow not installed")
     rnd = random.Random(5)
     keys = (
         [rnd.randbytes(20) for _ in range(1024)]
@@ -123,7 +114,7 @@ def test_arrow_chunks_of_one_length_among_others():
             assert got == expected, (which, offset)
 
 
-def test_every_length_in_full_groups_of_one_length():
+def test_every_length_in_full_groups_of_one_length(pa: ModuleType):
     # 3 full groups and a ragged 5; an Arrow column of one length is hashed from its values
     # buffer, with its own copy of the kernel for the common id lengths (16, 24, 32, 36, 40, 64)
     for length in range(0, 130):
@@ -131,9 +122,8 @@ def test_every_length_in_full_groups_of_one_length():
         expected = ([oracle(k) for k in keys], [True] * len(keys))
         for which, got in all_paths(keys).items():
             assert got == expected, (which, length)
-        if pa is not None:
-            for which, got in all_paths(pa.array(keys, type=pa.binary())).items():
-                assert got == expected, (which, length, "arrow")
+        for which, got in all_paths(pa.array(keys, type=pa.binary())).items():
+            assert got == expected, (which, length, "arrow")
 
 
 def test_groups_of_other_lengths_after_a_known_length():
@@ -165,10 +155,9 @@ def test_groups_of_other_lengths_after_a_known_length():
 
 
 @pytest.mark.parametrize("block", [1, 7, 1000, 1 << 14])
-def test_buffer_blocks_cover_every_key_once(monkeypatch, block):
+def test_buffer_blocks_cover_every_key_once(pa: ModuleType, monkeypatch, block):
     # blocks across the chunks of an Arrow column (a chunk of one key among them) and a numpy
     # column, on 2 and 3 threads: the same hashes as one thread
-    pa = pytest.importorskip("pyarrow")
     monkeypatch.setattr(hashing, "HASH_BLOCK", block)
     keys = [f"key-{i}" * (1 + i % 3) for i in range(5_000)]
     arrow = pa.chunked_array([keys[:1234], keys[1234:1235], keys[1235:]], type=pa.string())
@@ -352,9 +341,7 @@ print("ok")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mprotect guard page via libc")
-def test_no_read_past_a_key_into_an_unmapped_page():
-    if pa is None:
-        pytest.skip("pyarrow not installed")
+def test_no_read_past_a_key_into_an_unmapped_page(pa: ModuleType):
     done = subprocess.run([sys.executable, "-c", GUARD_PAGE_SCRIPT, *PATHS], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
@@ -379,7 +366,6 @@ def test_two_thread_pipelines_finish_under_tracemalloc() -> None:
     assert out.stdout.strip() == "done True"
 
 
-@pytest.mark.skipif(sys.version_info >= (3, 12), reason="legacy (not ready) str exist only before 3.12")
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="legacy (not ready) str exist only before 3.12")
 def test_bad_key_after_a_legacy_str_beats_a_later_one_found_first(monkeypatch) -> None:
     # block 0 ends in a legacy str and then a float: its thread stops at the str (~1 ms in),
@@ -425,7 +411,7 @@ def test_two_thread_hashing_leaves_a_legacy_str_to_the_gil_holder(monkeypatch, w
     assert np.array_equal(two, bc.murmur3_32(keys, threads=1, errors="replace"))
 
 
-def test_concurrent_two_thread_calls_share_the_pool() -> None:
+def test_concurrent_two_thread_calls_share_the_pool(pa: ModuleType) -> None:
     """Six Python threads at once run two-thread pipelines and halves on the shared pool (two
     workers): busy workers only delay a call, and every result equals one thread's. A child
     process, so a hang fails the test instead of the suite."""
@@ -451,7 +437,6 @@ def test_concurrent_two_thread_calls_share_the_pool() -> None:
         "[t.start() for t in ts]; [t.join() for t in ts]\n"
         "print('done', bad)\n"
     )
-    pytest.importorskip("pyarrow")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "done []"

@@ -13,6 +13,7 @@ import bisect
 import random
 import sys
 import uuid
+from types import ModuleType
 from typing import Any
 
 import mmh3
@@ -450,7 +451,7 @@ def test_empty_input() -> None:
 # inputs: every key form, KeyHashes, Arrow
 
 
-def test_key_inputs_agree() -> None:
+def test_key_inputs_agree(pa: ModuleType) -> None:
     rng = random.Random(3)
     keys = [rng.choice([None, "x", "ключ", f"user-{rng.randrange(50)}"]) for _ in range(500)]
     layout = TopicLayout(
@@ -461,7 +462,6 @@ def test_key_inputs_agree() -> None:
     assert as_tuples(bucket_entries(tuple(keys), layout, max_messages=7)) == expected
     assert as_tuples(bucket_entries(np.array(keys, dtype=object), layout, max_messages=7)) == expected
     assert as_tuples(bucket_entries(bc.hash_keys(keys), layout, max_messages=7)) == expected
-    pa = pytest.importorskip("pyarrow")
     for typ in (pa.string(), pa.large_string()):
         arr = pa.array(keys, type=typ)
         assert as_tuples(bucket_entries(arr, layout, max_messages=7)) == expected
@@ -684,7 +684,23 @@ def test_batcher_payload_forms() -> None:
     out = b.add_many(["a", "a", "a"], [bytearray(b"12345"), memoryview(b"123456"), b"1"])
     out += b.flush()
     assert [e.nbytes for e in out] == [5, 7]
-    assert out[0].payloads is not None and isinstance(out[0].payloads[0], bytearray)
+    assert out[0].payloads == [b"12345"] and out[1].payloads == [b"123456", b"1"]
+
+
+def test_batcher_keeps_what_was_sent_when_a_buffer_changes_afterwards() -> None:
+    """A mutable payload is copied at add: changing it later changes neither the entry's payload
+    nor its nbytes (Java's batch container copies the message too); bytes are kept as given."""
+    b = EntryBucketBatcher(Buckets(), max_bytes=1000)
+    buf, backing = bytearray(b"abc"), bytearray(b"wxyz")
+    kept = b"immutable"
+    b.add("k", buf)
+    b.add_many(["k", "k"], [memoryview(backing), kept])
+    buf.extend(b"def")
+    backing[0:2] = b"!!"
+    (entry,) = b.flush()
+    assert entry.payloads == [b"abc", b"wxyz", b"immutable"]
+    assert entry.nbytes == 3 + 4 + 9
+    assert entry.payloads[2] is kept
 
 
 def test_kernel_reports_the_first_bad_column_value() -> None:
@@ -750,11 +766,10 @@ def test_key_hashes_columns_read_as_given(policy: str) -> None:
 
 
 @pytest.mark.parametrize("legacy", [False, True])
-def test_fused_kernel_matches_hashes_path(legacy: bool) -> None:
+def test_fused_kernel_matches_hashes_path(pa: ModuleType, legacy: bool) -> None:
     """Keys go through the fused hash+route+group kernel, KeyHashes through the routing one (and the
     staged one for a legacy layout): all must give the same table, across chunk boundaries, Arrow
     chunks, keyless keys and both routings."""
-    pa = pytest.importorskip("pyarrow")
     rng = random.Random(5)
     keys = [
         None if rng.random() < 0.03 else f"k{rng.randrange(10**6)}-ключ"[: rng.randrange(1, 12)] for _ in range(5000)
@@ -786,10 +801,9 @@ def test_fused_kernel_names_bad_key_in_later_chunk() -> None:
 
 
 @pytest.mark.parametrize("legacy", [False, True])
-def test_threaded_routing_matches_one_pass(legacy: bool) -> None:
+def test_threaded_routing_matches_one_pass(pa: ModuleType, legacy: bool) -> None:
     """threads > 1: parts hashed and routed apart, keyless rotation placed afterwards in send
     order, then one grouping pass; the table must equal the one-pass kernel's."""
-    pa = pytest.importorskip("pyarrow")
     rng = random.Random(9)
     keys = [None if rng.random() < 0.05 else f"user-{rng.randrange(5000)}" for _ in range(9000)]
     names = [f"persistent://t/ns/topic-partition-{i}" if legacy else None for i in range(2)]
@@ -818,13 +832,12 @@ PIPELINE_LEVELS = [None, ("left",), ("hashed",), ("routed",), ("left", "routed",
 @pytest.mark.parametrize("levels", PIPELINE_LEVELS)
 @pytest.mark.parametrize("policy", ["shared", "per_bucket"])
 def test_pipeline_over_many_steps_matches_one_pass(
-    monkeypatch: pytest.MonkeyPatch, policy: str, levels: tuple[str, ...] | None
+    pa: ModuleType, monkeypatch: pytest.MonkeyPatch, policy: str, levels: tuple[str, ...] | None
 ) -> None:
     """threads=2: the calling thread reads step k+1 while a worker groups step k, after doing
     what the calling thread left of it (everything, routing, or placing the keyless); with short
     steps (not a multiple of the kernel's chunk) the hand-offs, the keyless rotation and the
     byte limits must carry across steps exactly as in the one-pass kernel."""
-    pa = pytest.importorskip("pyarrow")
     from bucketcore import producer
 
     monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)

@@ -19,11 +19,10 @@ import numpy as np
 from _bucketcore import _hashing, _pipeline
 
 from .status import Status, check_status
-from .validation import index_label, plain_ints, refuse_arrow_nulls
+from .validation import MAX_HASH, index_label, plain_ints, refuse_arrow_nulls
 
 __all__ = ["KeyHashes", "murmur3_32", "hash_keys", "split_hash", "MAX_HASH", "set_kernel_path", "kernel_path"]
 
-MAX_HASH = 0xFFFF
 
 _ARROW_KEY_TYPES = ("string", "large_string", "binary", "large_binary")
 

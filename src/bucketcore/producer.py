@@ -488,6 +488,16 @@ def _pipelined_entries(
 # streaming
 
 
+def _frozen_payload(payload: Any, name: str) -> bytes | memoryview:
+    """A payload that cannot change after it was added: bytes as given, a read-only view of
+    bytes as given, anything else bytes-like copied to bytes."""
+    if isinstance(payload, memoryview):
+        return payload if payload.readonly and type(payload.obj) is bytes else payload.tobytes()
+    if isinstance(payload, bytearray):
+        return bytes(payload)
+    raise TypeError(f"{name} must be bytes, bytearray or memoryview, not {type(payload).__name__}")
+
+
 class EntryBucketBatcher:
     """The per-send container of an SDK: feed messages, get the entries that became ready.
 
@@ -585,7 +595,8 @@ class EntryBucketBatcher:
         key : str, bytes or None
             The message key (``None``: keyless, round-robin over the segments).
         payload : bytes, bytearray or memoryview
-            Its payload; its byte size counts toward ``max_bytes``.
+            Its payload; its byte size counts toward ``max_bytes``. A mutable buffer is copied
+            (the entry keeps what was sent, whatever the caller does to it afterwards).
 
         Returns
         -------
@@ -599,12 +610,9 @@ class EntryBucketBatcher:
         KeyEncodingError
             A str key with a surrogate under ``errors="strict"``.
         """
-        if isinstance(payload, (bytes, bytearray)):
-            size = len(payload)
-        elif isinstance(payload, memoryview):
-            size = payload.nbytes
-        else:
-            raise TypeError(f"payload must be bytes, bytearray or memoryview, not {type(payload).__name__}")
+        if type(payload) is not bytes:
+            payload = _frozen_payload(payload, "payload")
+        size = len(payload)
         with self._lock:
             status, emitted, self._round_robin, g = self._grouper.add_key(key, size, self._replace, self._round_robin)
             if not status:
@@ -650,6 +658,8 @@ class EntryBucketBatcher:
             raise TypeError(
                 f"payloads[{bad}] must be bytes, bytearray or memoryview, not {type(payloads[bad]).__name__}"
             )
+        if not all(type(p) is bytes for p in payloads):
+            payloads = [p if type(p) is bytes else _frozen_payload(p, "payloads") for p in payloads]
         if n == 0:
             return []
         with self._lock:

@@ -15,10 +15,9 @@ import numpy as np
 from _bucketcore._status import bc_status as Status
 
 from .errors import KeyEncodingError, MalformedStampError
+from .validation import MAX_HASH, index_label
 
 __all__ = ["Status", "check_status"]
-
-_MAX_HASH = 0xFFFF
 
 # column status: (the argument holding the bad value, message)
 _COLUMN_MESSAGES = {
@@ -35,13 +34,6 @@ _ACK_REASONS = {
 }
 
 
-def _index_label(index: int, shape: tuple[int, ...] | None) -> object:
-    """A flat index as messages name it: the int itself in 1-D, its tuple of indexes in N-D."""
-    if shape is None or len(shape) <= 1:
-        return index
-    return tuple(int(i) for i in np.unravel_index(index, shape))
-
-
 def check_status(
     status: int,
     index: int = -1,
@@ -55,8 +47,8 @@ def check_status(
     hash_min: Any = None,
     hash_max: Any = None,
     entry: int | None = None,
-    consumer: str | None = None,
-    holder: str | None = None,
+    consumer: object = None,
+    holder: object = None,
 ) -> None:
     """Raise the error a kernel's status stands for; return when it is ``BC_OK``.
 
@@ -77,7 +69,7 @@ def check_status(
         Stamp errors: the stamp columns as passed.
     entry, consumer, holder
         Ack errors: the entry id, the consumer acking it and, for an entry held elsewhere, the
-        consumer that holds it.
+        consumer that holds it (shown with ``repr``).
 
     Raises
     ------
@@ -101,7 +93,7 @@ def check_status(
         return
     if status == Status.BC_ERR_NOMEM:
         raise MemoryError()
-    label = _index_label(index, shape)
+    label = index_label(index, shape if shape is not None else ())
     if status == Status.BC_ERR_SURROGATE:
         raise KeyEncodingError(
             f"key at index {label} contains a surrogate code point (U+D800..U+DFFF) and is not valid "
@@ -131,7 +123,7 @@ def check_status(
         raise ValueError(message.format(value=column[index], index=index))
     if status == Status.BC_ERR_STAMP_RANGE:
         lo = int(hash_min[index])
-        what = f"hash_min={lo}" if not 0 <= lo <= _MAX_HASH else f"hash_max={int(hash_max[index])}"
+        what = f"hash_min={lo}" if not 0 <= lo <= MAX_HASH else f"hash_max={int(hash_max[index])}"
         raise MalformedStampError(f"entry at index {index} has a malformed stamp: {what} is outside 0..0xFFFF", index)
     if status == Status.BC_ERR_STAMP_ORDER:
         lo, hi = int(hash_min[index]), int(hash_max[index])
