@@ -62,9 +62,9 @@ def test_session_fenced_between_its_check_and_its_cas_commits_nothing(path) -> N
 
 def test_an_expired_session_is_refused_and_cannot_be_renewed(path) -> None:
     with StreamStore.open(path) as s:
-        session = s.open_session("x", "w1", ttl=0.05)
+        session = s.open_session("x", "w1", ttl=0.5)
         s.append("x", [EntryPayload(b"in time")], session=session)
-        time.sleep(0.1)
+        time.sleep(max(0.0, session.expires_at - time.time()) + 0.05)
         with pytest.raises(st.FencedError, match="expired"):
             s.append("x", [EntryPayload(b"too late")], session=session)
         with pytest.raises(st.FencedError, match="expired"):
@@ -74,10 +74,10 @@ def test_an_expired_session_is_refused_and_cannot_be_renewed(path) -> None:
 
 def test_renewing_a_live_session_extends_it(path) -> None:
     with StreamStore.open(path) as s:
-        session = s.open_session("x", "w1", ttl=0.2)
+        session = s.open_session("x", "w1", ttl=0.5)
         renewed = s.renew_session(session, ttl=60.0)
         assert renewed.epoch == session.epoch and renewed.expires_at > session.expires_at
-        time.sleep(0.25)
+        time.sleep(max(0.0, session.expires_at - time.time()) + 0.05)  # the first lease ran out
         s.append("x", [EntryPayload(b"ok")], session=renewed)
         newer = s.open_session("x", "w2")
         with pytest.raises(st.FencedError):
