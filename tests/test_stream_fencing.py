@@ -87,10 +87,11 @@ def test_renewing_a_live_session_extends_it(path) -> None:
 
 def test_two_processes_taking_turns_only_the_newest_session_commits(path, tmp_path) -> None:
     outs = [str(tmp_path / f"out{i}.json") for i in range(2)]
-    start_at = time.time() + 1.5
+    ready = tmp_path / "ready"
+    ready.mkdir()
     children = [spawn_child("contender", {"path": path, "stream": "x", "writer": f"p{i}", "seed": i,
-                                          "rounds": 10_000, "seconds": 1.0, "start_at": start_at,
-                                          "out": outs[i]})
+                                          "rounds": 10_000, "seconds": 1.0, "ready_dir": str(ready),
+                                          "parties": 2, "out": outs[i]})
                 for i in range(2)]
     for c in children:
         _, err = c.communicate(timeout=60)

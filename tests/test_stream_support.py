@@ -155,8 +155,11 @@ def _child_contender(args: dict[str, Any]) -> None:
     rng = random.Random(args["seed"])
     name = args["writer"]
     outcomes = []
-    # both contenders start together, however long each took to start up
-    time.sleep(max(0.0, args["start_at"] - time.time()))
+    # all contenders start together, however long each took to start up
+    open(os.path.join(args["ready_dir"], name), "w").close()
+    give_up = time.time() + 60.0
+    while len(os.listdir(args["ready_dir"])) < args["parties"] and time.time() < give_up:
+        time.sleep(0.005)
     deadline = time.time() + args["seconds"]
     rounds = 0
     while rounds < args["rounds"] and time.time() < deadline:
