@@ -19,7 +19,7 @@ from _bucketcore import _layout
 
 from .validation import MAX_HASH, describe, index_label, is_int, u16_hash_column
 
-__all__ = ["histogram", "linear_partition"]
+__all__ = ["RING", "check_float_total", "histogram", "linear_partition", "weight_column"]
 
 RING = MAX_HASH + 1  # number of hash bins
 
@@ -56,6 +56,51 @@ def histogram(bucket_hashes: Any, weights: Any) -> np.ndarray:
         counts = np.zeros(RING, dtype=np.int64)
         _layout.histogram(hashes, counts)
         return counts
+    flat = weight_column(weights, shape)
+    if flat.dtype == np.int64:
+        bins = np.zeros(RING, dtype=np.int64)
+        bad = _layout.weighted_histogram(hashes, flat, bins)
+        if bad >= 0:
+            value = int(flat[bad])
+            if value < 0:
+                raise ValueError(f"weight {value} at index {index_label(bad, shape)} is negative")
+            raise ValueError(f"the sum of the weights overflows int64 at index {index_label(bad, shape)}")
+        return bins
+    sums = np.zeros(RING, dtype=np.float64)
+    bad = _layout.weighted_histogram_f64(hashes, flat, sums)
+    if bad >= 0:
+        raise ValueError(
+            f"weight {float(flat[bad])!r} at index {index_label(bad, shape)} is not a finite non-negative number"
+        )
+    check_float_total(sums)
+    return sums
+
+
+def weight_column(weights: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """The weights as a flat contiguous ``np.int64`` (integer weights) or ``np.float64`` column.
+
+    Checks kinds, dtype and shape only; the histogram kernels check signs, finiteness and
+    overflow while they sum.
+
+    Parameters
+    ----------
+    weights : array-like of numbers
+        One weight per hash.
+    shape : tuple of int
+        The shape of the hash column.
+
+    Returns
+    -------
+    numpy.ndarray
+        1-D, ``np.int64`` or ``np.float64``.
+
+    Raises
+    ------
+    TypeError
+        A weight of the wrong kind (bools refused), or weights of a non-numeric dtype.
+    ValueError
+        Weights whose shape differs from the hashes', or an unsigned weight beyond int64.
+    """
     if isinstance(weights, (list, tuple)):
         for i, w in enumerate(weights):
             if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, float, np.integer, np.floating)):
@@ -68,29 +113,31 @@ def histogram(bucket_hashes: Any, weights: Any) -> np.ndarray:
         if w.dtype == np.uint64 and flat.size and flat.max() > np.iinfo(np.int64).max:
             index = int(np.argmax(flat > np.iinfo(np.int64).max))
             raise ValueError(f"weight {int(flat[index])} at index {index_label(index, shape)} does not fit int64")
-        bins = np.zeros(RING, dtype=np.int64)
-        bad = _layout.weighted_histogram(hashes, np.ascontiguousarray(flat, dtype=np.int64), bins)
-        if bad >= 0:
-            value = int(flat[bad])
-            if value < 0:
-                raise ValueError(f"weight {value} at index {index_label(bad, shape)} is negative")
-            raise ValueError(f"the sum of the weights overflows int64 at index {index_label(bad, shape)}")
-        return bins
+        return np.ascontiguousarray(flat, dtype=np.int64)
     if w.dtype.kind == "f":
-        sums = np.zeros(RING, dtype=np.float64)
-        bad = _layout.weighted_histogram_f64(hashes, np.ascontiguousarray(flat, dtype=np.float64), sums)
-        if bad >= 0:
-            raise ValueError(
-                f"weight {float(flat[bad])!r} at index {index_label(bad, shape)} is not a finite non-negative number"
-            )
-        # the running total, summed in the order the partition's prefix sums use: every bin can
-        # be finite while their total is not
-        with np.errstate(over="ignore"):
-            total = np.cumsum(sums)[-1]
-        if not np.isfinite(total):
-            raise ValueError("the sum of the weights overflows float64")
-        return sums
+        return np.ascontiguousarray(flat, dtype=np.float64)
     raise TypeError(f"weights must be non-negative numbers, not an array of dtype {w.dtype}")
+
+
+def check_float_total(sums: np.ndarray) -> None:
+    """Refuse float bins whose running total overflows (every bin can be finite while it is not).
+
+    The total is summed in the order the partition's prefix sums use.
+
+    Parameters
+    ----------
+    sums : numpy.ndarray
+        65536 ``np.float64`` bins.
+
+    Raises
+    ------
+    ValueError
+        The total is not finite.
+    """
+    with np.errstate(over="ignore"):
+        total = np.cumsum(sums)[-1]
+    if not np.isfinite(total):
+        raise ValueError("the sum of the weights overflows float64")
 
 
 def linear_partition(bins: np.ndarray, count: int) -> list[int]:

@@ -19,6 +19,7 @@ from _bucketcore import _layout
 
 from .balancing import histogram, linear_partition
 from .errors import InvalidBoundaryError
+from .histogram import BucketHistogram, HashHistogram
 from .validation import (
     MAX_HASH,
     check_hash,
@@ -435,12 +436,15 @@ class Buckets:
 
         Parameters
         ----------
-        bucket_hashes : int or array-like of int
-            Observed bucket hashes (0..0xFFFF), e.g. ``KeyHashes.bucket_hash`` of a sample.
+        bucket_hashes : int, array-like of int, or HashHistogram
+            Observed bucket hashes (0..0xFFFF), e.g. ``KeyHashes.bucket_hash`` of a sample; or
+            their histogram (one segment of :func:`bucketcore.bucket_histogram`), which gives
+            the same list as the hashes it counted.
         n : int
             Number of buckets, 1..65536.
         weights : array-like of numbers, optional
-            One non-negative weight per hash (same shape); default 1 each.
+            One non-negative weight per hash (same shape); default 1 each. Not with a
+            histogram (its bins are the loads already).
 
         Returns
         -------
@@ -460,7 +464,7 @@ class Buckets:
             ``n`` is outside 1..65536.
         """
         count = _check_bucket_count(n)
-        bins = histogram(bucket_hashes, weights)
+        bins = _observed_bins(bucket_hashes, weights)
         if count == MAX_BUCKETS:
             return cls._trusted(tuple(range(1, RING)))
         starts = linear_partition(bins, count)
@@ -471,10 +475,10 @@ class Buckets:
 
         Parameters
         ----------
-        bucket_hashes : int or array-like of int
-            Observed bucket hashes in 0..0xFFFF.
+        bucket_hashes : int, array-like of int, or HashHistogram
+            Observed bucket hashes in 0..0xFFFF, or their histogram.
         weights : array-like of numbers, optional
-            One non-negative weight per hash (same shape); default 1 each.
+            One non-negative weight per hash (same shape); default 1 each. Not with a histogram.
 
         Returns
         -------
@@ -486,13 +490,25 @@ class Buckets:
         TypeError, ValueError
             As :meth:`balanced` for the hashes and weights.
         """
-        bins = histogram(bucket_hashes, weights)
+        bins = _observed_bins(bucket_hashes, weights)
         per_bucket = np.add.reduceat(bins, np.concatenate(([0], self._array)).astype(np.intp))
         total = float(per_bucket.sum())
         peak = float(per_bucket.max())
         mean = total / self.count
         ratio = peak / mean if mean > 0 else float("nan")
         return BucketLoad(per_bucket, total, peak, mean, ratio)
+
+
+def _observed_bins(bucket_hashes: Any, weights: Any) -> np.ndarray:
+    """The 65,536 load bins of observed hashes (and weights), or of a ready histogram."""
+    if isinstance(bucket_hashes, HashHistogram):
+        if weights is not None:
+            raise TypeError("weights must be None when bucket_hashes is a HashHistogram: its bins are the loads")
+        return bucket_hashes.bins
+    if isinstance(bucket_hashes, BucketHistogram):
+        raise TypeError("bucket_hashes is a BucketHistogram of several segments: pass one segment's "
+                        "histogram, hist[segment_id]")
+    return histogram(bucket_hashes, weights)
 
 
 def _check_bucket_count(n: object, lo: int = 1) -> int:
