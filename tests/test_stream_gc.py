@@ -115,3 +115,34 @@ def test_trim_below_the_log_start_changes_nothing(tmp_path) -> None:
         assert s.trim("x", 1) == 1
         assert s.trim("x", 0) == 1
         assert [e.payload for e in read_all(s, "x")] == [b"b", b"c"]
+
+
+class _TrimDuringScan(st.SQLiteHeadStore):
+    """Trims the stream right before an index scan starts: a retention job of another process
+    running between a read's range check and its scan."""
+
+    trim_to: int | None = None
+
+    def scan_index(self, stream_id, from_offset, columns, batch_rows):  # type: ignore[no-untyped-def]
+        if self.trim_to is not None:
+            self.trim(stream_id, self.trim_to)
+        return super().scan_index(stream_id, from_offset, columns, batch_rows)
+
+
+@pytest.mark.parametrize("trim_to", [6, 10], ids=["partly", "wholly"])
+def test_a_read_whose_start_is_trimmed_meanwhile_says_so_instead_of_skipping(tmp_path, trim_to) -> None:
+    os.makedirs(tmp_path / "s")
+    heads = _TrimDuringScan(str(tmp_path / "s" / "heads.sqlite3"))
+    with StreamStore.open(tmp_path / "s", heads=heads) as s:
+        for sid in ("x", "y"):
+            s.create_stream(sid)
+            session = s.open_session(sid, "w1")
+            for payload, count in ((b"a", 5), (b"b", 1), (b"c", 4)):
+                s.append(sid, [EntryPayload(payload, count)], session=session)
+        heads.trim_to = trim_to
+        with pytest.raises(st.OffsetOutOfRangeError, match="trimmed while being read") as err:
+            s.read("x", 2)
+        assert err.value.log_start == trim_to
+        with pytest.raises(st.OffsetOutOfRangeError, match="trimmed while being read"):
+            s.read_stamps("y", 0)
+    heads.close()

@@ -110,6 +110,7 @@ _INTENT_COLUMNS = ("commit_id, stream_id, writer, attempt_id, epoch, start_offse
                    "content_crc, state, commit_version, logical_size")
 _SCANNABLE = frozenset(INDEX_COLUMNS)
 _MAX_BATCH_ROWS = 4096
+_COLLECT_CHUNK = 256
 
 # The head CAS: the append's linearisation point. One conditional UPDATE; a head store on another
 # database keeps exactly this shape.
@@ -396,12 +397,14 @@ class SQLiteHeadStore(HeadStore):
     def collect(self, candidates: Sequence[str], remove: Callable[[str], bool]) -> list[str]:
         """See :meth:`HeadStore.collect`."""
         removed: list[str] = []
-        with self._write() as db:
-            for key in candidates:
-                if db.execute("SELECT 1 FROM appends WHERE object_key = ? LIMIT 1", (key,)).fetchone():
-                    continue
-                if db.execute("SELECT 1 FROM protections WHERE object_key = ?", (key,)).fetchone():
-                    continue
-                if remove(key):
-                    removed.append(key)
+        # a bounded number of candidates per transaction, so appends wait for gc only briefly
+        for i in range(0, len(candidates), _COLLECT_CHUNK):
+            with self._write() as db:
+                for key in candidates[i:i + _COLLECT_CHUNK]:
+                    if db.execute("SELECT 1 FROM appends WHERE object_key = ? LIMIT 1", (key,)).fetchone():
+                        continue
+                    if db.execute("SELECT 1 FROM protections WHERE object_key = ?", (key,)).fetchone():
+                        continue
+                    if remove(key):
+                        removed.append(key)
         return removed

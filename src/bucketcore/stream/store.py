@@ -607,18 +607,32 @@ class StreamStore:
         check_stream_id(stream_id)
         from_offset = check_offset(from_offset, "from_offset")
         max_entries = check_count(max_entries, "max_entries")
-        self._readable_head(stream_id, from_offset)
+        head = self._readable_head(stream_id, from_offset)
         out: list[CommittedEntry] = []
+        seen = False
         batches = self._heads.scan_index(stream_id, from_offset, _READ_COLUMNS, 2)
         try:
             for rows in batches:
+                if not seen:
+                    seen = True
+                    if rows[0][0] > from_offset:
+                        raise self._trimmed_meanwhile(stream_id, from_offset)
                 for row in rows:
                     self._read_row(row, from_offset, max_entries - len(out), out)
                     if len(out) >= max_entries:
                         return out
         finally:
             batches.close()  # type: ignore[attr-defined]
+        if not seen and from_offset < head.committed_end:
+            raise self._trimmed_meanwhile(stream_id, from_offset)
         return out
+
+    def _trimmed_meanwhile(self, stream_id: str, from_offset: int) -> OffsetOutOfRangeError:
+        """The error for a read whose start was trimmed between its range check and its scan."""
+        head = self._head(stream_id)
+        return OffsetOutOfRangeError(
+            f"from_offset {from_offset} was trimmed while being read; stream {stream_id!r}'s readable "
+            f"range is now [{head.log_start}, {head.committed_end}]", head.log_start, head.committed_end)
 
     def _read_row(self, row: tuple, from_offset: int, room: int, out: list[CommittedEntry]) -> None:
         _, end, n, key, length, b_stamps, b_locations, metadata = row
@@ -689,7 +703,7 @@ class StreamStore:
         check_stream_id(stream_id)
         from_offset = check_offset(from_offset, "from_offset")
         limit = None if max_entries is None else check_count(max_entries, "max_entries")
-        self._readable_head(stream_id, from_offset)
+        head = self._readable_head(stream_id, from_offset)
         blobs: list[bytes] = []
         last_end = from_offset
         have = 0
@@ -701,6 +715,8 @@ class StreamStore:
         try:
             for rows in batches:
                 if first_row:
+                    if rows[0][0] > from_offset:
+                        raise self._trimmed_meanwhile(stream_id, from_offset)
                     starts0 = np.frombuffer(rows[0][5], dtype=STAMP_DTYPE)["start_offset"]
                     skip = max(int(np.searchsorted(starts0, from_offset, side="right")) - 1, 0)
                     have = -skip
@@ -712,6 +728,8 @@ class StreamStore:
                     break
         finally:
             batches.close()  # type: ignore[attr-defined]
+        if first_row and from_offset < head.committed_end:
+            raise self._trimmed_meanwhile(stream_id, from_offset)
         fetched = np.frombuffer(b"".join(blobs), dtype=STAMP_DTYPE)
         records = fetched[skip:None if limit is None else skip + limit]
         n = records.shape[0]
