@@ -146,3 +146,23 @@ def test_a_read_whose_start_is_trimmed_meanwhile_says_so_instead_of_skipping(tmp
         with pytest.raises(st.OffsetOutOfRangeError, match="trimmed while being read"):
             s.read_stamps("y", 0)
     heads.close()
+
+
+def test_a_read_whose_object_is_trimmed_and_collected_meanwhile_says_so(tmp_path) -> None:
+    with StreamStore.open(tmp_path / "s") as s:
+        s.create_stream("x")
+        session = s.open_session("x", "w1")
+        for payload in (b"a", b"b"):
+            s.append("x", [EntryPayload(payload, 2)], session=session)
+        other = StreamStore.open(tmp_path / "s")
+        real_read_span = s._wal.read_span
+
+        def trim_and_collect_first(*args):  # type: ignore[no-untyped-def]
+            other.trim("x", 4)
+            other.gc()
+            return real_read_span(*args)
+
+        s._wal.read_span = trim_and_collect_first  # type: ignore[method-assign]
+        with pytest.raises(st.OffsetOutOfRangeError, match="trimmed while being read"):
+            s.read("x", 0)
+        other.close()

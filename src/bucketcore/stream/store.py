@@ -36,6 +36,7 @@ from ..errors import (
     ChecksumError,
     FencedError,
     InvariantViolationError,
+    MissingObjectError,
     OffsetMismatchError,
     OffsetOutOfRangeError,
     StoreClosedError,
@@ -618,7 +619,13 @@ class StreamStore:
                     if rows[0][0] > from_offset:
                         raise self._trimmed_meanwhile(stream_id, from_offset)
                 for row in rows:
-                    self._read_row(row, from_offset, max_entries - len(out), out)
+                    try:
+                        self._read_row(row, from_offset, max_entries - len(out), out)
+                    except MissingObjectError:
+                        # trimmed and collected after the scan found it, or really lost
+                        if self._head(stream_id).log_start >= row[1]:
+                            raise self._trimmed_meanwhile(stream_id, from_offset) from None
+                        raise
                     if len(out) >= max_entries:
                         return out
         finally:
