@@ -256,8 +256,8 @@ def test_readers_in_other_threads_see_only_whole_committed_appends(store) -> Non
             while not stop.is_set():
                 stamps = store.read_stamps("orders")
                 # every append is two entries of 2 and 1 records: whole appends only
-                assert len(stamps) % 2 == 0
-                assert stamps.record_count.tolist() == [2, 1] * (len(stamps) // 2)
+                assert stamps.entry_count % 2 == 0
+                assert stamps.record_count.tolist() == [2, 1] * (stamps.entry_count // 2)
                 got = store.read("orders", 0, 1000)
                 assert [e.payload for e in got] == [b"a", b"b"] * (len(got) // 2)
         except BaseException as exc:  # noqa: BLE001 - reported below

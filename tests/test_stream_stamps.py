@@ -3,6 +3,7 @@ columns that a dispatcher routes without reading a payload."""
 
 from __future__ import annotations
 
+import pickle
 import random
 
 import numpy as np
@@ -129,7 +130,7 @@ def test_read_stamps_ranges_match_read(store) -> None:
         store.append("x", batch, session=store.session)
     full = read_all(store, "x")
     stamps = store.read_stamps("x")
-    assert len(stamps) == len(sent)
+    assert stamps.entry_count == len(sent)
     assert stamps.start_offset.tolist() == [e.start_offset for e in full]
     assert stamps.end_offset.tolist() == [e.end_offset for e in full]
     assert stamps.hash_min.tolist() == [e.hash_min or 0 for e in sent]
@@ -174,3 +175,22 @@ def test_stream_names_are_reachable_from_the_package() -> None:
                  "ChecksumError", "HeadStore", "SQLiteHeadStore"):
         assert hasattr(st, name), name
     assert st.FencedError is bc.errors.FencedError
+
+
+def test_read_stamps_unpacks_as_the_four_columns_of_the_contract(store) -> None:
+    buckets = bc.Buckets.equal_width(4)
+    store.append("x", [EntryPayload(b"a", 2, hash_min=0x0100, hash_max=0x0200),
+                       EntryPayload(b"b", 1, hash_min=0xC000, hash_max=0xC000)], session=store.session)
+    start, end, lo, hi = store.read_stamps("x")
+    assert start.tolist() == [0, 2] and end.tolist() == [2, 3]
+    assert lo.tolist() == [0x0100, 0xC000] and hi.tolist() == [0x0200, 0xC000]
+    selector = bc.EntryBucketSelector(buckets)
+    selector.add_consumer("a", 0)
+    selector.add_consumer("b", 1)
+    assert bc.route_entries(selector, lo, hash_max=hi).tolist() == [0, 1]
+    cols = store.read_stamps("x")
+    assert cols.entry_count == 2 and len(cols) == 4 and cols[2] is cols.hash_min
+    with pytest.raises(AttributeError, match="read-only"):
+        cols.hash_min = lo  # type: ignore[misc]
+    again = pickle.loads(pickle.dumps(cols))
+    assert all(np.array_equal(a, b) for a, b in zip(again.as_dict().values(), cols.as_dict().values(), strict=True))

@@ -181,8 +181,12 @@ class CommittedEntry:
     bucket: int | None = None
 
 
-class StampColumns:
+class StampColumns(tuple):
     """The stamps of a range of committed entries, as numpy columns (one row per entry).
+
+    A 4-tuple ``(start_offset, end_offset, hash_min, hash_max)`` — so
+    ``start, end, lo, hi = store.read_stamps(...)`` works — whose columns are also attributes,
+    with three more columns as attributes only: ``stamped``, ``segment_id`` and ``bucket``.
 
     ``hash_min`` feeds :func:`bucketcore.route_entries` directly; where ``stamped`` is False the
     entry carries no stamp (its ``hash_min``/``hash_max`` are 0) and routes by its key's hash,
@@ -197,40 +201,81 @@ class StampColumns:
         -1 where unknown.
     bucket : numpy.ndarray of int32
         -1 where unknown.
+    entry_count : int
+        Number of entries (rows); ``len()`` is the tuple's 4.
     """
 
-    __slots__ = ("bucket", "end_offset", "hash_max", "hash_min", "segment_id", "stamped", "start_offset")
+    _NAMES = ("start_offset", "end_offset", "hash_min", "hash_max", "stamped", "segment_id", "bucket")
 
-    def __init__(self, start_offset: np.ndarray, end_offset: np.ndarray, hash_min: np.ndarray,
-                 hash_max: np.ndarray, stamped: np.ndarray, segment_id: np.ndarray,
-                 bucket: np.ndarray) -> None:
-        self.start_offset = start_offset
-        self.end_offset = end_offset
-        self.hash_min = hash_min
-        self.hash_max = hash_max
-        self.stamped = stamped
-        self.segment_id = segment_id
-        self.bucket = bucket
+    def __new__(cls, start_offset: np.ndarray, end_offset: np.ndarray, hash_min: np.ndarray,
+                hash_max: np.ndarray, stamped: np.ndarray, segment_id: np.ndarray,
+                bucket: np.ndarray) -> StampColumns:
+        self = super().__new__(cls, (start_offset, end_offset, hash_min, hash_max))
+        self.__dict__["_more"] = (stamped, segment_id, bucket)
+        return self
 
-    def __len__(self) -> int:
-        return int(self.start_offset.shape[0])
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"StampColumns is read-only: cannot set {name!r}")
+
+    @property
+    def start_offset(self) -> np.ndarray:
+        """Each entry's first offset (int64)."""
+        return self[0]
+
+    @property
+    def end_offset(self) -> np.ndarray:
+        """Each entry's end offset, exclusive (int64)."""
+        return self[1]
+
+    @property
+    def hash_min(self) -> np.ndarray:
+        """Each entry's stamp minimum (uint16; 0 when unstamped)."""
+        return self[2]
+
+    @property
+    def hash_max(self) -> np.ndarray:
+        """Each entry's stamp maximum (uint16; 0 when unstamped)."""
+        return self[3]
+
+    @property
+    def stamped(self) -> np.ndarray:
+        """Whether each entry carries a stamp (bool)."""
+        return self.__dict__["_more"][0]
+
+    @property
+    def segment_id(self) -> np.ndarray:
+        """The segment each entry was batched for (int64; -1 when unknown)."""
+        return self.__dict__["_more"][1]
+
+    @property
+    def bucket(self) -> np.ndarray:
+        """The bucket each entry was batched for (int32; -1 when unknown)."""
+        return self.__dict__["_more"][2]
+
+    @property
+    def entry_count(self) -> int:
+        """Number of entries (rows)."""
+        return int(self[0].shape[0])
 
     @property
     def record_count(self) -> np.ndarray:
         """Records per entry (``end_offset - start_offset``)."""
-        return self.end_offset - self.start_offset
+        return self[1] - self[0]
 
     def as_dict(self) -> dict[str, np.ndarray]:
-        """The columns by name.
+        """All seven columns by name.
 
         Returns
         -------
         dict of str to numpy.ndarray
         """
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {name: getattr(self, name) for name in self._NAMES}
+
+    def __reduce__(self) -> tuple:
+        return (StampColumns, (*self, *self.__dict__["_more"]))
 
     def __repr__(self) -> str:
-        return f"StampColumns(entries={len(self)})"
+        return f"StampColumns(entries={self.entry_count})"
 
 
 class EntryColumns:
