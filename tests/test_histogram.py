@@ -30,6 +30,7 @@ def routed_bucket_hashes(keys, layout, segment_id):
 
 # --- what it counts ---------------------------------------------------------------------------------
 
+
 def test_each_segment_counts_exactly_the_bucket_hashes_routed_to_it() -> None:
     layout = two_segments()
     keys = keys_of(5000)
@@ -92,11 +93,12 @@ def test_bins_are_read_only() -> None:
 
 # --- adding ---------------------------------------------------------------------------------------
 
+
 def test_histograms_of_parts_add_up_to_the_histogram_of_the_whole() -> None:
     layout = two_segments()
     keys = keys_of(4000) + [None] * 3
     whole = bucket_histogram(keys, layout)
-    parts = [bucket_histogram(keys[i:i + 700], layout) for i in range(0, len(keys), 700)]
+    parts = [bucket_histogram(keys[i : i + 700], layout) for i in range(0, len(keys), 700)]
     assert sum(parts) == whole
     assert parts[0] + (parts[1] + parts[2]) == (parts[0] + parts[1]) + parts[2]
 
@@ -127,6 +129,7 @@ def test_adding_past_int64_is_refused() -> None:
 
 
 # --- serialisation --------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("weights", [None, "int", "float"])
 def test_to_bytes_and_pickle_round_trip(weights) -> None:
@@ -166,6 +169,7 @@ def test_hash_histogram_checks_its_bins() -> None:
 
 # --- bad input ------------------------------------------------------------------------------------
 
+
 def test_bad_weights_are_named_by_index() -> None:
     layout = two_segments()
     with pytest.raises(ValueError, match="weight -2 at index 1 is negative"):
@@ -190,6 +194,7 @@ def test_layout_must_be_a_topic_layout() -> None:
 
 
 # --- planning from a histogram ---------------------------------------------------------------------
+
 
 def test_balanced_refuses_weights_with_a_histogram_and_a_multi_segment_histogram() -> None:
     hist = bucket_histogram(keys_of(100), two_segments())
@@ -220,11 +225,13 @@ def test_balanced_layout_plans_every_active_segment_from_its_histogram() -> None
         bucket_histogram(keys, layout).balanced_layout(bc.TopicLayout(1, [bc.Segment(0, 0, 0xFFFF)]), 6)
 
 
-layouts = st.sampled_from([
-    bc.TopicLayout(1, [bc.Segment(0, 0, 0xFFFF)]),
-    bc.TopicLayout(1, [bc.Segment(0, 0, 0x7FFF), bc.Segment(1, 0x8000, 0xFFFF)]),
-    bc.TopicLayout(2, [bc.Segment(0, 0, 0x0FFF), bc.Segment(1, 0x1000, 0x9FFF), bc.Segment(2, 0xA000, 0xFFFF)]),
-])
+layouts = st.sampled_from(
+    [
+        bc.TopicLayout(1, [bc.Segment(0, 0, 0xFFFF)]),
+        bc.TopicLayout(1, [bc.Segment(0, 0, 0x7FFF), bc.Segment(1, 0x8000, 0xFFFF)]),
+        bc.TopicLayout(2, [bc.Segment(0, 0, 0x0FFF), bc.Segment(1, 0x1000, 0x9FFF), bc.Segment(2, 0xA000, 0xFFFF)]),
+    ]
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -236,13 +243,14 @@ layouts = st.sampled_from([
     weighted=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_planning_from_merged_histograms_equals_planning_from_raw_hashes(layout, keys, n, cuts, weighted,
-                                                                         seed) -> None:
+def test_planning_from_merged_histograms_equals_planning_from_raw_hashes(layout, keys, n, cuts, weighted, seed) -> None:
     keys = [k.encode("utf-8", "replace").decode("utf-8") if isinstance(k, str) else k for k in keys]
     weights = np.random.default_rng(seed).integers(0, 10_000, size=len(keys)) if weighted else None
     bounds = sorted({0, len(keys), *[min(c, len(keys)) for c in cuts]})
-    parts = [bucket_histogram(keys[a:b], layout, weights=None if weights is None else weights[a:b])
-             for a, b in zip(bounds, bounds[1:])] or [bucket_histogram(keys, layout, weights=weights)]
+    parts = [
+        bucket_histogram(keys[a:b], layout, weights=None if weights is None else weights[a:b])
+        for a, b in zip(bounds, bounds[1:])
+    ] or [bucket_histogram(keys, layout, weights=weights)]
     merged = sum(parts[1:], parts[0])
     kh = bc.hash_keys(keys)
     seg = np.asarray(layout.route(kh)).reshape(-1)

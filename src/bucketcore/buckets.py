@@ -506,8 +506,9 @@ def _observed_bins(bucket_hashes: Any, weights: Any) -> np.ndarray:
             raise TypeError("weights must be None when bucket_hashes is a HashHistogram: its bins are the loads")
         return bucket_hashes.bins
     if isinstance(bucket_hashes, BucketHistogram):
-        raise TypeError("bucket_hashes is a BucketHistogram of several segments: pass one segment's "
-                        "histogram, hist[segment_id]")
+        raise TypeError(
+            "bucket_hashes is a BucketHistogram of several segments: pass one segment's histogram, hist[segment_id]"
+        )
     return histogram(bucket_hashes, weights)
 
 

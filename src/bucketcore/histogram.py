@@ -175,8 +175,11 @@ class HashHistogram:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, HashHistogram):
             return NotImplemented
-        return (self._measure == other._measure and self._bins.dtype == other._bins.dtype
-                and bool(np.array_equal(self._bins, other._bins)))
+        return (
+            self._measure == other._measure
+            and self._bins.dtype == other._bins.dtype
+            and bool(np.array_equal(self._bins, other._bins))
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -230,8 +233,14 @@ class BucketHistogram(Mapping[int, HashHistogram]):
     _measure: str
     _dtype: np.dtype
 
-    def __init__(self, segment_ids: Any, histograms: Mapping[int, HashHistogram], keyless: int = 0,
-                 measure: str = "count", dtype: Any = np.int64) -> None:
+    def __init__(
+        self,
+        segment_ids: Any,
+        histograms: Mapping[int, HashHistogram],
+        keyless: int = 0,
+        measure: str = "count",
+        dtype: Any = np.int64,
+    ) -> None:
         ids = tuple(segment_ids)
         for i, sid in enumerate(ids):
             if not is_int(sid) or int(sid) < 0:
@@ -295,8 +304,10 @@ class BucketHistogram(Mapping[int, HashHistogram]):
             return h
         if sid in self._segment_ids:
             return HashHistogram._trusted(np.zeros(RING, dtype=self._dtype), self._measure, self._dtype.type(0).item())
-        raise KeyError(f"segment {sid} is not an active segment of this histogram's layout "
-                       f"(active: {list(self._segment_ids[:8])}{' ...' if len(self._segment_ids) > 8 else ''})")
+        raise KeyError(
+            f"segment {sid} is not an active segment of this histogram's layout "
+            f"(active: {list(self._segment_ids[:8])}{' ...' if len(self._segment_ids) > 8 else ''})"
+        )
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._segment_ids)
@@ -323,21 +334,24 @@ class BucketHistogram(Mapping[int, HashHistogram]):
 
             raise InvalidLayoutError(
                 f"cannot add histograms of different layouts: active segments {list(self._segment_ids[:8])} "
-                f"and {list(other._segment_ids[:8])}")
+                f"and {list(other._segment_ids[:8])}"
+            )
         _check_same_kind(self._measure, self._dtype, other._measure, other._dtype)
         merged = dict(self._hists)
         for sid, h in other._hists.items():
             mine = merged.get(sid)
             merged[sid] = h if mine is None else mine + h
-        return BucketHistogram._make(self._segment_ids, merged, self._keyless + other._keyless,
-                                     self._measure, self._dtype)
+        return BucketHistogram._make(
+            self._segment_ids, merged, self._keyless + other._keyless, self._measure, self._dtype
+        )
 
     def __radd__(self, other: object) -> BucketHistogram:
         return self.__add__(other)
 
     @classmethod
-    def _make(cls, ids: tuple[int, ...], hists: dict[int, HashHistogram], keyless: int, measure: str,
-              dtype: np.dtype) -> BucketHistogram:
+    def _make(
+        cls, ids: tuple[int, ...], hists: dict[int, HashHistogram], keyless: int, measure: str, dtype: np.dtype
+    ) -> BucketHistogram:
         self = cls.__new__(cls)
         self._segment_ids = ids
         self._hists = hists
@@ -349,9 +363,13 @@ class BucketHistogram(Mapping[int, HashHistogram]):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BucketHistogram):
             return NotImplemented
-        return (self._segment_ids == other._segment_ids and self._keyless == other._keyless
-                and self._measure == other._measure and self._dtype == other._dtype
-                and all(self[s] == other[s] for s in self._segment_ids))
+        return (
+            self._segment_ids == other._segment_ids
+            and self._keyless == other._keyless
+            and self._measure == other._measure
+            and self._dtype == other._dtype
+            and all(self[s] == other[s] for s in self._segment_ids)
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -359,8 +377,10 @@ class BucketHistogram(Mapping[int, HashHistogram]):
         return (BucketHistogram.from_bytes, (self.to_bytes(),))
 
     def __repr__(self) -> str:
-        return (f"BucketHistogram(segments={len(self._segment_ids)}, reached={len(self._hists)}, "
-                f"measure={self._measure!r}, total={self.total}, keyless={self._keyless})")
+        return (
+            f"BucketHistogram(segments={len(self._segment_ids)}, reached={len(self._hists)}, "
+            f"measure={self._measure!r}, total={self.total}, keyless={self._keyless})"
+        )
 
     # --- serialisation --------------------------------------------------------------------------
 
@@ -372,13 +392,16 @@ class BucketHistogram(Mapping[int, HashHistogram]):
         bytes
         """
         reached = self.reached()
-        header = json.dumps({
-            "segment_ids": list(self._segment_ids),
-            "reached": list(reached),
-            "keyless": self._keyless,
-            "measure": self._measure,
-            "dtype": self._dtype.name,
-        }, separators=(",", ":")).encode("utf-8")
+        header = json.dumps(
+            {
+                "segment_ids": list(self._segment_ids),
+                "reached": list(reached),
+                "keyless": self._keyless,
+                "measure": self._measure,
+                "dtype": self._dtype.name,
+            },
+            separators=(",", ":"),
+        ).encode("utf-8")
         little = self._dtype.newbyteorder("<")
         parts = [_MAGIC, struct.pack("<I", len(header)), header]
         parts.extend(self._hists[s].bins.astype(little, copy=False).tobytes() for s in reached)
@@ -413,7 +436,7 @@ class BucketHistogram(Mapping[int, HashHistogram]):
         if len(buf) < body:
             raise ValueError("serialised BucketHistogram is truncated inside its header")
         try:
-            head = json.loads(buf[len(_MAGIC) + 4:body].decode("utf-8"))
+            head = json.loads(buf[len(_MAGIC) + 4 : body].decode("utf-8"))
             ids, reached = head["segment_ids"], head["reached"]
             keyless, measure, dtype = head["keyless"], head["measure"], np.dtype(head["dtype"])
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as err:
@@ -422,8 +445,10 @@ class BucketHistogram(Mapping[int, HashHistogram]):
             raise ValueError(f"serialised BucketHistogram has dtype {dtype}, not int64 or float64")
         width = RING * dtype.itemsize
         if not isinstance(reached, list) or len(buf) != body + width * len(reached):
-            raise ValueError(f"serialised BucketHistogram holds {len(buf) - body} bytes of bins, expected "
-                             f"{width} for each of its reached segments")
+            raise ValueError(
+                f"serialised BucketHistogram holds {len(buf) - body} bytes of bins, expected "
+                f"{width} for each of its reached segments"
+            )
         if len(set(reached)) != len(reached):
             raise ValueError(f"serialised BucketHistogram names reached segments twice: {reached}")
         hists = {}
@@ -475,15 +500,19 @@ class BucketHistogram(Mapping[int, HashHistogram]):
         ids = tuple(s.segment_id for s in layout.active_segments)
         if ids != self._segment_ids:
             raise InvalidLayoutError(
-                f"the layout's active segments {list(ids[:8])} are not the histogram's {list(self._segment_ids[:8])}")
+                f"the layout's active segments {list(ids[:8])} are not the histogram's {list(self._segment_ids[:8])}"
+            )
         planned = {sid: Buckets.balanced(self[sid], n) for sid in ids}
-        segments = [dataclasses.replace(s, buckets=planned[s.segment_id]) if s.segment_id in planned else s
-                    for s in layout.segments]
+        segments = [
+            dataclasses.replace(s, buckets=planned[s.segment_id]) if s.segment_id in planned else s
+            for s in layout.segments
+        ]
         return TopicLayout(layout.epoch, segments, layout.topic)
 
 
-def bucket_histogram(keys_or_hashes: Any, layout: Any, *, weights: Any = None,
-                     errors: str = "strict") -> BucketHistogram:
+def bucket_histogram(
+    keys_or_hashes: Any, layout: Any, *, weights: Any = None, errors: str = "strict"
+) -> BucketHistogram:
     """Per active segment of ``layout``, the 65,536-bin histogram of its keyed messages' bucket hashes.
 
     Keyed messages are routed as a producer routes them (:meth:`TopicLayout.route_index`);
@@ -567,8 +596,10 @@ def bucket_histogram(keys_or_hashes: Any, layout: Any, *, weights: Any = None,
                 bad = _layout.weighted_histogram(part, flat_w[start:stop], bins)
                 if bad >= 0:
                     at = _original_index(start + bad, order, positions)
-                    raise ValueError(f"the sum of the weights of segment {ids[seg]} overflows int64 at index "
-                                     f"{index_label(at, shape)}")
+                    raise ValueError(
+                        f"the sum of the weights of segment {ids[seg]} overflows int64 at index "
+                        f"{index_label(at, shape)}"
+                    )
                 total = _exact_total(bins)
             else:
                 _layout.weighted_histogram_f64(part, flat_w[start:stop], bins)
@@ -590,8 +621,9 @@ def _check_weight_signs(flat: np.ndarray, shape: tuple[int, ...]) -> None:
         bad = np.flatnonzero(~((flat >= 0.0) & np.isfinite(flat)))
         if bad.size:
             i = int(bad[0])
-            raise ValueError(f"weight {float(flat[i])!r} at index {index_label(i, shape)} is not a finite "
-                             f"non-negative number")
+            raise ValueError(
+                f"weight {float(flat[i])!r} at index {index_label(i, shape)} is not a finite non-negative number"
+            )
 
 
 def _original_index(i: int, order: np.ndarray | None, positions: np.ndarray | None) -> int:
