@@ -16,7 +16,8 @@ One append, in order:
 8. the profile's completion boundary (``object-wal``: the durable head itself);
 9. return :class:`AppendResult`.
 
-The protocol lives here; all SQL lives in the head store (``sqlite_heads.py``).
+The protocol lives here; reads are in ``reads.py``; all SQL lives in the head store
+(``sqlite_heads.py``).
 """
 
 from __future__ import annotations
@@ -33,19 +34,16 @@ import numpy as np
 
 from ..errors import (
     CapabilityError,
-    ChecksumError,
     FencedError,
     InvariantViolationError,
-    MissingObjectError,
     OffsetMismatchError,
-    OffsetOutOfRangeError,
     StoreClosedError,
     UncertainAppendError,
-    UnknownStreamError,
 )
 from ..producer import EntryTable
 from .heads import LOCATION_DTYPE, STAMP_DTYPE, HeadStore, IndexRow
 from .payload import CommittedEntry, EntryColumns, StampColumns
+from .reads import read_entries, read_stamp_columns, require_head
 from .records import (
     PROFILES,
     AppendResult,
@@ -62,15 +60,13 @@ from .records import (
     check_writer,
 )
 from .sqlite_heads import SQLiteHeadStore
-from .wal import OBJECT_SUFFIX, EncodedObject, ObjectWal, crc32c, encode_object
+from .wal import OBJECT_SUFFIX, EncodedObject, ObjectWal, encode_object
 
 __all__ = ["StreamStore"]
 
 _HEADS_FILE = "heads.sqlite3"
 _WAL_DIR = "wal"
 _MAX_OFFSET = 2**63 - 1
-_READ_COLUMNS = ("stamps", "locations", "metadata")
-_STAMP_COLUMNS = ("stamps",)
 
 #: A fault hook gets the number of the step just completed (4, 5, 6 or 7).
 FaultHook = Callable[[int], None]
@@ -200,10 +196,7 @@ class StreamStore:
             return lane
 
     def _head(self, stream_id: str) -> StreamHead:
-        head = self._heads.read_head(stream_id)
-        if head is None:
-            raise UnknownStreamError(f"no stream {stream_id!r} in the store at {self.path}")
-        return head
+        return require_head(self._heads, stream_id)
 
     # --- streams and sessions ------------------------------------------------------------------
 
@@ -566,14 +559,6 @@ class StreamStore:
 
     # --- reads ---------------------------------------------------------------------------------
 
-    def _readable_head(self, stream_id: str, from_offset: int) -> StreamHead:
-        head = self._head(stream_id)
-        if not head.log_start <= from_offset <= head.committed_end:
-            raise OffsetOutOfRangeError(
-                f"from_offset {from_offset} is outside stream {stream_id!r}'s readable range "
-                f"[{head.log_start}, {head.committed_end}]", head.log_start, head.committed_end)
-        return head
-
     def read(self, stream_id: str, from_offset: int = 0, max_entries: int = 100) -> list[CommittedEntry]:
         """Committed entries from ``from_offset`` on, payload checksums verified.
 
@@ -608,77 +593,7 @@ class StreamStore:
         check_stream_id(stream_id)
         from_offset = check_offset(from_offset, "from_offset")
         max_entries = check_count(max_entries, "max_entries")
-        head = self._readable_head(stream_id, from_offset)
-        out: list[CommittedEntry] = []
-        seen = False
-        batches = self._heads.scan_index(stream_id, from_offset, _READ_COLUMNS, 2)
-        try:
-            for rows in batches:
-                if not seen:
-                    seen = True
-                    if rows[0][0] > from_offset:
-                        raise self._trimmed_meanwhile(stream_id, from_offset)
-                for row in rows:
-                    try:
-                        self._read_row(row, from_offset, max_entries - len(out), out)
-                    except MissingObjectError:
-                        # trimmed and collected after the scan found it, or really lost
-                        if self._head(stream_id).log_start >= row[1]:
-                            raise self._trimmed_meanwhile(stream_id, from_offset) from None
-                        raise
-                    if len(out) >= max_entries:
-                        return out
-        finally:
-            batches.close()  # type: ignore[attr-defined]
-        if not seen and from_offset < head.committed_end:
-            raise self._trimmed_meanwhile(stream_id, from_offset)
-        return out
-
-    def _trimmed_meanwhile(self, stream_id: str, from_offset: int) -> OffsetOutOfRangeError:
-        """The error for a read whose start was trimmed between its range check and its scan."""
-        head = self._head(stream_id)
-        return OffsetOutOfRangeError(
-            f"from_offset {from_offset} was trimmed while being read; stream {stream_id!r}'s readable "
-            f"range is now [{head.log_start}, {head.committed_end}]", head.log_start, head.committed_end)
-
-    def _read_row(self, row: tuple, from_offset: int, room: int, out: list[CommittedEntry]) -> None:
-        _, end, n, key, length, b_stamps, b_locations, metadata = row
-        stamps = np.frombuffer(b_stamps, dtype=STAMP_DTYPE)
-        first = max(int(np.searchsorted(stamps["start_offset"], from_offset, side="right")) - 1, 0)
-        last = min(n, first + room)
-        sl = slice(first, last)
-        starts = stamps["start_offset"][first:last + 1].tolist()
-        if last == n:
-            starts.append(end)
-        locations = np.frombuffer(b_locations, dtype=LOCATION_DTYPE)
-        off = locations["payload_off"][sl].tolist()
-        size = locations["payload_len"][sl].tolist()
-        crc = locations["payload_crc"][sl].tolist()
-        meta_off = locations["meta_off"][first:last + 1].tolist()
-        if last == n:
-            meta_off.append(len(metadata))
-        stamped = stamps["stamped"][sl].tolist()
-        h_lo = stamps["hash_min"][sl].tolist()
-        h_hi = stamps["hash_max"][sl].tolist()
-        seg = stamps["segment_id"][sl].tolist()
-        bucket = stamps["bucket"][sl].tolist()
-        lo_b = off[0]
-        span = self._wal.read_span(key, length, lo_b, off[-1] + size[-1])
-        append = out.append
-        for i in range(last - first):
-            p0 = off[i] - lo_b
-            payload = span[p0:p0 + size[i]]
-            if crc32c(payload) != crc[i]:
-                raise ChecksumError(f"WAL object {key!r}: the entry at offset {starts[i]} fails its "
-                                    f"CRC32C check (recorded {crc[i]:#010x})")
-            s, e = starts[i], starts[i + 1]
-            meta = metadata[meta_off[i]:meta_off[i + 1]]
-            segment = None if seg[i] < 0 else seg[i]
-            bkt = None if bucket[i] < 0 else bucket[i]
-            if stamped[i]:
-                append(CommittedEntry(s, e, e - s, payload, meta, h_lo[i], h_hi[i], segment, bkt))
-            else:
-                append(CommittedEntry(s, e, e - s, payload, meta, None, None, segment, bkt))
+        return read_entries(self._heads, self._wal, stream_id, from_offset, max_entries)
 
     def read_stamps(self, stream_id: str, from_offset: int = 0, max_entries: int | None = None) -> StampColumns:
         """The stamps of committed entries from ``from_offset`` on, as numpy columns; no payload is read.
@@ -710,50 +625,7 @@ class StreamStore:
         check_stream_id(stream_id)
         from_offset = check_offset(from_offset, "from_offset")
         limit = None if max_entries is None else check_count(max_entries, "max_entries")
-        head = self._readable_head(stream_id, from_offset)
-        blobs: list[bytes] = []
-        last_end = from_offset
-        have = 0
-        skip = 0
-        first_row = True
-        # the first batch is sized for a short read; the head store grows later ones
-        batches = self._heads.scan_index(stream_id, from_offset, _STAMP_COLUMNS,
-                                         4096 if limit is None else min(4096, 1 + limit // 64))
-        try:
-            for rows in batches:
-                if first_row:
-                    if rows[0][0] > from_offset:
-                        raise self._trimmed_meanwhile(stream_id, from_offset)
-                    starts0 = np.frombuffer(rows[0][5], dtype=STAMP_DTYPE)["start_offset"]
-                    skip = max(int(np.searchsorted(starts0, from_offset, side="right")) - 1, 0)
-                    have = -skip
-                    first_row = False
-                blobs.extend([r[5] for r in rows])
-                have += sum(r[2] for r in rows)
-                last_end = rows[-1][1]
-                if limit is not None and have >= limit:
-                    break
-        finally:
-            batches.close()  # type: ignore[attr-defined]
-        if first_row and from_offset < head.committed_end:
-            raise self._trimmed_meanwhile(stream_id, from_offset)
-        fetched = np.frombuffer(b"".join(blobs), dtype=STAMP_DTYPE)
-        records = fetched[skip:None if limit is None else skip + limit]
-        n = records.shape[0]
-        starts = np.ascontiguousarray(records["start_offset"])
-        ends = np.empty(n, dtype=np.int64)
-        if n:
-            # appends are contiguous: an entry ends where the next one starts
-            ends[:-1] = starts[1:]
-            after = skip + n
-            ends[-1] = fetched["start_offset"][after] if after < fetched.shape[0] else last_end
-        cols = [starts, ends, np.ascontiguousarray(records["hash_min"]),
-                np.ascontiguousarray(records["hash_max"]),
-                np.ascontiguousarray(records["stamped"]).view(np.bool_),
-                np.ascontiguousarray(records["segment_id"]), np.ascontiguousarray(records["bucket"])]
-        for c in cols:
-            c.setflags(write=False)
-        return StampColumns(*cols)
+        return read_stamp_columns(self._heads, stream_id, from_offset, limit)
 
     # --- retention and GC ----------------------------------------------------------------------
 
