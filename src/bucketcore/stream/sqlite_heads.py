@@ -146,6 +146,8 @@ class SQLiteHeadStore(HeadStore):
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
+            # macOS: a journal sync reaches the disk, not just the drive's cache (no-op elsewhere)
+            self._db.execute("PRAGMA fullfsync=ON")
             self._sync = "FULL"
             self._create_schema()
         except BaseException:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import secrets
 import struct
+import sys
 import time
 from dataclasses import dataclass
 
@@ -167,12 +168,22 @@ def encode_object(stream_id: str, commit_id: str, start_offset: int, cols: Entry
                          meta_off, b"".join(cols.metadata), int(payload_len.sum()))
 
 
+def _fsync(fd: int) -> None:
+    """Flush a file to stable storage (on macOS fsync alone stops at the drive's cache)."""
+    if sys.platform == "darwin":
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
+    else:
+        os.fsync(fd)
+
+
 def _fsync_dir(path: str) -> None:
-    if os.name == "nt":  # directories cannot be opened for fsync there; NTFS journals the rename
+    if os.name == "nt":  # directories cannot be opened for fsync there; NTFS journals the link
         return
     fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        _fsync(fd)
     finally:
         os.close(fd)
 
@@ -227,7 +238,7 @@ class ObjectWal:
                 while view:
                     written = os.write(fd, view)
                     view = view[written:]
-                os.fsync(fd)
+                _fsync(fd)
             finally:
                 os.close(fd)
             try:
