@@ -1,6 +1,7 @@
-# The kernels' one status vocabulary (status.h), for every kernel to cimport.
+# The kernels' one status vocabulary (status.h), for every kernel to cimport. A C enum: a status
+# reaches Python as a plain int (no enum object per call); _status.bc_status names the values.
 cdef extern from "status.h" nogil:
-    cpdef enum bc_status:
+    enum:
         BC_OK
         BC_ERR_NOMEM
         BC_ERR_KEY_TYPE
@@ -21,3 +22,7 @@ cdef extern from "status.h" nogil:
         BC_ERR_ACK_QUEUED
         BC_ERR_ACK_OTHER
         BC_ERR_ACK_DUPLICATE
+        BC_ERR_ARROW_VIEW
+        BC_ERR_DICT_INDEX
+        BC_ERR_KEY_BUFFER
+        BC_ERR_NPSTRING

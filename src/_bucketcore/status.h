@@ -24,7 +24,11 @@ typedef enum bc_status {
     BC_ERR_ACK_ALREADY = 16,   /* an ack of an entry acked before */
     BC_ERR_ACK_QUEUED = 17,    /* an ack of an entry queued for (re)delivery, not delivered */
     BC_ERR_ACK_OTHER = 18,     /* an ack of an entry delivered to another consumer */
-    BC_ERR_ACK_DUPLICATE = 19  /* the same id twice in one ack call */
+    BC_ERR_ACK_DUPLICATE = 19, /* the same id twice in one ack call */
+    BC_ERR_ARROW_VIEW = 20,    /* an Arrow string/binary view with a negative length or outside its buffers */
+    BC_ERR_DICT_INDEX = 21,    /* an Arrow dictionary index outside its dictionary */
+    BC_ERR_KEY_BUFFER = 22,    /* a memoryview key that is released or not C-contiguous */
+    BC_ERR_NPSTRING = 23       /* a numpy StringDType item numpy could not unpack */
 } bc_status;
 
 #endif
