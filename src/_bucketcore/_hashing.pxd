@@ -60,6 +60,50 @@ cdef struct HashOut:
     uint16_t *bucket_hash
     uint8_t *has_key
 
+# How a ColumnView's keys are laid out (describe_view reads each).
+cdef enum:
+    COL_LIST = 0        # list of key objects
+    COL_TUPLE = 1       # tuple of key objects
+    COL_OBJECTS = 2     # numpy object array
+    COL_BYTES = 3       # numpy S
+    COL_UCS4 = 4        # numpy U
+    COL_ARROW = 5       # Arrow string/binary (int32 or int64 offsets)
+    COL_VIEW = 6        # Arrow string_view/binary_view
+    COL_DICT = 7        # Arrow dictionary: indices into a dictionary hashed once (gathered)
+    COL_NULLS = 8       # Arrow null type: every value keyless
+    COL_NPSTRING = 9    # numpy 2 StringDType
+
+cdef extern from "arrow_c.h" nogil:
+    ctypedef struct bc_arrow_schema "struct ArrowSchema":
+        const char *format
+        const char *name
+        const char *metadata
+        int64_t flags
+        int64_t n_children
+        bc_arrow_schema **children
+        bc_arrow_schema *dictionary
+        void (*release)(bc_arrow_schema *) noexcept nogil
+        void *private_data
+    ctypedef struct bc_arrow_array "struct ArrowArray":
+        int64_t length
+        int64_t null_count
+        int64_t offset
+        int64_t n_buffers
+        int64_t n_children
+        const void **buffers
+        bc_arrow_array **children
+        bc_arrow_array *dictionary
+        void (*release)(bc_arrow_array *) noexcept nogil
+        void *private_data
+    ctypedef struct bc_arrow_stream "struct ArrowArrayStream":
+        int (*get_schema)(bc_arrow_stream *, bc_arrow_schema *out) noexcept nogil
+        int (*get_next)(bc_arrow_stream *, bc_arrow_array *out) noexcept nogil
+        const char *(*get_last_error)(bc_arrow_stream *) noexcept nogil
+        void (*release)(bc_arrow_stream *) noexcept nogil
+        void *private_data
+    enum:
+        ARROW_FLAG_NULLABLE
+
 cdef enum:
     CHUNK = 1024        # keys described and hashed per step (their descriptors stay in L1)
     SPINS = 4000        # rounds a pipeline thread spins for the other before it sleeps
@@ -84,6 +128,21 @@ cdef struct ColumnView:
     bint plain
     const uint8_t *fixed_base
     size_t fixed_len
+    # Arrow string_view / binary_view: the views at values; the variadic data buffers and sizes
+    const uint8_t *const *variadic
+    const int64_t *variadic_sizes
+    int64_t nvariadic
+    # Arrow dictionary: indices at values (index_width bytes each); the dictionary's hashes
+    # (dict_raw, dict_has: dict_len of them) and its values (dict_view: describe_view of a row
+    # describes the value it names)
+    int index_width
+    bint index_signed
+    const uint32_t *dict_raw
+    const uint8_t *dict_has
+    int64_t dict_len
+    ColumnView *dict_view
+    # numpy StringDType: its descriptor (items at base + i * stride)
+    void *npy_descr
 
 
 cdef class KeyColumn:

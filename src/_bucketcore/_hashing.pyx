@@ -29,13 +29,39 @@ cdef extern from "pykeys.h":
         PyObject **items, const char *base, Py_ssize_t stride, size_t n, bc_key *keys, void **held,
         size_t *nheld, size_t *at, int *plain, int may_ready) noexcept nogil
 
-cdef enum:
-    COL_LIST = 0
-    COL_TUPLE = 1
-    COL_OBJECTS = 2
-    COL_BYTES = 3
-    COL_UCS4 = 4
-    COL_ARROW = 5
+cdef extern from "pykeys.h":
+    void bc_set_missing_value(PyObject *o)
+
+cdef extern from "arrow_c.h" nogil:
+    int bc_describe_views(const uint8_t *views, const uint8_t *bits, int64_t first, size_t m,
+                          const uint8_t *const *variadic, const int64_t *sizes, int64_t nvariadic,
+                          bc_key *keys, size_t *at, int *all_bytes)
+    int bc_gather_dict(const void *indices, int width, int is_signed, const uint8_t *bits,
+                       int64_t first, size_t m, const uint32_t *dict_raw, const uint8_t *dict_has,
+                       int64_t dict_len, int allow_none, uint32_t *raw, uint8_t *has_key, size_t *at,
+                       int *keyless)
+    int64_t bc_index_at(const void *indices, int width, int is_signed, int64_t i)
+    bint bc_bit(const uint8_t *bits, int64_t i)
+
+cdef extern from "npstring.h" nogil:
+    ctypedef struct bc_npstr:
+        size_t size
+        const char *buf
+    ctypedef struct bc_npstr_allocator:
+        pass
+    bc_npstr_allocator *bc_npstr_acquire(void *descr)
+    int bc_npstr_load(bc_npstr_allocator *a, const void *packed, bc_npstr *out)
+    void bc_npstr_release(bc_npstr_allocator *a)
+
+# The second missing-value singleton (pandas.NA) the describer compares with, held here.
+cdef object missing_value = None
+
+
+def set_missing_value(object value):
+    """Make ``value`` (one singleton, such as pandas.NA) a missing key: keyless, like None."""
+    global missing_value
+    missing_value = value
+    bc_set_missing_value(<PyObject *>value if value is not None else NULL)
 
 
 # The multi-lane path every kernel hashes by: BC_PATH_AUTO (the best this CPU has) unless forced.
@@ -281,6 +307,26 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
             keys[j].data = values + start
             keys[j].len = <uint32_t>(end - start)
         return BC_OK
+    if v.mode == COL_VIEW:
+        rc = bc_describe_views(values, bits, first, <size_t>m, v.variadic, v.variadic_sizes,
+                               v.nvariadic, keys, &at, &plain)
+        if rc != BC_OK:
+            err_index[0] = pos + <Py_ssize_t>at
+            v.plain = False
+            return rc
+        v.plain = plain
+        return BC_OK
+    if v.mode == COL_NULLS:
+        v.plain = False
+        for j in range(m):
+            keys[j].kind = BC_KEY_NONE
+            keys[j].data = NULL
+            keys[j].len = 0
+        return BC_OK
+    if v.mode == COL_NPSTRING:
+        return describe_npstrings(v, pos, m, keys, err_index)
+    if v.mode == COL_DICT:
+        return describe_dict(v, pos, m, keys, err_index)
     # numpy S/U: trailing NULs are not part of a value, exactly as numpy reads items back
     for j in range(m):
         item = v.base + (pos + j) * v.stride
@@ -298,12 +344,101 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
     return BC_OK
 
 
+cdef int describe_npstrings(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
+                            Py_ssize_t *err_index) noexcept nogil:
+    """Describe items [pos, pos+m) of a numpy StringDType array: numpy unpacks each (the bytes
+    stay where numpy keeps them); a missing item (the dtype's na_object) is keyless."""
+    cdef bc_npstr s
+    cdef Py_ssize_t j
+    cdef int rc
+    cdef bint plain = True
+    cdef bc_npstr_allocator *alloc = bc_npstr_acquire(v.npy_descr)
+    for j in range(m):
+        rc = bc_npstr_load(alloc, v.base + (pos + j) * v.stride, &s)
+        if rc < 0 or (rc == 0 and s.size > BC_KEY_MAX_BYTES):
+            bc_npstr_release(alloc)
+            err_index[0] = pos + j
+            v.plain = False
+            return BC_ERR_NPSTRING if rc < 0 else BC_ERR_KEY_TOO_LONG
+        if rc == 1:
+            keys[j].kind = BC_KEY_NONE
+            keys[j].data = NULL
+            keys[j].len = 0
+            plain = False
+        else:
+            keys[j].kind = BC_KEY_BYTES
+            keys[j].data = s.buf
+            keys[j].len = <uint32_t>s.size
+    bc_npstr_release(alloc)
+    v.plain = plain
+    return BC_OK
+
+
+cdef int describe_dict(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
+                       Py_ssize_t *err_index) noexcept nogil:
+    """Describe rows [pos, pos+m) of a dictionary-encoded column as the dictionary values they
+    name (hash_view_run gathers the dictionary's hashes instead; this serves any other reader).
+    A null row or a null dictionary value is keyless; an index outside the dictionary is
+    BC_ERR_DICT_INDEX."""
+    cdef Py_ssize_t j, row, inner = -1
+    cdef int64_t d
+    cdef int rc
+    cdef bint plain = True
+    cdef ColumnView dv  # a copy: several threads may describe through one dictionary
+    for j in range(m):
+        row = v.array_offset + pos + j
+        if not bc_bit(v.bits, row):
+            keys[j].kind = BC_KEY_NONE
+            keys[j].data = NULL
+            keys[j].len = 0
+            plain = False
+            continue
+        d = bc_index_at(v.values, v.index_width, v.index_signed, row)
+        if d < 0 or d >= v.dict_len:
+            err_index[0] = pos + j
+            v.plain = False
+            return BC_ERR_DICT_INDEX
+        dv = v.dict_view[0]
+        rc = describe_view(&dv, <Py_ssize_t>d, 1, &keys[j], &inner)
+        if rc != BC_OK:
+            err_index[0] = pos + j
+            v.plain = False
+            return rc
+        plain = plain and keys[j].kind == BC_KEY_BYTES
+    v.plain = plain
+    v.fixed_base = NULL
+    return BC_OK
+
+
+cdef int gather_dict_run(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bint allow_none, HashOut *out,
+                         Py_ssize_t base, Py_ssize_t *err_index) noexcept nogil:
+    """Hashes of rows [pos, pos+m) of a dictionary-encoded column into out[base:base+m], gathered
+    from the dictionary's hashes (each distinct value was hashed once)."""
+    cdef size_t at = 0
+    cdef int keyless = 0
+    cdef int st = bc_gather_dict(v.values, v.index_width, v.index_signed, v.bits, v.array_offset + pos,
+                                 <size_t>m, v.dict_raw, v.dict_has, v.dict_len, allow_none,
+                                 out.raw + base, out.has_key + base if out.has_key != NULL else NULL,
+                                 &at, &keyless)
+    v.fixed_base = NULL
+    if st != BC_OK:
+        err_index[0] = pos + <Py_ssize_t>at
+        v.plain = False
+        return st
+    v.plain = not keyless
+    split_out(out, base, m)
+    return BC_OK
+
+
 cdef int hash_view_run(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys, bint replace,
                        bint allow_none, bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                        Py_ssize_t *err_index) noexcept nogil:
     """Describe keys [pos, pos+m) of a column from its view (describe_view) and hash them into
-    out[base:base+m]. On failure *err_index is the failing key's position in the column."""
+    out[base:base+m] (a dictionary-encoded column: gather its dictionary's hashes). On failure
+    *err_index is the failing key's position in the column."""
     cdef Py_ssize_t out_index = -1
+    if v.mode == COL_DICT:
+        return gather_dict_run(v, pos, m, allow_none, out, base, err_index)
     cdef int st = describe_view(v, pos, m, keys, err_index)
     if st == BC_OK:
         st = hash_run(keys, m, v.plain, v.fixed_base, v.fixed_len, replace, allow_none, scratch, out,
@@ -439,6 +574,21 @@ def fixed_column(cnp.ndarray arr):
     if col.length and arr.dtype.itemsize > BC_KEY_MAX_BYTES:
         return BC_ERR_KEY_TOO_LONG, None
     return BC_OK, col
+
+
+def npstring_column(cnp.ndarray arr):
+    """A KeyColumn over a 1-D numpy StringDType array (dtype kind "T"), any stride: each item's
+    bytes are read where numpy keeps them; the dtype's missing items are keyless."""
+    if arr.ndim != 1 or arr.dtype.kind != "T":
+        raise ValueError("expected a 1-D array of numpy's StringDType")
+    cdef KeyColumn col = KeyColumn.__new__(KeyColumn)
+    col.source = arr
+    col.view.mode = COL_NPSTRING
+    col.length = arr.shape[0]
+    col.view.base = <const char *>cnp.PyArray_DATA(arr)
+    col.view.stride = arr.strides[0]
+    col.view.npy_descr = <void *>cnp.PyArray_DESCR(arr)
+    return col
 
 
 def arrow_column(cnp.ndarray offsets, object data, object validity, Py_ssize_t array_offset,

@@ -1,11 +1,32 @@
-/* Describe a Python str/bytes/None as a bc_key without creating any object (needs the GIL). */
+/* Describe a Python key object as a bc_key without creating any object (needs the GIL).
+ * Keys: str (its UTF-8), bytes, bytearray and C-contiguous memoryview (their bytes). Missing keys
+ * (keyless): None, a float NaN (pandas' missing value in object columns) and the one registered
+ * missing-value singleton (pandas.NA, set by bc_set_missing_value). */
 #ifndef BUCKETCORE_PYKEYS_H
 #define BUCKETCORE_PYKEYS_H
 
 #include <Python.h>
+#include <math.h>
 #include "keys.h"
 
-/* BC_OK: described; BC_ERR_KEY_TYPE: not a key type; BC_ERR_KEY_TOO_LONG: longer than
+/* A second missing-value singleton besides None (pandas.NA once pandas is imported), or NULL. The
+ * module that includes this header holds a reference to it. */
+static PyObject *bc_missing_value = NULL;
+
+static inline void bc_set_missing_value(PyObject *o)
+{
+    bc_missing_value = o;
+}
+
+static inline void bc_key_none(bc_key *k)
+{
+    k->data = NULL;
+    k->len = 0;
+    k->kind = BC_KEY_NONE;
+}
+
+/* BC_OK: described; BC_ERR_KEY_TYPE: not a key type; BC_ERR_KEY_BUFFER: a memoryview that is
+ * released or not C-contiguous; BC_ERR_KEY_TOO_LONG: longer than
  * BC_KEY_MAX_BYTES; BC_ERR_NEEDS_GIL: a legacy str that is not ready and may_ready is 0 (readying
  * it writes to it: that needs the GIL; only before Python 3.12); -1: Python error set. Without may_ready this
  * only reads the object, so a thread without the GIL may call it while the GIL holder runs no Python code. */
@@ -53,10 +74,33 @@ static inline int bc_describe_key_as(PyObject *o, bc_key *k, int may_ready)
         k->kind = BC_KEY_BYTES;
         return BC_OK;
     }
-    if (o == Py_None) {
-        k->data = NULL;
-        k->len = 0;
-        k->kind = BC_KEY_NONE;
+    if (o == Py_None || o == bc_missing_value) {
+        bc_key_none(k);
+        return BC_OK;
+    }
+    if (PyFloat_Check(o)) {
+        if (!isnan(PyFloat_AS_DOUBLE(o)))
+            return BC_ERR_KEY_TYPE;
+        bc_key_none(k);
+        return BC_OK;
+    }
+    if (PyByteArray_Check(o)) {
+        if ((uint64_t)PyByteArray_GET_SIZE(o) > BC_KEY_MAX_BYTES)
+            return BC_ERR_KEY_TOO_LONG;
+        k->data = PyByteArray_AS_STRING(o);
+        k->len = (uint32_t)PyByteArray_GET_SIZE(o);
+        k->kind = BC_KEY_BYTES;
+        return BC_OK;
+    }
+    if (PyMemoryView_Check(o)) {
+        const Py_buffer *b = PyMemoryView_GET_BUFFER(o);
+        if ((((PyMemoryViewObject *)o)->flags & _Py_MEMORYVIEW_RELEASED) || !PyBuffer_IsContiguous(b, 'C'))
+            return BC_ERR_KEY_BUFFER;
+        if ((uint64_t)b->len > BC_KEY_MAX_BYTES)
+            return BC_ERR_KEY_TOO_LONG;
+        k->data = b->buf;
+        k->len = (uint32_t)b->len;
+        k->kind = BC_KEY_BYTES;
         return BC_OK;
     }
     return BC_ERR_KEY_TYPE;
@@ -68,7 +112,9 @@ static inline int bc_describe_key(PyObject *o, bc_key *k)
 }
 
 /* Describe n items, each held (INCREF) into held[] so a list changed by another thread while the
- * GIL is released cannot free a key under the kernel (held NULL: the caller keeps the GIL until
+ * GIL is released cannot free a key under the kernel (a bytearray or memoryview item is held through
+ * a new memoryview of it instead: its buffer export keeps another thread from resizing or releasing
+ * the bytes meanwhile; the key is described from that export) (held NULL: the caller keeps the GIL until
  * the keys are hashed, so nothing can change the column and nothing is held). The items are items[0..n), or
  * when items is NULL the object pointers at base + j * stride (a field of a structured array may leave them
  * unaligned). Returns BC_OK, or the bc_describe_key_as status of the item at *at (held too). *nheld
@@ -85,8 +131,27 @@ static inline int bc_describe_objects(PyObject *const *items, const char *base, 
         else
             memcpy(&o, base + (Py_ssize_t)j * stride, sizeof o);
         if (held) {
-            Py_INCREF(o);
-            held[j] = (void *)o;
+            if (PyByteArray_Check(o) || PyMemoryView_Check(o)) {
+                PyObject *export_ = PyMemoryView_FromObject(o);
+                if (export_ == NULL) {
+                    /* a released memoryview cannot be exported: describe it as it is (refused) */
+                    if (!PyErr_ExceptionMatches(PyExc_ValueError)) {
+                        *nheld = j;
+                        *at = j;
+                        *plain = 0;
+                        return -1;
+                    }
+                    PyErr_Clear();
+                    Py_INCREF(o);
+                    held[j] = (void *)o;
+                } else {
+                    held[j] = (void *)export_;
+                    o = export_;
+                }
+            } else {
+                Py_INCREF(o);
+                held[j] = (void *)o;
+            }
         }
         int rc = bc_describe_key_as(o, &keys[j], may_ready);
         if (rc != BC_OK) {

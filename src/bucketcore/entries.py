@@ -189,6 +189,51 @@ class EntryTable:
     def __repr__(self) -> str:
         return f"EntryTable(entries={len(self)}, messages={self.order.shape[0]})"
 
+    def _arrow_columns(self) -> list[tuple[str, np.ndarray]]:
+        return [
+            (name, getattr(self, name))
+            for name in ("segment_id", "bucket", "hash_min", "hash_max", "start", "count", "nbytes")
+        ]
+
+    def __arrow_c_array__(self, requested_schema: object = None) -> tuple[object, object]:
+        """Export the per-entry columns as one Arrow struct array (the Arrow PyCapsule interface).
+
+        The columns ``segment_id`` (int64), ``bucket`` (int32), ``hash_min``, ``hash_max``
+        (uint16), ``start``, ``count``, ``nbytes`` (int64) are the numpy arrays themselves (no
+        copy), kept alive until the consumer releases them; ``order`` (one value per message) is
+        not a per-entry column and stays with the table.
+
+        Parameters
+        ----------
+        requested_schema : object, optional
+            A consumer's requested schema; the columns are exported as they are.
+
+        Returns
+        -------
+        tuple
+            (arrow_schema capsule, arrow_array capsule).
+        """
+        from .arrow import export_array
+
+        return export_array(self._arrow_columns())
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        """Export the per-entry columns as an Arrow stream of one record batch.
+
+        Parameters
+        ----------
+        requested_schema : object, optional
+            A consumer's requested schema; the columns are exported as they are.
+
+        Returns
+        -------
+        object
+            An arrow_array_stream capsule; the columns as in :meth:`__arrow_c_array__`.
+        """
+        from .arrow import export_stream
+
+        return export_stream(self._arrow_columns())
+
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
     arr.setflags(write=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,10 +19,21 @@ import numpy as np
 
 from _bucketcore import _hashing, _pipeline
 
+from . import arrow as _arrow_io
+from .arrow import ArrowKeys
 from .status import Status, check_status
 from .validation import MAX_HASH, index_label, plain_ints, refuse_arrow_nulls
 
-__all__ = ["KeyHashes", "murmur3_32", "hash_keys", "split_hash", "MAX_HASH", "set_kernel_path", "kernel_path"]
+__all__ = [
+    "KeyHashes",
+    "murmur3_32",
+    "hash_keys",
+    "split_hash",
+    "MAX_HASH",
+    "set_kernel_path",
+    "kernel_path",
+    "select_column",
+]
 
 
 _ARROW_KEY_TYPES = ("string", "large_string", "binary", "large_binary")
@@ -33,7 +45,8 @@ KeyInput = Union[str, bytes, "list[str | bytes | None]", "tuple[str | bytes | No
 class KeyHashes:
     """Hashes of a key column, as :func:`hash_keys` returns them.
 
-    A keyless message (``None`` or an Arrow null) has ``has_key=False`` and every hash 0.
+    A keyless message (a missing key: ``None``, NaN, ``pandas.NA``, an Arrow null, a missing
+    StringDType item) has ``has_key=False`` and every hash 0.
     :func:`bucket_entries` reads ``segment_hash`` (routing), ``bucket_hash`` (lookup and stamp)
     and ``has_key`` of a ``KeyHashes`` it is given; ``raw`` only for an all-legacy layout.
 
@@ -62,6 +75,46 @@ class KeyHashes:
 
     def __repr__(self) -> str:
         return f"KeyHashes(n={self.raw.size}, keyless={int(self.raw.size - np.count_nonzero(self.has_key))})"
+
+    def _arrow_columns(self) -> list[tuple[str, np.ndarray]]:
+        return [
+            (name, np.atleast_1d(getattr(self, name)).reshape(-1))
+            for name in ("raw", "segment_hash", "bucket_hash", "has_key")
+        ]
+
+    def __arrow_c_array__(self, requested_schema: object = None) -> tuple[object, object]:
+        """Export as one Arrow struct array (the Arrow PyCapsule interface), without copying.
+
+        Columns ``raw`` (uint32), ``segment_hash`` and ``bucket_hash`` (uint16) are the numpy
+        arrays themselves, kept alive until the consumer releases them; ``has_key`` (bool) is
+        bit-packed, as Arrow stores booleans. An N-D ``KeyHashes`` is exported flat (C order).
+
+        Parameters
+        ----------
+        requested_schema : object, optional
+            A consumer's requested schema; the columns are exported as they are.
+
+        Returns
+        -------
+        tuple
+            (arrow_schema capsule, arrow_array capsule).
+        """
+        return _arrow_io.export_array(self._arrow_columns())
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        """Export as an Arrow stream of one record batch (the Arrow PyCapsule interface).
+
+        Parameters
+        ----------
+        requested_schema : object, optional
+            A consumer's requested schema; the columns are exported as they are.
+
+        Returns
+        -------
+        object
+            An arrow_array_stream capsule; the columns as in :meth:`__arrow_c_array__`.
+        """
+        return _arrow_io.export_stream(self._arrow_columns())
 
 
 def set_kernel_path(path: str) -> None:
@@ -117,6 +170,91 @@ def _is_arrow(obj: object) -> bool:
     return module == "pyarrow" or module.startswith("pyarrow.")
 
 
+def _is_pyarrow_keys(obj: object) -> bool:
+    """A pyarrow Array/ChunkedArray of a plain key type, read through pyarrow's buffers; every
+    other pyarrow object (views, dictionaries, tables) goes through the Arrow C interfaces."""
+    if not _is_arrow(obj) or type(obj).__name__ not in ("StringArray", "LargeStringArray", "BinaryArray",
+                                                        "LargeBinaryArray", "ChunkedArray"):
+        return False
+    return str(obj.type) in _ARROW_KEY_TYPES
+
+
+def _is_chunked(source: object) -> bool:
+    """A classified source read chunk by chunk (pyarrow keys or ArrowKeys)."""
+    return isinstance(source, ArrowKeys) or _is_arrow(source)
+
+
+_missing_registered = False
+
+
+def _register_missing() -> None:
+    """Make pandas.NA a missing key once pandas is imported (bucketcore never imports it)."""
+    global _missing_registered
+    if _missing_registered:
+        return
+    pandas = sys.modules.get("pandas")
+    na = getattr(pandas, "NA", None) if pandas is not None else None
+    if na is not None:
+        _hashing.set_missing_value(na)
+        _missing_registered = True
+
+
+def _is_frame(obj: object) -> bool:
+    """A pandas DataFrame (selected by label, so its numpy columns stay numpy)."""
+    module = type(obj).__module__
+    return (module == "pandas" or module.startswith("pandas.")) and type(obj).__name__ == "DataFrame"
+
+
+def select_column(keys: Any, column: str | int | None) -> Any:
+    """The key column ``column=`` picks: the input ``bucket_entries`` and :func:`hash_keys` read.
+
+    Parameters
+    ----------
+    keys : key input
+        A key column, or a table: a pandas DataFrame, or any Arrow PyCapsule producer of a struct
+        (pyarrow Table / RecordBatch, polars DataFrame, a duckdb relation or result, ...).
+    column : str, int or None
+        The column's name or index. None: ``keys`` as it is (a one-column table gives its column
+        when it is classified).
+
+    Returns
+    -------
+    key input
+        ``keys`` itself for ``column=None``; otherwise the picked column (a pandas Series, or an
+        imported :class:`~bucketcore.arrow.ArrowKeys`).
+
+    Raises
+    ------
+    ValueError
+        ``column`` is not a column of the table (the message names its columns), or ``keys`` is
+        not a table.
+    TypeError
+        ``column`` is neither a str nor an int.
+    """
+    if column is None:
+        return keys
+    if isinstance(column, bool) or not isinstance(column, (str, int, np.integer)):
+        raise TypeError(f"column must be a column name (str) or index (int), not {type(column).__name__}")
+    if _is_frame(keys):
+        names = [str(c) for c in keys.columns]
+        if isinstance(column, str):
+            if column not in keys.columns:
+                raise ValueError(f"column {column!r} is not a column of the keys' DataFrame; its columns are {names}")
+            picked = keys[column]
+            if not hasattr(picked, "dtype"):
+                raise ValueError(f"column {column!r} names several columns of the keys' DataFrame {names}")
+            return picked
+        if not 0 <= int(column) < len(names):
+            raise ValueError(f"column index {int(column)} is out of range for a DataFrame of columns {names}")
+        return keys.iloc[:, int(column)]
+    if isinstance(keys, ArrowKeys) or not _arrow_io.is_arrow_producer(keys):
+        raise ValueError(
+            f"column={column!r} picks a column of a table (a DataFrame, a record batch, an Arrow table or "
+            f"stream), but keys of type {type(keys).__name__} is not one"
+        )
+    return _arrow_io.import_keys(keys, column)
+
+
 def _arrow_chunks(keys: Any) -> tuple[list[Any], int]:
     import pyarrow as pa
 
@@ -134,7 +272,7 @@ def _arrow_chunks(keys: Any) -> tuple[list[Any], int]:
     return chunks, len(keys)
 
 
-def _arrow_columns(keys: Any) -> list[_hashing.KeyColumn]:
+def _pyarrow_columns(keys: Any) -> list[_hashing.KeyColumn]:
     """One KeyColumn per non-empty Arrow chunk, over its buffers (zero copy)."""
     chunks, _ = _arrow_chunks(keys)
     wide = str(keys.type).startswith("large_")
@@ -157,21 +295,44 @@ def _arrow_columns(keys: Any) -> list[_hashing.KeyColumn]:
 
 
 def classify_keys(keys: Any) -> tuple[tuple[int, ...], Any]:
-    """Validate a key column: (its shape, the source the kernels read: list/tuple, Arrow, or a
-    flat ndarray of dtype U, S or O). For the kernels of other steps too (with key_columns)."""
-    if isinstance(keys, (list, tuple)):
+    """Validate a key column: (its shape, the source the kernels read: list/tuple, pyarrow keys,
+    ArrowKeys (any Arrow PyCapsule producer, imported), or a flat ndarray of dtype U, S, O or
+    StringDType). For the kernels of other steps too (with key_columns). A table must have one
+    column here; :func:`select_column` picks one of several."""
+    if isinstance(keys, ArrowKeys):
+        return (keys.length,), keys
+    if isinstance(keys, list) or (isinstance(keys, tuple) and not _arrow_io.is_arrow_producer(keys)):
+        _register_missing()
         return (len(keys),), keys
-    if _is_arrow(keys):
+    if _is_pyarrow_keys(keys):
         return (_arrow_chunks(keys)[1],), keys
+    if _is_frame(keys):
+        if len(keys.columns) != 1:
+            raise ValueError(
+                f"keys is a DataFrame of {len(keys.columns)} columns {[str(c) for c in keys.columns]}: "
+                "pass column= (a name or an index) to pick the key column"
+            )
+        keys = keys.iloc[:, 0]
     if not isinstance(keys, np.ndarray):
+        # a pandas Series (or similar) of a numpy dtype is read as its numpy array (zero copy for
+        # object, U, S and StringDType); Arrow-backed columns and other producers through Arrow
+        numpy_backed = isinstance(getattr(keys, "dtype", None), np.dtype) and hasattr(keys, "__array__")
+        if not numpy_backed and _arrow_io.is_arrow_producer(keys):
+            imported = _arrow_io.import_keys(keys)
+            return (imported.length,), imported
         if isinstance(keys, (str, bytes)) or not hasattr(keys, "__array__"):
             raise TypeError(
-                f"keys must be str, bytes, a list or tuple of keys, a numpy array of dtype "
-                f"U, S or object, or a pyarrow string/binary array, not {type(keys).__name__}"
+                f"keys must be str, bytes, a list or tuple of keys, a numpy array of dtype U, S, object or "
+                f"StringDType, or a column exporting the Arrow PyCapsule interface (__arrow_c_stream__ / "
+                f"__arrow_c_array__: pyarrow, polars, duckdb, nanoarrow, arro3, pandas), not {type(keys).__name__}"
             )
         keys = np.asarray(keys)
-    if keys.dtype.kind not in "USO":
-        raise TypeError(f"numpy array of dtype {keys.dtype} is not a key column; expected dtype U, S or object")
+    if keys.dtype.kind == "O":
+        _register_missing()
+    if keys.dtype.kind not in "USOT":
+        raise TypeError(
+            f"numpy array of dtype {keys.dtype} is not a key column; expected dtype U, S, object or StringDType"
+        )
     if keys.dtype.kind == "U" and not keys.dtype.isnative:
         # the kernels read UCS4 code points in native order: a byte-swapped array would hash garbage
         keys = keys.astype(keys.dtype.newbyteorder("="))
@@ -180,10 +341,14 @@ def classify_keys(keys: Any) -> tuple[tuple[int, ...], Any]:
 
 def key_columns(source: Any) -> list[_hashing.KeyColumn]:
     """The kernels' KeyColumns over a classified source, in order (Arrow: one per chunk)."""
+    if isinstance(source, ArrowKeys):
+        return [column for column, *_ in source.parts(0, source.length)]
     if _is_arrow(source):
-        return _arrow_columns(source)
+        return _pyarrow_columns(source)
     if isinstance(source, (list, tuple)) or source.dtype.kind == "O":
         return [_hashing.objects_column(source)]
+    if source.dtype.kind == "T":
+        return [_hashing.npstring_column(source)]
     status, column = _hashing.fixed_column(source)
     check_status(status, 0, keys=source, shape=source.shape)
     return [column]
@@ -202,18 +367,20 @@ _executor: ThreadPoolExecutor | None = None
 
 
 def is_buffer_source(source: Any) -> bool:
-    """Whether a classified source is read without the GIL (Arrow, numpy S/U)."""
-    return _is_arrow(source) or (isinstance(source, np.ndarray) and source.dtype.kind in "SU")
+    """Whether a classified source is read without the GIL (Arrow, numpy S/U/StringDType)."""
+    return _is_chunked(source) or (isinstance(source, np.ndarray) and source.dtype.kind in "SUT")
 
 
 def column_parts(source: Any, start: int, stop: int) -> list[tuple[_hashing.KeyColumn, int, int, int]]:
     """Keys [start, stop) of a classified source as (KeyColumn, first key, end key, position of
     the first key in the source). Each call makes KeyColumns of its own (they keep per-chunk
     state), so threads may read disjoint parts of one source at once."""
+    if isinstance(source, ArrowKeys):
+        return source.parts(start, stop)
     if _is_arrow(source):
         parts = []
         out = start
-        for column in _arrow_columns(source.slice(start, stop - start)):
+        for column in _pyarrow_columns(source.slice(start, stop - start)):
             parts.append((column, 0, column.length, out))
             out += column.length
         return parts
@@ -290,7 +457,7 @@ def _part(column: np.ndarray | None, start: int, stop: int) -> np.ndarray | None
 def _hash_all(source: Any, n: int, outputs: tuple[Any, ...], replace: bool, allow_none: bool) -> tuple[int, int]:
     """Hash the n keys of a classified source on this thread into outputs (raw, segment_hash,
     bucket_hash, has_key; None: not wanted); (status, index of the first bad key)."""
-    if not _is_arrow(source):
+    if not _is_chunked(source):
         # one column over the whole source: no views to cut (a short call's usual case)
         [column] = key_columns(source)
         return _hashing.hash_column(column, *outputs, replace, allow_none, 0, n)
@@ -340,6 +507,8 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
     """Hash a key column; returns (shape, raw, segment_hash, bucket_hash, has_key)."""
     replace = replaces_surrogates(errors)
     shape, source = classify_keys(keys)
+    if isinstance(source, ArrowKeys):
+        keys = source  # messages name positions in the column, not in the producer object
     n = math.prod(shape)
     buffers = is_buffer_source(source)
     parts = threads_for(threads, n, buffers)
@@ -365,14 +534,19 @@ def _hash_scalar(key: str | bytes, errors: str) -> int:
     return int(value)
 
 
-def murmur3_32(keys: KeyInput, *, errors: str = "strict", threads: int | None = None) -> Any:
+def murmur3_32(
+    keys: KeyInput, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None
+) -> Any:
     """Raw (unmasked) Murmur3_32, seed 0, of each key's UTF-8 bytes.
 
     Parameters
     ----------
     keys : str, bytes or a key column
-        A single key, or a list/tuple of str/bytes, a numpy array of dtype U, S or object, or a
-        pyarrow string/binary array or chunked array (read zero-copy).
+        A single key, or a list/tuple of str/bytes/bytearray/memoryview, a numpy array of dtype
+        U, S, object or StringDType, or any column exporting the Arrow PyCapsule interface
+        (``__arrow_c_stream__`` / ``__arrow_c_array__``: pyarrow, polars, duckdb, nanoarrow,
+        arro3, pandas' Arrow-backed columns; string, binary, their large and view layouts,
+        dictionary-encoded), read in place; or a table of such columns with ``column=``.
     errors : {"strict", "replace"}
         What a str with an unpaired surrogate does: raise, or encode each as ``?`` like Java's
         ``String.getBytes(UTF_8)``.
@@ -381,6 +555,9 @@ def murmur3_32(keys: KeyInput, *, errors: str = "strict", threads: int | None = 
         from ``AUTO_THREADS_MIN_KEYS`` keys each; Python objects two from that many). Python
         objects take two threads at most; the calling thread keeps the GIL until the worker is
         done, so nothing can change them. The result never depends on it.
+    column : str, int or None
+        For a table (pandas or polars DataFrame, pyarrow Table or RecordBatch, a duckdb result,
+        any Arrow struct stream): the key column's name or index. A one-column table needs none.
 
     Returns
     -------
@@ -390,30 +567,37 @@ def murmur3_32(keys: KeyInput, *, errors: str = "strict", threads: int | None = 
     Raises
     ------
     TypeError
-        A key that is not str or bytes (``None`` has no hash here: use :func:`hash_keys`),
+        A key that is not str or bytes (a missing key has no hash here: use :func:`hash_keys`),
         naming its index; or an input that is not a key column.
     KeyEncodingError
         A str with a surrogate under ``errors="strict"``, naming its index.
     ValueError
-        A bad ``errors`` or ``threads``, or a key too long to hash.
+        A bad ``errors``, ``threads`` or ``column``, a key too long to hash, or a malformed
+        Arrow array (offsets, views or dictionary indexes out of range), naming the index.
     """
+    keys = select_column(keys, column)
     if isinstance(keys, (str, bytes)):
         return _hash_scalar(keys, errors)
     shape, raw, *_ = _hash_column(keys, errors, allow_none=False, split=False, threads=threads)
     return raw if len(shape) == 1 else raw.reshape(shape)
 
 
-def hash_keys(keys: KeyInput, *, errors: str = "strict", threads: int | None = None) -> KeyHashes:
+def hash_keys(
+    keys: KeyInput, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None
+) -> KeyHashes:
     """Raw hash plus its segment (high 16 bits) and bucket (low 16 bits) halves, and ``has_key``.
 
     Parameters
     ----------
     keys : str, bytes or a key column
-        As :func:`murmur3_32` takes them; ``None`` and Arrow nulls are keyless
-        (``has_key=False``, every hash 0).
+        As :func:`murmur3_32` takes them; missing keys are keyless (``has_key=False``, every
+        hash 0): ``None``, a float NaN, ``pandas.NA``, Arrow nulls (also a null dictionary
+        value), a StringDType's missing items.
     errors : {"strict", "replace"}
         As in :func:`murmur3_32`.
     threads : int or None
+        As in :func:`murmur3_32`.
+    column : str, int or None
         As in :func:`murmur3_32`.
 
     Returns
@@ -424,8 +608,9 @@ def hash_keys(keys: KeyInput, *, errors: str = "strict", threads: int | None = N
     Raises
     ------
     TypeError, KeyEncodingError, ValueError
-        As :func:`murmur3_32`, except that ``None`` is accepted.
+        As :func:`murmur3_32`, except that missing keys are accepted.
     """
+    keys = select_column(keys, column)
     if isinstance(keys, (str, bytes)):
         h = _hash_scalar(keys, errors)
         return KeyHashes(np.uint32(h), np.uint16(h >> 16), np.uint16(h & 0xFFFF), np.bool_(True))

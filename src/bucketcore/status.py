@@ -78,8 +78,9 @@ def check_status(
     TypeError
         A key of another type, or ``None`` where a key is required.
     ValueError
-        A key too long to hash, corrupt Arrow offsets, an out-of-range index or a negative size,
-        or an entry acked twice in one call.
+        A key too long to hash, corrupt Arrow offsets or views, a dictionary index outside its
+        dictionary, a released or strided memoryview key, an unreadable StringDType item, an
+        out-of-range index or a negative size, or an entry acked twice in one call.
     MalformedStampError
         A stamp outside ``0..0xFFFF`` or with ``hash_min > hash_max``.
     KeyError
@@ -110,6 +111,20 @@ def check_status(
         raise ValueError(f"key at index {label} is longer than 2 GiB of UTF-8, the largest key Pulsar can hash")
     if status == Status.BC_ERR_ARROW_OFFSETS:
         raise ValueError(f"Arrow key array has corrupt offsets at index {label}")
+    if status == Status.BC_ERR_ARROW_VIEW:
+        raise ValueError(
+            f"Arrow key array has a corrupt string/binary view at index {label}: a negative length, or a "
+            "data buffer index or byte range outside the array's data buffers"
+        )
+    if status == Status.BC_ERR_DICT_INDEX:
+        raise ValueError(f"Arrow dictionary-encoded key array has an index outside its dictionary at index {label}")
+    if status == Status.BC_ERR_KEY_BUFFER:
+        raise ValueError(
+            f"key at index {label} is a memoryview that is released or not C-contiguous; a buffer key is "
+            "hashed as its bytes in C order (pass bytes(view) for a strided one)"
+        )
+    if status == Status.BC_ERR_NPSTRING:
+        raise ValueError(f"StringDType key at index {label} could not be unpacked by numpy (corrupt string data)")
     if status == Status.BC_ERR_LIST_CHANGED:
         raise RuntimeError(f"the key list changed size while it was being hashed (at index {label})")
     if status == Status.BC_ERR_KEY_TYPE:

@@ -1,0 +1,208 @@
+/* The Arrow C data interface and C stream interface (the ABI every Arrow producer and consumer
+ * shares: pyarrow, polars, duckdb, nanoarrow, arro3 ...), and the two readers of Arrow layouts
+ * that are not an offsets buffer: string/binary views and dictionary indices.
+ *
+ * The structs are the ABI itself (field order and types are fixed by the interface). A struct whose
+ * release is NULL is released (or was moved away); whoever holds a live one calls release exactly
+ * once. The readers below trust nothing in the arrays they read: every view and every index is
+ * checked against the sizes the producer declared before anything is dereferenced. */
+#ifndef BUCKETCORE_ARROW_C_H
+#define BUCKETCORE_ARROW_C_H
+
+#include <stdint.h>
+#include <string.h>
+#include "keys.h"
+#include "status.h"
+
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+
+struct ArrowSchema {
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+
+#endif
+
+#ifndef ARROW_C_STREAM_INTERFACE
+#define ARROW_C_STREAM_INTERFACE
+
+struct ArrowArrayStream {
+    int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *out);
+    int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *out);
+    const char *(*get_last_error)(struct ArrowArrayStream *);
+    void (*release)(struct ArrowArrayStream *);
+    void *private_data;
+};
+
+#endif
+
+typedef struct ArrowSchema bc_arrow_schema;
+typedef struct ArrowArray bc_arrow_array;
+typedef struct ArrowArrayStream bc_arrow_stream;
+
+/* Whether validity bit i is set (no bitmap: every value is valid). */
+static inline int bc_bit(const uint8_t *bits, int64_t i)
+{
+    return bits == NULL || ((bits[i >> 3] >> (i & 7)) & 1);
+}
+
+/* Describe m values of a string/binary view array from value `first` on. A view is 16 bytes: an
+ * int32 length, then either the value itself (length <= 12) or a 4-byte prefix, the int32 index
+ * of a variadic data buffer and the int32 offset of the value in it. Returns BC_OK, or
+ * BC_ERR_ARROW_VIEW with *at the value's position in the run: a negative length, or a buffer
+ * index or a range outside the variadic buffers (nvariadic of them, sizes[] bytes each).
+ * *all_bytes: no null was met. */
+static inline int bc_describe_views(const uint8_t *views, const uint8_t *bits, int64_t first, size_t m,
+                                    const uint8_t *const *variadic, const int64_t *sizes, int64_t nvariadic,
+                                    bc_key *keys, size_t *at, int *all_bytes)
+{
+    int plain = 1;
+    for (size_t j = 0; j < m; j++) {
+        int64_t i = first + (int64_t)j;
+        if (!bc_bit(bits, i)) {
+            keys[j].kind = BC_KEY_NONE;
+            keys[j].data = NULL;
+            keys[j].len = 0;
+            plain = 0;
+            continue;
+        }
+        const uint8_t *v = views + i * 16;
+        int32_t len, index, offset;
+        memcpy(&len, v, 4);
+        if (len < 0) {
+            *at = j;
+            return BC_ERR_ARROW_VIEW;
+        }
+        if (len <= 12) {
+            keys[j].data = v + 4;
+        } else {
+            memcpy(&index, v + 8, 4);
+            memcpy(&offset, v + 12, 4);
+            if (index < 0 || index >= nvariadic || offset < 0 || (int64_t)offset + len > sizes[index]
+                || variadic[index] == NULL) {
+                *at = j;
+                return BC_ERR_ARROW_VIEW;
+            }
+            keys[j].data = variadic[index] + offset;
+        }
+        keys[j].len = (uint32_t)len;
+        keys[j].kind = BC_KEY_BYTES;
+    }
+    *all_bytes = plain;
+    return BC_OK;
+}
+
+/* Read dictionary index i of an indices buffer of the given width (1, 2, 4, 8 bytes), signed or
+ * not, as a signed 64-bit value (an unsigned 64-bit index above INT64_MAX reads as negative: out of
+ * range either way). */
+static inline int64_t bc_index_at(const void *indices, int width, int is_signed, int64_t i)
+{
+    switch (width) {
+    case 1:
+        return is_signed ? (int64_t)((const int8_t *)indices)[i] : (int64_t)((const uint8_t *)indices)[i];
+    case 2:
+        return is_signed ? (int64_t)((const int16_t *)indices)[i] : (int64_t)((const uint16_t *)indices)[i];
+    case 4:
+        return is_signed ? (int64_t)((const int32_t *)indices)[i] : (int64_t)((const uint32_t *)indices)[i];
+    default:
+        return (int64_t)((const uint64_t *)indices)[i];
+    }
+}
+
+/* The gather of one index type: out[j] = the hash of the dictionary value row first + j names. */
+#define BC_GATHER_LOOP(T)                                                                          \
+    do {                                                                                           \
+        const T *ix = (const T *)indices + first;                                                  \
+        for (size_t j = 0; j < m; j++) {                                                           \
+            if (bits != NULL && !bc_bit(bits, first + (int64_t)j)) {                               \
+                if (!allow_none) {                                                                 \
+                    *at = j;                                                                       \
+                    return BC_ERR_KEY_NONE;                                                        \
+                }                                                                                  \
+                raw[j] = 0;                                                                        \
+                if (has_key)                                                                       \
+                    has_key[j] = 0;                                                                \
+                keyless = 1;                                                                       \
+                continue;                                                                          \
+            }                                                                                      \
+            int64_t d = (int64_t)ix[j];                                                            \
+            if (d < 0 || d >= dict_len) {                                                          \
+                *at = j;                                                                           \
+                return BC_ERR_DICT_INDEX;                                                          \
+            }                                                                                      \
+            raw[j] = dict_raw[d];                                                                  \
+            if (!dict_has[d]) {                                                                    \
+                if (!allow_none) {                                                                 \
+                    *at = j;                                                                       \
+                    return BC_ERR_KEY_NONE;                                                        \
+                }                                                                                  \
+                keyless = 1;                                                                       \
+            }                                                                                      \
+            if (has_key)                                                                           \
+                has_key[j] = dict_has[d];                                                          \
+        }                                                                                          \
+    } while (0)
+
+/* Hashes of m dictionary-encoded values from row `first` on, gathered from the dictionary's
+ * hashes (dict_raw, dict_has: computed once per dictionary). A null row, or a row naming a null
+ * dictionary value, is keyless (BC_ERR_KEY_NONE unless allow_none). An index outside
+ * [0, dict_len): BC_ERR_DICT_INDEX. *at: the failing row's position in the run; *keyless: some row
+ * has no key. has_key may be NULL. */
+static inline int bc_gather_dict(const void *indices, int width, int is_signed, const uint8_t *bits, int64_t first,
+                                 size_t m, const uint32_t *dict_raw, const uint8_t *dict_has, int64_t dict_len,
+                                 int allow_none, uint32_t *raw, uint8_t *has_key, size_t *at, int *keyless_out)
+{
+    int keyless = 0;
+    switch (width * (is_signed ? 1 : -1)) {
+    case 1:
+        BC_GATHER_LOOP(int8_t);
+        break;
+    case -1:
+        BC_GATHER_LOOP(uint8_t);
+        break;
+    case 2:
+        BC_GATHER_LOOP(int16_t);
+        break;
+    case -2:
+        BC_GATHER_LOOP(uint16_t);
+        break;
+    case 4:
+        BC_GATHER_LOOP(int32_t);
+        break;
+    case -4:
+        BC_GATHER_LOOP(uint32_t);
+        break;
+    default: /* 8 bytes: an unsigned index above INT64_MAX reads negative, out of range */
+        BC_GATHER_LOOP(int64_t);
+        break;
+    }
+    *keyless_out = keyless;
+    return BC_OK;
+}
+
+#endif
