@@ -12,6 +12,8 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 cimport numpy as cnp
 
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+
 from _bucketcore._status cimport *
 import numpy as np
 
@@ -250,6 +252,7 @@ cdef class DispatchCore:
     cdef int8_t[::1] state
     cdef uint8_t[::1] redelivered
     cdef readonly Py_ssize_t base, end
+    cdef readonly int64_t last_id   # the last entry id offered, -1 before the first
     # per consumer key
     cdef int64_t[:, ::1] kstats
     # outbox rows, in delivery order
@@ -274,6 +277,7 @@ cdef class DispatchCore:
         self.q_tail = np.full(n_buckets, -1, dtype=np.int64)
         self._alloc_log(1024)
         self.base = self.end = 0
+        self.last_id = -1
         self.kstats = np.zeros((16, NKSTATS), dtype=np.int64)
         self._alloc_outbox(1024)
         self.ob_len = 0
@@ -485,15 +489,29 @@ cdef class DispatchCore:
         self._reserve(1)
         return bool(self._append(entry_id, bucket, hash, msgs))
 
-    def offer_stamped(self, int64_t entry_id, uint16_t hash_min):
-        """One stamped entry routed here by its bucket (the hottest call shape)."""
+    def offer_stamped(self, object entry_id, object hash_min):
+        """One stamped entry, the hottest call shape, checked here in one call: ``entry_id`` an int
+        above every id offered before (and below 2**63), ``hash_min`` an int in 0..0xFFFF.
+        Returns 1 when it was delivered right away, 0 when it queued, or -1 when it is not such an
+        entry: then nothing changed, and the caller's general path names what is wrong."""
+        cdef int overflow = 0
+        cdef long long entry, h
+        if type(entry_id) is not int or type(hash_min) is not int:
+            return -1
+        entry = PyLong_AsLongLongAndOverflow(entry_id, &overflow)
+        if overflow or entry <= self.last_id:
+            return -1
+        h = PyLong_AsLongLongAndOverflow(hash_min, &overflow)
+        if overflow or h < 0 or h > 0xFFFF:
+            return -1
         self._reserve(1)
-        return bool(self._append(entry_id, self.table[hash_min], hash_min if hash_min else 1, 1))
+        return self._append(entry, self.table[h], <uint16_t>h if h else 1, 1)
 
     cdef int _append(self, int64_t entry_id, Py_ssize_t b, uint16_t hash, int64_t msgs) except -1:
         """Append one entry (capacity reserved); deliver it if its bucket is ready, else queue it."""
         cdef Py_ssize_t pos = self.end
         self.end += 1
+        self.last_id = entry_id
         self.ids[pos] = entry_id
         self.msgs[pos] = msgs
         self.bucket[pos] = <int32_t>b

@@ -191,7 +191,6 @@ class Dispatcher:
         self._members: dict[Consumer, _Member] = {}
         self._by_key: dict[int, _Member] = {}
         self._next_key = 0
-        self._last_id: int | None = None
         self.offered_entries = 0
         self.straddling_entries = 0
 
@@ -476,6 +475,11 @@ class Dispatcher:
             int64, not increasing or not after the last offered id, a ``message_count`` below 1, and
             columns whose lengths differ from ``entry_ids`` (each naming the index).
         """
+        if hash_max is None and key_hash is None and stamped is None and message_count is None:
+            delivered = self._core.offer_stamped(entry_ids, hash_min)  # the hottest shape, in one call
+            if delivered >= 0:
+                self.offered_entries += 1
+                return delivered
         if type(entry_ids) is int or is_int(entry_ids):
             if (
                 type(hash_min) is int
@@ -506,8 +510,9 @@ class Dispatcher:
                 raise ValueError(
                     f"entry ids must increase (offset order): index {i} is {int(ids[i])} after {int(ids[i - 1])}"
                 )
-            if self._last_id is not None and int(ids[0]) <= self._last_id:
-                raise _entry_id_not_after(int(ids[0]), self._last_id)
+            last = self._core.last_id
+            if last >= 0 and int(ids[0]) <= last:
+                raise _entry_id_not_after(int(ids[0]), last)
         inp = _route_input(hash_min, hash_max, key_hash, stamped)
         if inp.n != n:
             raise ValueError(f"the stamp/key columns have {inp.n} items; entry_ids has {n}")
@@ -543,7 +548,6 @@ class Dispatcher:
         if n == 0:
             return 0
         # Validated: from here on nothing can fail half-way.
-        self._last_id = int(ids[-1])
         self.offered_entries += n
         self.straddling_entries += straddling
         return int(self._core.offer(ids, bucket, hashes, np.ascontiguousarray(msgs, dtype=np.int64)))
@@ -636,8 +640,8 @@ class Dispatcher:
         entry = entry_id if type(entry_id) is int else int(entry_id)
         if not 0 <= entry <= INT64_MAX:
             raise _negative_entry_id(0, entry) if entry < 0 else _entry_id_too_large(0, entry)
-        last = self._last_id
-        if last is not None and entry <= last:
+        last = self._core.last_id
+        if last >= 0 and entry <= last:
             raise _entry_id_not_after(entry, last)
         if hash_min is not None and stamped is None and key_hash is None:
             is_stamped = True  # a stamped entry, nothing else to route by
@@ -669,7 +673,6 @@ class Dispatcher:
                 straddling = bool(table[hi] != table[h])
         else:
             h = int(key_hash) & 0xFFFF
-        self._last_id = entry
         self.offered_entries += 1
         if straddling:
             self.straddling_entries += 1
