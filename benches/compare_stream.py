@@ -1,12 +1,13 @@
 """Side by side in one run: the stream store's appends and reads vs a naive SQLite log, same data.
 
-    python benches/compare_stream.py [--seconds 2] [--read-entries 100000] [--dir /tmp]
+    python benches/compare_stream.py [--seconds 2] [--slices 6] [--read-entries 100000] [--dir /tmp]
 
 Appends (fsync on: the store's SQLite head store runs synchronous=FULL and every WAL object is
 fsynced with its directory; the baseline runs synchronous=FULL too), 1 KiB payloads, stamped
 entries, for 1, 10, 100 and 1000 entries per append call. Baseline: one SQLite transaction per
 entry holding the payload as a BLOB (WAL journal), the way a naive log would store entries.
-Each row appends for about ``--seconds`` and reports entries per second and the speed-up.
+Each row appends for about ``--seconds`` per side, the two sides alternating in ``--slices``
+slices, and reports entries per second and the speed-up.
 
 Reads, from a warm cache, over a stream of ``--read-entries`` entries appended 100 per call:
 ``read`` (payloads, CRC32C-verified) in MB/s and entries/s, ``read_stamps`` (stamp columns only)
@@ -66,43 +67,54 @@ class NaiveLog:
         return n
 
 
-def timed_appends(append_one_call, calls_pool: list, seconds: float) -> tuple[int, float]:
-    """Run append calls round-robin over the pool for about ``seconds``; (calls, elapsed)."""
+def timed_appends(append_one_call, calls_pool: list, seconds: float, start: int = 0) -> tuple[int, float]:
+    """Run append calls round-robin over the pool (from ``start``) for about ``seconds``;
+    (calls, elapsed)."""
     calls = 0
     t0 = time.perf_counter()
     deadline = t0 + seconds
     while True:
-        append_one_call(calls_pool[calls % len(calls_pool)])
+        append_one_call(calls_pool[(start + calls) % len(calls_pool)])
         calls += 1
         now = time.perf_counter()
         if now >= deadline:
             return calls, now - t0
 
 
-def compare_appends(root: str, seconds: float) -> None:
+def compare_appends(root: str, seconds: float, slices: int) -> None:
     rng = np.random.default_rng(1)
     print(f"\nappend, fsync on, {PAYLOAD} B payloads (entries/s; x = speed-up over one SQLite "
-          f"transaction per entry, measured in the same run)")
-    print(f"{'entries/call':>12} {'baseline':>10} {'stream':>10} {'x':>7} {'ms/call':>8}")
+          f"transaction per entry, measured in the same run: {slices} alternating slices per side)")
+    print(f"{'entries/call':>12} {'baseline':>10} {'stream':>10} {'x':>7} {'ms/call':>8} {'ms/entry (base)':>16}")
     for per_call in (1, 10, 100, 1000):
         pool = [make_entries(rng, per_call) for _ in range(max(1, 2000 // per_call))]
-        base_dir = tempfile.mkdtemp(dir=root)
-        naive = NaiveLog(os.path.join(base_dir, "naive.sqlite3"))
         flat = [e for batch in pool for e in batch]
-        b_calls, b_time = timed_appends(naive.append, flat, seconds)
-        naive.db.close()
-        base_rate = b_calls / b_time
+        base_dir = tempfile.mkdtemp(dir=root)
         store_dir = tempfile.mkdtemp(dir=root)
+        naive = NaiveLog(os.path.join(base_dir, "naive.sqlite3"))
+        b_calls = calls = 0
+        b_time = elapsed = 0.0
         with StreamStore.open(store_dir) as store:
             store.create_stream("bench")
             session = store.open_session("bench", "bench", ttl=3600.0)
+
             def append_call(batch: list[EntryPayload], store=store, session=session) -> None:
                 store.append("bench", batch, session=session)
 
-            calls, elapsed = timed_appends(append_call, pool, seconds)
+            # alternate the two sides in short slices, so a change in the machine's load
+            # (other processes, the disk) weighs on both alike
+            for _ in range(slices):
+                c, t = timed_appends(naive.append, flat, seconds / slices, b_calls)
+                b_calls += c
+                b_time += t
+                c, t = timed_appends(append_call, pool, seconds / slices, calls)
+                calls += c
+                elapsed += t
+        naive.db.close()
+        base_rate = b_calls / b_time
         rate = calls * per_call / elapsed
         print(f"{per_call:>12} {base_rate:>10,.0f} {rate:>10,.0f} {rate / base_rate:>7.1f} "
-              f"{elapsed / calls * 1e3:>8.2f}")
+              f"{elapsed / calls * 1e3:>8.2f} {b_time / b_calls * 1e3:>16.2f}")
         shutil.rmtree(base_dir)
         shutil.rmtree(store_dir)
 
@@ -170,12 +182,13 @@ def compare_reads(root: str, n: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=2.0, help="seconds of appends per row and side")
+    ap.add_argument("--slices", type=int, default=6, help="alternating slices per row and side")
     ap.add_argument("--read-entries", type=int, default=100_000, help="entries in the read benchmark")
     ap.add_argument("--dir", default=None, help="directory for the temporary stores (default: system temp)")
     args = ap.parse_args()
     root = tempfile.mkdtemp(dir=args.dir, prefix="compare_stream-")
     try:
-        compare_appends(root, args.seconds)
+        compare_appends(root, args.seconds, args.slices)
         compare_reads(root, args.read_entries)
     finally:
         shutil.rmtree(root, ignore_errors=True)
