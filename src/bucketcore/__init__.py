@@ -85,3 +85,15 @@ __all__ = [
     "CumulativeAck",
     "IndividualAck",
 ]
+
+# Subpackages with heavier imports (the stream store's SQLite and CRC32C, the optional Dask
+# integration) load on first use: ``bc.stream`` works without ``import bucketcore.stream``.
+_LAZY_SUBMODULES = ("stream", "dask")
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'bucketcore' has no attribute {name!r}")
