@@ -53,8 +53,9 @@ def _version_key(path: str) -> int:
 class PgServer:
     """One running server: its socket directory, a ``postgresql://`` URL, stop/start/restart."""
 
-    def __init__(self, bindir: str) -> None:
+    def __init__(self, bindir: str, *, fsync: bool = False) -> None:
         self.bindir = bindir
+        self.fsync = fsync
         self.root = tempfile.mkdtemp(prefix="bc-pg-")
         self.data = os.path.join(self.root, "data")
         self.log = os.path.join(self.root, "server.log")
@@ -86,8 +87,13 @@ class PgServer:
         return f"{self.url}&options={quote('-csearch_path=' + schema, safe='')}"
 
     def start(self) -> None:
-        """Start the server and wait until it accepts connections."""
-        options = f"-k {self.root} -c listen_addresses='' -p {self.port} -c fsync=off -c max_connections=200"
+        """Start the server and wait until it accepts connections.
+
+        Without ``fsync`` (the tests' default) a crash of the machine could lose commits; a crash of
+        the server process cannot (the tests crash only the server). Benchmarks turn it on.
+        """
+        fsync = "on" if self.fsync else "off"
+        options = f"-k {self.root} -c listen_addresses='' -p {self.port} -c fsync={fsync} -c max_connections=200"
         self._run("pg_ctl", "-D", self.data, "-l", self.log, "-o", options, "-w", "-t", "60", "start")
 
     def stop(self, mode: str = "fast") -> None:
