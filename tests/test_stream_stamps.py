@@ -177,20 +177,19 @@ def test_stream_names_are_reachable_from_the_package() -> None:
     assert st.FencedError is bc.errors.FencedError
 
 
-def test_read_stamps_unpacks_as_the_four_columns_of_the_contract(store) -> None:
+def test_read_stamps_columns_are_named_read_only_and_picklable(store) -> None:
     buckets = bc.Buckets.equal_width(4)
     store.append("x", [EntryPayload(b"a", 2, hash_min=0x0100, hash_max=0x0200),
                        EntryPayload(b"b", 1, hash_min=0xC000, hash_max=0xC000)], session=store.session)
-    start, end, lo, hi = store.read_stamps("x")
-    assert start.tolist() == [0, 2] and end.tolist() == [2, 3]
-    assert lo.tolist() == [0x0100, 0xC000] and hi.tolist() == [0x0200, 0xC000]
+    cols = store.read_stamps("x")
+    assert len(cols) == cols.entry_count == 2
+    assert cols.start_offset.tolist() == [0, 2] and cols.end_offset.tolist() == [2, 3]
+    assert cols.hash_min.tolist() == [0x0100, 0xC000] and cols.hash_max.tolist() == [0x0200, 0xC000]
     selector = bc.EntryBucketSelector(buckets)
     selector.add_consumer("a", 0)
     selector.add_consumer("b", 1)
-    assert bc.route_entries(selector, lo, hash_max=hi).tolist() == [0, 1]
-    cols = store.read_stamps("x")
-    assert cols.entry_count == 2 and len(cols) == 4 and cols[2] is cols.hash_min
+    assert bc.route_entries(selector, cols.hash_min, hash_max=cols.hash_max).tolist() == [0, 1]
     with pytest.raises(AttributeError, match="read-only"):
-        cols.hash_min = lo  # type: ignore[misc]
+        cols.hash_min = cols.hash_max  # type: ignore[misc]
     again = pickle.loads(pickle.dumps(cols))
     assert all(np.array_equal(a, b) for a, b in zip(again.as_dict().values(), cols.as_dict().values(), strict=True))

@@ -181,16 +181,13 @@ class CommittedEntry:
     bucket: int | None = None
 
 
-class StampColumns(tuple):
-    """The stamps of a range of committed entries, as numpy columns (one row per entry).
-
-    A 4-tuple ``(start_offset, end_offset, hash_min, hash_max)`` — so
-    ``start, end, lo, hi = store.read_stamps(...)`` works — whose columns are also attributes,
-    with three more columns as attributes only: ``stamped``, ``segment_id`` and ``bucket``.
+class StampColumns:
+    """The stamps of a range of committed entries, as read-only numpy columns (one row per entry).
 
     ``hash_min`` feeds :func:`bucketcore.route_entries` directly; where ``stamped`` is False the
     entry carries no stamp (its ``hash_min``/``hash_max`` are 0) and routes by its key's hash,
     which the caller supplies (``route_entries(selector, hash_min, stamped=stamped, key_hash=...)``).
+    ``len()`` is the number of entries.
 
     Attributes
     ----------
@@ -201,66 +198,41 @@ class StampColumns(tuple):
         -1 where unknown.
     bucket : numpy.ndarray of int32
         -1 where unknown.
-    entry_count : int
-        Number of entries (rows); ``len()`` is the tuple's 4.
     """
 
+    __slots__ = ("bucket", "end_offset", "hash_max", "hash_min", "segment_id", "stamped", "start_offset")
+    start_offset: np.ndarray
+    end_offset: np.ndarray
+    hash_min: np.ndarray
+    hash_max: np.ndarray
+    stamped: np.ndarray
+    segment_id: np.ndarray
+    bucket: np.ndarray
     _NAMES = ("start_offset", "end_offset", "hash_min", "hash_max", "stamped", "segment_id", "bucket")
 
-    def __new__(cls, start_offset: np.ndarray, end_offset: np.ndarray, hash_min: np.ndarray,
-                hash_max: np.ndarray, stamped: np.ndarray, segment_id: np.ndarray,
-                bucket: np.ndarray) -> StampColumns:
-        self = super().__new__(cls, (start_offset, end_offset, hash_min, hash_max))
-        self.__dict__["_more"] = (stamped, segment_id, bucket)
-        return self
+    def __init__(self, start_offset: np.ndarray, end_offset: np.ndarray, hash_min: np.ndarray,
+                 hash_max: np.ndarray, stamped: np.ndarray, segment_id: np.ndarray,
+                 bucket: np.ndarray) -> None:
+        setattr_ = object.__setattr__
+        for name, value in zip(self._NAMES, (start_offset, end_offset, hash_min, hash_max, stamped,
+                                             segment_id, bucket), strict=True):
+            setattr_(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"StampColumns is read-only: cannot set {name!r}")
 
-    @property
-    def start_offset(self) -> np.ndarray:
-        """Each entry's first offset (int64)."""
-        return self[0]
-
-    @property
-    def end_offset(self) -> np.ndarray:
-        """Each entry's end offset, exclusive (int64)."""
-        return self[1]
-
-    @property
-    def hash_min(self) -> np.ndarray:
-        """Each entry's stamp minimum (uint16; 0 when unstamped)."""
-        return self[2]
-
-    @property
-    def hash_max(self) -> np.ndarray:
-        """Each entry's stamp maximum (uint16; 0 when unstamped)."""
-        return self[3]
-
-    @property
-    def stamped(self) -> np.ndarray:
-        """Whether each entry carries a stamp (bool)."""
-        return self.__dict__["_more"][0]
-
-    @property
-    def segment_id(self) -> np.ndarray:
-        """The segment each entry was batched for (int64; -1 when unknown)."""
-        return self.__dict__["_more"][1]
-
-    @property
-    def bucket(self) -> np.ndarray:
-        """The bucket each entry was batched for (int32; -1 when unknown)."""
-        return self.__dict__["_more"][2]
+    def __len__(self) -> int:
+        return int(self.start_offset.shape[0])
 
     @property
     def entry_count(self) -> int:
-        """Number of entries (rows)."""
-        return int(self[0].shape[0])
+        """Number of entries (rows), as ``len()``."""
+        return len(self)
 
     @property
     def record_count(self) -> np.ndarray:
         """Records per entry (``end_offset - start_offset``)."""
-        return self[1] - self[0]
+        return self.end_offset - self.start_offset
 
     def as_dict(self) -> dict[str, np.ndarray]:
         """All seven columns by name.
@@ -272,10 +244,10 @@ class StampColumns(tuple):
         return {name: getattr(self, name) for name in self._NAMES}
 
     def __reduce__(self) -> tuple:
-        return (StampColumns, (*self, *self.__dict__["_more"]))
+        return (StampColumns, tuple(getattr(self, name) for name in self._NAMES))
 
     def __repr__(self) -> str:
-        return f"StampColumns(entries={self.entry_count})"
+        return f"StampColumns(entries={len(self)})"
 
 
 class EntryColumns:

@@ -463,7 +463,7 @@ class StreamStore:
             # step 5: protect, then reread: a gc that ran between the PUT and the protection may
             # have removed the object, which is then published again
             self._heads.protect(key, stream_id, commit_id, start, now)
-            if not self._wal.matches(key, obj.data):
+            if not self._wal.present(key, len(obj.data)):
                 self._wal.put(key, obj.data)
             self._step(5)
             # step 6: write or reuse the intent

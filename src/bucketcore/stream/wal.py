@@ -267,21 +267,21 @@ class ObjectWal:
                 f"({len(existing)} bytes, CRC32C {google_crc32c.value(existing[:-4]):#010x}; the new "
                 f"PUT has {len(data)} bytes): immutable keys are never overwritten")
 
-    def matches(self, key: str, data: bytes) -> bool:
-        """Whether the object ``key`` exists and holds exactly ``data``.
+    def present(self, key: str, length: int) -> bool:
+        """Whether the object ``key`` exists with ``length`` bytes (objects are only ever added
+        whole or removed whole, so this tells whether a published object is still there).
 
         Parameters
         ----------
         key : str
-        data : bytes
+        length : int
 
         Returns
         -------
         bool
         """
         try:
-            with open(self._file(key), "rb") as f:
-                return f.read() == data
+            return os.stat(self._file(key)).st_size == length
         except FileNotFoundError:
             return False
 
