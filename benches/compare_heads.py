@@ -45,7 +45,7 @@ def _open(path: str, url: str | None) -> tuple[Any, Any]:
 
 
 def _writer(
-    path: str, url: str | None, stream: str, session: dict[str, Any] | None, start_at: float, seconds: float, out: Any
+    path: str, url: str | None, stream: str, session: dict[str, Any] | None, go: Any, seconds: float, out: Any
 ) -> None:
     from bucketcore.stream import EntryPayload, OffsetMismatchError, Session
 
@@ -54,9 +54,9 @@ def _writer(
     payload = os.urandom(PAYLOAD)
     entry = [EntryPayload(payload, 1, b"", 100, 300)]
     done = conflicts = 0
-    while time.time() < start_at:
-        time.sleep(0.001)
-    deadline = start_at + seconds
+    out.put("ready")
+    go.wait()  # every writer is started and connected
+    deadline = time.time() + seconds
     while time.time() < deadline:
         try:
             store.append(stream, entry, session=sess)
@@ -92,15 +92,18 @@ def run(path: str, url: str | None, writers: int, shared: bool, seconds: float) 
         heads.close()
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    start_at = time.time() + 1.0 + 0.1 * writers  # every process started and connected
+    go = ctx.Event()
     procs = [
         ctx.Process(
-            target=_writer, args=(path, url, streams[0] if shared else streams[i], session, start_at, seconds, out)
+            target=_writer, args=(path, url, streams[0] if shared else streams[i], session, go, seconds, out)
         )
         for i in range(writers)
     ]
     for p in procs:
         p.start()
+    for _ in procs:
+        assert out.get(timeout=300) == "ready"
+    go.set()
     results = [out.get(timeout=seconds + 120) for _ in procs]
     for p in procs:
         p.join()

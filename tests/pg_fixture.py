@@ -144,3 +144,85 @@ def pg_url(pg_server: PgServer) -> str:
     schema = f"t{os.getpid()}_{next(_schemas)}"
     pg_server.execute(f"CREATE SCHEMA {schema}")
     return pg_server.url_for_schema(schema)
+
+
+# --- the stream-store suite against both head stores -------------------------------------------------
+#
+# Every test of a tests/test_stream_*.py module (the PostgreSQL-only module aside) runs twice: with
+# the embedded SQLite head store, and with its heads in the throw-away PostgreSQL server. In the
+# second run, StreamStore.open without a head store gets a PostgreSQL head store instead, one
+# schema per store directory of the test (so a test's separate stores stay separate, and reopening
+# a directory finds its streams again). Child processes get the same through
+# BUCKETCORE_TEST_HEADS_SCHEMAS (directory -> URL, JSON), read by the stream tests' child helper.
+
+HEAD_STORES = ("sqlite", "postgresql")
+
+#: Tests about the SQLite file itself: they run against SQLite only.
+SQLITE_ONLY = frozenset(
+    {
+        "test_a_database_of_a_newer_schema_is_refused",
+        "test_postgres_head_store_url_is_refused_before_creating_anything",
+        "test_stream_whose_profile_has_no_writer_refuses_appends_before_io",
+    }
+)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise the stream-store modules' tests over both head stores."""
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    if not module.startswith("test_stream_") or module.startswith("test_stream_postgres"):
+        return
+    if metafunc.function.__name__ in SQLITE_ONLY:
+        return
+    if "stream_heads" in metafunc.fixturenames:
+        metafunc.parametrize("stream_heads", HEAD_STORES, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def stream_heads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Which head store StreamStore.open uses in this test: "sqlite" (default) or "postgresql"."""
+    kind = getattr(request, "param", "sqlite")
+    if kind == "sqlite":
+        yield kind
+        return
+    server = request.getfixturevalue("pg_server")
+    import json
+
+    from bucketcore.stream import StreamStore
+
+    urls: dict[str, str] = {}
+    real_open = StreamStore.open.__func__  # type: ignore[attr-defined]
+
+    def url_for(path: str) -> str:
+        key = os.path.realpath(os.fspath(path))
+        if key not in urls:
+            schema = f"t{os.getpid()}_{next(_schemas)}"
+            server.execute(f"CREATE SCHEMA {schema}")
+            urls[key] = server.url_for_schema(schema)
+            monkeypatch.setenv("BUCKETCORE_TEST_HEADS_SCHEMAS", json.dumps(urls))
+        return urls[key]
+
+    def open_with_postgres(cls, path, heads=None, **kwargs):  # type: ignore[no-untyped-def]
+        if heads is not None or not isinstance(path, (str, os.PathLike)):
+            return real_open(cls, path, heads, **kwargs)
+        from bucketcore.stream.postgres_heads import PostgresHeadStore
+
+        pg = PostgresHeadStore(url_for(os.fspath(path)))
+        try:
+            store = real_open(cls, path, pg, **kwargs)
+        except BaseException:
+            pg.close()
+            raise
+        store._owns_heads = True  # closed with the store, as the SQLite head store it stands in for
+        return store
+
+    monkeypatch.setattr(StreamStore, "open", classmethod(open_with_postgres))
+    yield kind
+
+
+def heads_for_child(path: str) -> str | None:
+    """In a child process of a stream test: the head store URL the parent chose for ``path``, or None."""
+    import json
+
+    urls = json.loads(os.environ.get("BUCKETCORE_TEST_HEADS_SCHEMAS", "{}"))
+    return urls.get(os.path.realpath(path))

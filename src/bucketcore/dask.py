@@ -42,6 +42,7 @@ except ImportError as _err:  # pragma: no cover - exercised only without the ext
 
 __all__ = [
     "assign",
+    "plan_command_counts",
     "bucket_entries",
     "bucket_histogram",
     "client_for",
@@ -513,3 +514,54 @@ def client_for(scheduler: str, *, n_workers: int = 2) -> Iterator[Any]:
     else:
         with Client(scheduler, timeout="20s") as client:
             yield client
+
+
+def plan_command_counts(
+    sample: str, column: str | None, layout: Any, scheduler: str
+) -> tuple[dict[int, np.ndarray], int, int]:
+    """What ``bucketcore plan --dask`` needs: the sample's counts per active segment, from a cluster.
+
+    Parameters
+    ----------
+    sample : str
+        The plan command's SAMPLE: a Parquet file or directory, a CSV file (with ``column``) or a
+        file of one key per line.
+    column : str or None
+        The key column of a table.
+    layout : TopicLayout
+    scheduler : str
+        ``"local"`` or a scheduler address (see :func:`client_for`).
+
+    Returns
+    -------
+    counts : dict of int to numpy.ndarray
+        Per index into ``layout.active_segments`` that the sample reaches, its 65,536 int64 bins.
+    keyed : int
+        Keyed messages counted.
+    keyless : int
+        Keyless messages (not counted).
+
+    Raises
+    ------
+    CommandError
+        Standard input as the sample, an unreadable sample, a table without ``column``, or a
+        scheduler that cannot be reached (each named).
+    """
+    from .cli._common import CommandError
+
+    if sample == "-":
+        raise CommandError("argument --dask: the sample must be a file or directory the workers can read, not stdin")
+    try:
+        keys = read_keys(sample, column=column)
+    except FileNotFoundError:
+        raise CommandError(f"cannot read sample {sample!r}: no such file or directory") from None
+    except ValueError as err:
+        raise CommandError(f"argument --column: {err}") from None
+    try:
+        with client_for(scheduler):
+            hist = bucket_histogram(keys, layout)
+    except OSError as err:
+        raise CommandError(f"argument --dask: cannot use the scheduler {scheduler!r}: {err}") from None
+    index = {s.segment_id: i for i, s in enumerate(layout.active_segments)}
+    counts = {index[sid]: np.array(hist[sid].bins) for sid in hist.reached()}
+    return counts, int(hist.total), hist.keyless
