@@ -18,7 +18,7 @@ from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.pycapsule cimport PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_New
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport calloc, free, malloc
-from libc.string cimport memcpy, strcmp, strlen
+from libc.string cimport memcpy, strlen
 
 cimport numpy as cnp
 
@@ -271,8 +271,16 @@ cdef class DictionaryHashes:
     cdef KeyColumn values
 
 
+cdef tuple dictionary_identity(bc_arrow_schema *s, bc_arrow_array *d):
+    """What makes two chunks' dictionaries the same one: the value format, offset, length and
+    buffer addresses (producers such as polars give every chunk the same dictionary)."""
+    cdef int64_t i
+    return (<bytes>s.format, d.offset, d.length, d.null_count != 0,
+            tuple(<size_t>d.buffers[i] for i in range(d.n_buffers)) if d.buffers != NULL else ())
+
+
 cdef DictionaryHashes dictionary_hashes(ImportedArray owner, int child, bc_arrow_schema *s,
-                                        bc_arrow_array *a, str what):
+                                        bc_arrow_array *a, str what, dict shared):
     cached = owner.dictionaries.get(child)
     if cached is not None:
         return cached
@@ -281,9 +289,17 @@ cdef DictionaryHashes dictionary_hashes(ImportedArray owner, int child, bc_arrow
         raise ValueError(f"Arrow {what} is dictionary-encoded but has no dictionary array")
     if s.dictionary.dictionary != NULL:
         raise TypeError(f"Arrow {what} is a dictionary of dictionaries, not a key column")
+    checked_length(d, f"dictionary of {what}")
+    identity = None
+    if shared is not None:
+        identity = dictionary_identity(s.dictionary, d)
+        cached = shared.get(identity)
+        if cached is not None:  # the buffers are this chunk's too: its columns hold this chunk
+            owner.dictionaries[child] = cached
+            return cached
     cdef DictionaryHashes h = DictionaryHashes.__new__(DictionaryHashes)
     h.values = KeyColumn.__new__(KeyColumn)
-    h.values.source = owner
+    h.values.source = None  # owner holds h (no cycle); every column reading h holds owner
     fill_values(&h.values.view, s.dictionary, d, f"dictionary of {what}")
     h.values.view.array_offset = d.offset
     h.values.length = d.length
@@ -299,13 +315,18 @@ cdef DictionaryHashes dictionary_hashes(ImportedArray owner, int child, bc_arrow
         raise ValueError(f"Arrow {what} has a dictionary value that cannot be hashed at dictionary "
                          f"index {index} (status {status})")
     owner.dictionaries[child] = h
+    if shared is not None:
+        shared[identity] = h
     return h
 
 
-def arrow_c_column(ImportedSchema schema, ImportedArray owner, int child, Py_ssize_t lo, Py_ssize_t hi):
+def arrow_c_column(ImportedSchema schema, ImportedArray owner, int child, Py_ssize_t lo, Py_ssize_t hi,
+                   dict shared=None):
     """A KeyColumn over rows [lo, hi) of an imported array (child >= 0: of column ``child`` of a
     struct array). The array's structure is checked here (buffer counts, lengths, missing
-    buffers); its offsets, views and dictionary indexes as they are read."""
+    buffers); its offsets, views and dictionary indexes as they are read. A dictionary is hashed
+    once per chunk, or once per column with ``shared`` (a dict kept by the caller for all the
+    chunks of one column, which all stay alive while any of their KeyColumns does)."""
     cdef bc_arrow_schema *s = schema.at(child)
     cdef bc_arrow_array *a = &owner.array
     cdef int64_t n = chunk_length(schema, owner, child)
@@ -335,7 +356,7 @@ def arrow_c_column(ImportedSchema schema, ImportedArray owner, int child, Py_ssi
         raise ValueError(f"Arrow {what} (dictionary indexes) has {a.n_buffers} buffers, not 2")
     if a.length > 0 and a.buffers[1] == NULL:
         raise ValueError(f"Arrow {what} has no dictionary index buffer")
-    h = dictionary_hashes(owner, child, s, a, what)
+    h = dictionary_hashes(owner, child, s, a, what, shared)
     col.source = (owner, h)
     col.view.mode = COL_DICT
     col.view.bits = validity(a)

@@ -41,6 +41,8 @@ cdef extern from "arrow_c.h" nogil:
                        int64_t dict_len, int allow_none, uint32_t *raw, uint8_t *has_key, size_t *at,
                        int *keyless)
     int64_t bc_index_at(const void *indices, int width, int is_signed, int64_t i)
+    int bc_views_fixed(const uint8_t *views, int64_t first, size_t m, const uint8_t *const *variadic,
+                       const int64_t *sizes, int64_t nvariadic, const uint8_t **base, size_t *len)
     bint bc_bit(const uint8_t *bits, int64_t i)
 
 cdef extern from "npstring.h" nogil:
@@ -241,6 +243,44 @@ cdef inline int describe_offsets32(const int32_t *off, const uint8_t *values, in
     return 1
 
 
+cdef inline int describe_offsets64(const int64_t *off, const uint8_t *values, int64_t nvalues,
+                                   Py_ssize_t m, bc_key *keys) noexcept nogil:
+    """describe_offsets32 for int64 offsets (large_string / large_binary), which also checks
+    that no value is longer than BC_KEY_MAX_BYTES (0: the checking loop names the bad one)."""
+    cdef Py_ssize_t j
+    cdef int64_t bad = (off[0] < 0) | (off[m] > nvalues)
+    cdef int64_t first = off[1] - off[0], other = 0, length
+    for j in range(m):
+        length = off[j + 1] - off[j]
+        bad |= (length < 0) | (length > <int64_t>BC_KEY_MAX_BYTES)
+        other |= length ^ first
+    if bad:
+        return 0
+    if other == 0 and first >= 16:
+        return 2
+    for j in range(m):
+        keys[j].data = values + off[j]
+        keys[j].len = <uint32_t>(off[j + 1] - off[j])
+        keys[j].kind = BC_KEY_BYTES
+    return 1
+
+
+cdef inline void find_fixed_run(ColumnView *v, const bc_key *keys, Py_ssize_t m) noexcept nogil:
+    """If m described byte keys (no keyless one) all have one length >= 16 and lie back to back,
+    point v.fixed_base / v.fixed_len at them (hash_run then hashes them without descriptors)."""
+    if m == 0 or keys[0].len < 16:
+        return
+    cdef Py_ssize_t j
+    cdef size_t length = keys[0].len
+    cdef const uint8_t *start = <const uint8_t *>keys[0].data
+    cdef size_t other = 0
+    for j in range(1, m):
+        other |= (keys[j].len ^ length) | <size_t>((<const uint8_t *>keys[j].data) - (start + j * length))
+    if other == 0:
+        v.fixed_base = start
+        v.fixed_len = length
+
+
 cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                        Py_ssize_t *err_index) noexcept nogil:
     """Describe keys [pos, pos+m) of a column from its view, without the GIL.
@@ -282,6 +322,13 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
                 v.fixed_len = <size_t>(off32[first + 1] - off32[first])
             if described:
                 return BC_OK
+        if off64 != NULL and m > 0 and all_valid(bits, first, m):
+            described = describe_offsets64(off64 + first, values, nvalues, m, keys)
+            if described == 2:
+                v.fixed_base = values + off64[first]
+                v.fixed_len = <size_t>(off64[first + 1] - off64[first])
+            if described:
+                return BC_OK
         v.plain = bits == NULL
         for j in range(m):
             idx = first + j
@@ -306,8 +353,13 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
             keys[j].kind = BC_KEY_BYTES
             keys[j].data = values + start
             keys[j].len = <uint32_t>(end - start)
+        if v.plain:
+            find_fixed_run(v, keys, m)
         return BC_OK
     if v.mode == COL_VIEW:
+        if all_valid(bits, first, m) and bc_views_fixed(values, first, <size_t>m, v.variadic, v.variadic_sizes,
+                                                        v.nvariadic, &v.fixed_base, &v.fixed_len):
+            return BC_OK
         rc = bc_describe_views(values, bits, first, <size_t>m, v.variadic, v.variadic_sizes,
                                v.nvariadic, keys, &at, &plain)
         if rc != BC_OK:
@@ -315,6 +367,8 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
             v.plain = False
             return rc
         v.plain = plain
+        if plain:
+            find_fixed_run(v, keys, m)
         return BC_OK
     if v.mode == COL_NULLS:
         v.plain = False

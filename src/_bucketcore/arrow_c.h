@@ -117,6 +117,37 @@ static inline int bc_describe_views(const uint8_t *views, const uint8_t *bits, i
     return BC_OK;
 }
 
+/* Whether m valid views from value `first` on all have one length >= 16 and lie back to back in
+ * one variadic buffer (checked against its size): then *base is the first value and *len the
+ * length, and the run can be hashed without descriptors. Reads the views only. */
+static inline int bc_views_fixed(const uint8_t *views, int64_t first, size_t m, const uint8_t *const *variadic,
+                                 const int64_t *sizes, int64_t nvariadic, const uint8_t **base, size_t *len)
+{
+    if (m == 0)
+        return 0;
+    const uint8_t *v = views + first * 16;
+    int32_t len0, index0, offset0;
+    memcpy(&len0, v, 4);
+    memcpy(&index0, v + 8, 4);
+    memcpy(&offset0, v + 12, 4);
+    if (len0 < 16 || index0 < 0 || index0 >= nvariadic || offset0 < 0 || variadic[index0] == NULL
+        || (int64_t)offset0 + (int64_t)len0 * (int64_t)m > sizes[index0])
+        return 0;
+    uint32_t other = 0;
+    for (size_t j = 1; j < m; j++) {
+        int32_t l, ix, off;
+        memcpy(&l, v + j * 16, 4);
+        memcpy(&ix, v + j * 16 + 8, 4);
+        memcpy(&off, v + j * 16 + 12, 4);
+        other |= (uint32_t)(l ^ len0) | (uint32_t)(ix ^ index0) | (uint32_t)(off - (offset0 + (int32_t)j * len0));
+    }
+    if (other)
+        return 0;
+    *base = variadic[index0] + offset0;
+    *len = (size_t)len0;
+    return 1;
+}
+
 /* Read dictionary index i of an indices buffer of the given width (1, 2, 4, 8 bytes), signed or
  * not, as a signed 64-bit value (an unsigned 64-bit index above INT64_MAX reads as negative: out of
  * range either way). */

@@ -80,7 +80,7 @@ class ArrowKeys:
         How messages name the column.
     """
 
-    __slots__ = ("schema", "arrays", "child", "lengths", "starts", "length", "label")
+    __slots__ = ("schema", "arrays", "child", "lengths", "starts", "length", "label", "dictionaries")
 
     def __init__(self, schema: Any, arrays: list[Any], child: int, label: str) -> None:
         self.schema = schema
@@ -90,6 +90,7 @@ class ArrowKeys:
         self.lengths = [int(_arrow.chunk_length(schema, a, child)) for a in arrays]
         self.starts = np.concatenate(([0], np.cumsum(self.lengths, dtype=np.int64))).tolist()
         self.length = int(self.starts[-1])
+        self.dictionaries: dict[Any, Any] = {}  # one dictionary shared by several chunks is hashed once
 
     def __len__(self) -> int:
         return self.length
@@ -121,7 +122,7 @@ class ArrowKeys:
             a, b = max(lo, start), min(hi, stop)
             if a >= b:
                 continue
-            column = _arrow.arrow_c_column(self.schema, array, self.child, a - lo, b - lo)
+            column = _arrow.arrow_c_column(self.schema, array, self.child, a - lo, b - lo, self.dictionaries)
             parts.append((column, 0, b - a, a))
         return parts
 
@@ -130,7 +131,10 @@ def _pick_column(names: list[str], column: str | int | None, what: str) -> int:
     if column is None:
         if len(names) == 1:
             return 0
-        raise ValueError(f"keys is {what} of {len(names)} columns {names}: pass column= (a name or an index) to pick the key column")
+        raise ValueError(
+            f"keys ({what}) is a table of {len(names)} columns {names}: pass column= (a name or an index) "
+            "to pick the key column"
+        )
     if isinstance(column, bool) or not isinstance(column, (str, int, np.integer)):
         raise TypeError(f"column must be a column name (str) or index (int), not {type(column).__name__}")
     if isinstance(column, str):
@@ -190,7 +194,7 @@ def import_keys(obj: Any, column: str | int | None = None) -> ArrowKeys:
     what = f"a {type(obj).__name__}" if not isinstance(obj, tuple) else "an Arrow struct array"
     if fmt == b"+s":
         names = schema.child_names()
-        child = _pick_column(names, column, f"{what} table")
+        child = _pick_column(names, column, what)
         label = f"column {names[child]!r}"
     else:
         if column is not None:
@@ -204,10 +208,29 @@ def import_keys(obj: Any, column: str | int | None = None) -> ArrowKeys:
 _KEY_FORMATS = {b"u", b"U", b"z", b"Z", b"vu", b"vz", b"n"}
 # Arrow format strings as type names, for messages
 _TYPE_NAMES = {
-    b"n": "null", b"b": "bool", b"c": "int8", b"C": "uint8", b"s": "int16", b"S": "uint16", b"i": "int32",
-    b"I": "uint32", b"l": "int64", b"L": "uint64", b"e": "float16", b"f": "float32", b"g": "float64",
-    b"u": "string", b"U": "large_string", b"z": "binary", b"Z": "large_binary", b"vu": "string_view",
-    b"vz": "binary_view", b"+s": "struct", b"+l": "list", b"+L": "large_list", b"tdD": "date32",
+    b"n": "null",
+    b"b": "bool",
+    b"c": "int8",
+    b"C": "uint8",
+    b"s": "int16",
+    b"S": "uint16",
+    b"i": "int32",
+    b"I": "uint32",
+    b"l": "int64",
+    b"L": "uint64",
+    b"e": "float16",
+    b"f": "float32",
+    b"g": "float64",
+    b"u": "string",
+    b"U": "large_string",
+    b"z": "binary",
+    b"Z": "large_binary",
+    b"vu": "string_view",
+    b"vz": "binary_view",
+    b"+s": "struct",
+    b"+l": "list",
+    b"+L": "large_list",
+    b"tdD": "date32",
 }
 
 

@@ -170,11 +170,13 @@ def _is_arrow(obj: object) -> bool:
     return module == "pyarrow" or module.startswith("pyarrow.")
 
 
-def _is_pyarrow_keys(obj: object) -> bool:
+_PYARROW_KEY_CLASSES = ("StringArray", "LargeStringArray", "BinaryArray", "LargeBinaryArray", "ChunkedArray")
+
+
+def _is_pyarrow_keys(obj: Any) -> bool:
     """A pyarrow Array/ChunkedArray of a plain key type, read through pyarrow's buffers; every
     other pyarrow object (views, dictionaries, tables) goes through the Arrow C interfaces."""
-    if not _is_arrow(obj) or type(obj).__name__ not in ("StringArray", "LargeStringArray", "BinaryArray",
-                                                        "LargeBinaryArray", "ChunkedArray"):
+    if not _is_arrow(obj) or type(obj).__name__ not in _PYARROW_KEY_CLASSES:
         return False
     return str(obj.type) in _ARROW_KEY_TYPES
 
