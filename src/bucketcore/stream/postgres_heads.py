@@ -224,11 +224,12 @@ class PostgresHeadStore(HeadStore):
                 )
 
     @contextmanager
-    def _tx(self, durable: bool = True, uncertain: bool = False) -> Iterator[Any]:
+    def _tx(self, durable: bool = True, uncertain: bool = False, read_only: bool = False) -> Iterator[Any]:
         """One transaction on a live connection (reopened if the last one dropped).
 
         ``durable=False`` commits without waiting for the log flush (see the module notes).
         ``uncertain=True``: a lost connection may have lost the commit's answer, not the commit.
+        ``read_only=True``: a block of one read-only statement, which runs as its own transaction.
         """
         with self._lock:
             if self._closed:
@@ -236,6 +237,10 @@ class PostgresHeadStore(HeadStore):
             if self._db is None or self._db.closed or self._db.broken:
                 self._connect()
             try:
+                if read_only:
+                    with self._db.cursor() as cur:
+                        yield cur
+                    return
                 with self._db.transaction(), self._db.cursor() as cur:
                     if not durable:
                         cur.execute("SET LOCAL synchronous_commit = off")
@@ -276,13 +281,13 @@ class PostgresHeadStore(HeadStore):
 
     def read_head(self, stream_id: str) -> StreamHead | None:
         """See :meth:`HeadStore.read_head`."""
-        with self._tx() as cur:
+        with self._tx(read_only=True) as cur:
             row = cur.execute(f"SELECT {_HEAD_COLUMNS} FROM streams WHERE stream_id = %s", (stream_id,)).fetchone()
         return None if row is None else StreamHead(*row)
 
     def stream_ids(self) -> list[str]:
         """See :meth:`HeadStore.stream_ids`."""
-        with self._tx() as cur:
+        with self._tx(read_only=True) as cur:
             return [r[0] for r in cur.execute('SELECT stream_id FROM streams ORDER BY stream_id COLLATE "C"')]
 
     # --- sessions ------------------------------------------------------------------------------
@@ -356,13 +361,13 @@ class PostgresHeadStore(HeadStore):
 
     def get_intent(self, commit_id: str) -> Intent | None:
         """See :meth:`HeadStore.get_intent`."""
-        with self._tx() as cur:
+        with self._tx(read_only=True) as cur:
             row = cur.execute(f"SELECT {_INTENT_COLUMNS} FROM intents WHERE commit_id = %s", (commit_id,)).fetchone()
         return None if row is None else Intent(*row)
 
     def committed_attempt(self, stream_id: str, writer: str, attempt_id: str) -> Intent | None:
         """See :meth:`HeadStore.committed_attempt`."""
-        with self._tx() as cur:
+        with self._tx(read_only=True) as cur:
             row = cur.execute(
                 f"SELECT {_INTENT_COLUMNS} FROM intents WHERE stream_id = %s AND writer = %s "
                 f"AND attempt_id = %s AND state = 'committed'",
@@ -438,7 +443,7 @@ class PostgresHeadStore(HeadStore):
         size = max(1, batch_rows)
         after = from_offset
         while True:
-            with self._tx() as cur:
+            with self._tx(read_only=True) as cur:
                 rows = cur.execute(sql, (stream_id, after, size)).fetchall()
             if not rows:
                 return
