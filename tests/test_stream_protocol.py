@@ -104,9 +104,16 @@ def test_stream_whose_profile_has_no_writer_refuses_appends_before_io(store, tmp
     assert snapshot(store.path) == before
 
 
-def test_postgres_head_store_url_is_refused_before_creating_anything(tmp_path) -> None:
-    with pytest.raises(st.CapabilityError, match="postgresql"):
-        StreamStore.open(tmp_path / "pg", heads="postgresql://db/streams")
+def test_head_store_url_of_an_unknown_kind_is_refused_before_creating_anything(tmp_path) -> None:
+    with pytest.raises(st.CapabilityError, match="'mysql'"):
+        StreamStore.open(tmp_path / "other", heads="mysql://db/streams")
+    assert not (tmp_path / "other").exists()
+
+
+def test_unreachable_postgres_head_store_creates_nothing(tmp_path) -> None:
+    pytest.importorskip("psycopg", reason="psycopg 3 (extra bucketcore[postgres]) is not installed")
+    with pytest.raises(st.StreamError, match="cannot reach"):
+        StreamStore.open(tmp_path / "pg", heads="postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
     assert not (tmp_path / "pg").exists()
 
 

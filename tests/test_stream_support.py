@@ -133,9 +133,22 @@ def spawn_child(command: str, args: dict[str, Any]) -> subprocess.Popen:
 # child entry points
 
 
+def _open_in_child(path: str, **kwargs: Any) -> StreamStore:
+    """The store at ``path`` with the head store the parent test used for it (tests/pg_fixture.py
+    runs the stream tests against PostgreSQL heads too; otherwise the embedded SQLite one)."""
+    url = None
+    try:
+        from pg_fixture import heads_for_child
+    except ImportError:
+        pass
+    else:
+        url = heads_for_child(path)
+    return StreamStore.open(path, heads=url, **kwargs)
+
+
 def _child_crash(args: dict[str, Any]) -> None:
     """Append with a hook that ends the process after ``step``; if it survives, print the result."""
-    store = StreamStore.open(args["path"], _fault=exiting_hook(args["step"]))
+    store = _open_in_child(args["path"], _fault=exiting_hook(args["step"]))
     session = store.open_session(args["stream"], args["writer"], ttl=60.0)
     entries = [entry_from_dict(d) for d in args["entries"]]
     res = store.append(args["stream"], entries, session=session, attempt_id=args["attempt"])
@@ -144,14 +157,14 @@ def _child_crash(args: dict[str, Any]) -> None:
 
 def _child_session(args: dict[str, Any]) -> None:
     """Open a session (fencing every older one) and print its epoch."""
-    store = StreamStore.open(args["path"])
+    store = _open_in_child(args["path"])
     session = store.open_session(args["stream"], args["writer"], ttl=60.0)
     print(json.dumps({"epoch": session.epoch}))
 
 
 def _child_contender(args: dict[str, Any]) -> None:
     """Alternate: open a session, append a few times until fenced; record every outcome."""
-    store = StreamStore.open(args["path"])
+    store = _open_in_child(args["path"])
     rng = random.Random(args["seed"])
     name = args["writer"]
     outcomes = []

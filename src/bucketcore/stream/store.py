@@ -135,8 +135,8 @@ class StreamStore:
             The store's directory.
         heads : HeadStore, str or None
             None: the embedded SQLite head store in ``path``. A :class:`HeadStore` instance: use
-            it (the caller closes it). A ``postgresql://`` URL names a shared head store, which
-            this build does not include yet.
+            it (the caller closes it). A ``postgresql://`` (or ``postgres://``) URL: the shared
+            PostgreSQL head store there (extra ``bucketcore[postgres]``), closed with the store.
 
         Returns
         -------
@@ -147,24 +147,47 @@ class StreamStore:
         TypeError
             ``path`` or ``heads`` of the wrong type.
         CapabilityError
-            ``heads`` is a URL: no head store for it is installed (nothing is created).
+            ``heads`` is a URL of a kind no installed head store serves (nothing is created).
+        StreamError
+            The PostgreSQL head store cannot be reached (nothing is created).
         """
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
         path = os.fspath(path)
         if not isinstance(path, str):
             raise TypeError("path must name a directory as text, not bytes")
-        if isinstance(heads, str):
-            scheme = heads.split(":", 1)[0] if ":" in heads else heads
-            raise CapabilityError(f"no head store for {scheme!r} is installed in this build "
-                                  f"(only the embedded SQLite head store: heads=None)")
-        if heads is not None and not isinstance(heads, HeadStore):
+        if heads is not None and not isinstance(heads, (str, HeadStore)):
             raise TypeError(f"heads must be None, a HeadStore or a URL, not {type(heads).__name__}")
-        os.makedirs(path, exist_ok=True)
-        wal = ObjectWal(os.path.join(path, _WAL_DIR))
+        owned: HeadStore | None = None
+        if isinstance(heads, str):
+            # the head store is reached (and fails, if it must) before anything is created here
+            owned = cls._heads_from_url(heads)
+        try:
+            os.makedirs(path, exist_ok=True)
+            wal = ObjectWal(os.path.join(path, _WAL_DIR))
+        except BaseException:
+            if owned is not None:
+                owned.close()
+            raise
+        if owned is not None:
+            return cls(path, owned, wal, _fault=_fault)
         if heads is None:
             return cls(path, SQLiteHeadStore(os.path.join(path, _HEADS_FILE)), wal, _fault=_fault)
+        assert isinstance(heads, HeadStore)
         return cls(path, heads, wal, owns_heads=False, _fault=_fault)
+
+    @staticmethod
+    def _heads_from_url(url: str) -> HeadStore:
+        """The shared head store a URL names; CapabilityError if this install has none for it."""
+        if url.startswith(("postgresql://", "postgres://")):
+            try:
+                from .postgres_heads import PostgresHeadStore
+            except ImportError as err:
+                raise CapabilityError(f"no PostgreSQL head store is installed ({err})") from None
+            return PostgresHeadStore(url)
+        scheme = url.split(":", 1)[0] if ":" in url else url
+        raise CapabilityError(f"no head store for {scheme!r} is installed (heads=None: the embedded "
+                              f"SQLite head store; heads='postgresql://...': a shared PostgreSQL one)")
 
     def close(self) -> None:
         """Close the store (its head store too, if the store opened it). Idempotent."""
