@@ -123,7 +123,8 @@ def _partition_histogram(
     part: Any, layout: Any, column: str | None, weights: str | None, errors: str
 ) -> BucketHistogram:
     keys = part if column is None else part[column]
-    return _histogram_of(_keys_of(keys), layout, weights=_weights_of(part, weights), errors=errors)
+    # a worker is one core's share of the cluster: hashing in more threads would oversubscribe it
+    return _histogram_of(_keys_of(keys), layout, weights=_weights_of(part, weights), errors=errors, threads=1)
 
 
 def _add(*hists: BucketHistogram) -> BucketHistogram:

@@ -511,7 +511,7 @@ class BucketHistogram(Mapping[int, HashHistogram]):
 
 
 def bucket_histogram(
-    keys_or_hashes: Any, layout: Any, *, weights: Any = None, errors: str = "strict"
+    keys_or_hashes: Any, layout: Any, *, weights: Any = None, errors: str = "strict", threads: int | None = None
 ) -> BucketHistogram:
     """Per active segment of ``layout``, the 65,536-bin histogram of its keyed messages' bucket hashes.
 
@@ -531,6 +531,9 @@ def bucket_histogram(
         within one call; merged sums round in the order they are added). Default: counts.
     errors : {"strict", "replace"}
         As in :func:`bucketcore.hash_keys` (used when keys are given).
+    threads : int or None
+        As in :func:`bucketcore.hash_keys`: how many threads hash a large key column (None:
+        automatic). The result never depends on it.
 
     Returns
     -------
@@ -550,7 +553,11 @@ def bucket_histogram(
 
     if not isinstance(layout, TopicLayout):
         raise TypeError(f"layout must be a TopicLayout, not {describe(layout)}")
-    kh = keys_or_hashes if isinstance(keys_or_hashes, KeyHashes) else hash_keys(keys_or_hashes, errors=errors)
+    kh = (
+        keys_or_hashes
+        if isinstance(keys_or_hashes, KeyHashes)
+        else hash_keys(keys_or_hashes, errors=errors, threads=threads)
+    )
     index, _ = layout.route_index(kh)
     index = np.asarray(index, dtype=np.int32).reshape(-1)
     shape = np.shape(kh.raw)
