@@ -31,12 +31,19 @@ PSYCOPG_MISSING = (
 
 
 def find_bindir() -> str | None:
-    """The directory holding initdb and pg_ctl, or None."""
-    candidates = [os.environ.get("BUCKETCORE_PG_BINDIR", "")]
-    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=_version_key, reverse=True)
-    initdb = shutil.which("initdb")
-    if initdb:
-        candidates.append(os.path.dirname(initdb))
+    """The directory holding initdb and pg_ctl, or None.
+
+    ``BUCKETCORE_PG_BINDIR``, when set, is the only place looked at; otherwise the newest
+    ``/usr/lib/postgresql/*/bin`` (Debian's layout), then wherever ``initdb`` is on the PATH.
+    """
+    chosen = os.environ.get("BUCKETCORE_PG_BINDIR")
+    if chosen is not None:
+        candidates = [chosen]
+    else:
+        candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=_version_key, reverse=True)
+        initdb = shutil.which("initdb")
+        if initdb:
+            candidates.append(os.path.dirname(initdb))
     for d in candidates:
         if d and os.access(os.path.join(d, "initdb"), os.X_OK) and os.access(os.path.join(d, "pg_ctl"), os.X_OK):
             return d

@@ -403,5 +403,17 @@ def test_a_cas_cut_while_it_waits_commits_nothing_and_the_retry_commits_once(tmp
         heads.close()
 
 
+def test_without_postgresql_the_tests_skip_saying_how_to_get_it(tmp_path) -> None:
+    env = {**os.environ, "BUCKETCORE_PG_BINDIR": str(tmp_path / "no-postgres-here")}
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+         f"{HERE}::test_an_expired_session_is_refused"],
+        capture_output=True, text=True, env=env, timeout=120, cwd=os.path.dirname(os.path.dirname(HERE)),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "1 skipped" in res.stdout
+    assert "apt-get install -y postgresql" in res.stdout
+
+
 if __name__ == "__main__":
     {"contender": _child_contender}[sys.argv[1]](json.loads(sys.argv[2]))
