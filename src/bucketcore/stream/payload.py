@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -153,9 +153,9 @@ class EntryPayload:
                    entry.hash_max, entry.segment_id, entry.bucket)
 
 
-@dataclass(frozen=True, slots=True)
-class CommittedEntry:
-    """A committed entry read back from a stream (its payload checksum verified).
+class CommittedEntry(NamedTuple):
+    """A committed entry read back from a stream (its payload checksum verified); an immutable
+    named tuple.
 
     Attributes
     ----------

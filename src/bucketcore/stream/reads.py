@@ -17,6 +17,8 @@ from .wal import ObjectWal, crc32c
 __all__ = ["require_head", "read_entries", "read_stamp_columns"]
 
 _READ_COLUMNS = ("stamps", "locations", "metadata")
+# CommittedEntry is a named tuple: built straight from its fields' tuple in the per-entry loop
+_new = tuple.__new__
 _STAMP_COLUMNS = ("stamps",)
 
 
@@ -143,9 +145,9 @@ def _read_row(wal: ObjectWal, row: tuple, from_offset: int, room: int, out: list
         segment = None if seg[i] < 0 else seg[i]
         bkt = None if bucket[i] < 0 else bucket[i]
         if stamped[i]:
-            append(CommittedEntry(s, e, e - s, payload, meta, h_lo[i], h_hi[i], segment, bkt))
+            append(_new(CommittedEntry, (s, e, e - s, payload, meta, h_lo[i], h_hi[i], segment, bkt)))
         else:
-            append(CommittedEntry(s, e, e - s, payload, meta, None, None, segment, bkt))
+            append(_new(CommittedEntry, (s, e, e - s, payload, meta, None, None, segment, bkt)))
 
 
 def read_stamp_columns(heads: HeadStore, stream_id: str, from_offset: int, limit: int | None) -> StampColumns:
