@@ -1,15 +1,16 @@
 """Side by side in one run: hash_keys over the same UUID keys held by every data-frame library.
 
-    python benches/compare_frames.py [--n 1000000] [--repeat 5] [--distinct 10000]
+    python benches/compare_frames.py [--n 1000000] [--repeat 5] [--distinct 10000] [--keys uuid|short]
 
-Each row hashes the same n keys (hash_keys, one thread) from another holder: pyarrow ``string``
-(the reference row), the same array through the Arrow PyCapsule interface, ``string_view``,
-polars, duckdb, nanoarrow, arro3, pandas ``string[pyarrow]``, numpy ``StringDType``, a Python
-list, and a dictionary-encoded column of ``--distinct`` values against the same keys as a plain
-string column. It prints ns per key, the ratio to the reference row, and two peak-memory figures of
-one extra call: tracemalloc's peak (Python and numpy allocations) and the growth of the process's
-peak RSS (every allocation, also a producer's own). The outputs alone (raw, segment and bucket
-hashes, has_key) take 9 bytes per key; a copy of the key bytes would add 36 or more.
+Each row hashes the same n keys (UUIDs, 36 bytes each, or ``user-<i>`` of 6 to 12 bytes) with
+hash_keys on one thread, from another holder: pyarrow ``string`` (the reference row), the same
+array through the Arrow PyCapsule interface only, ``large_string``, ``string_view``, polars,
+duckdb, nanoarrow, arro3, pandas ``string[pyarrow]``, numpy ``StringDType``, a Python list, and a
+dictionary-encoded column of ``--distinct`` values against the same keys as a plain string column.
+It prints ns per key, the ratio to the reference row, and two peak-memory figures of one extra
+call: tracemalloc's peak (Python and numpy allocations) and the growth of the process's peak RSS
+(every allocation, also a producer's own). The outputs alone (raw, segment and bucket hashes,
+has_key) take 9 bytes per key; a copy of the key bytes would add their size again.
 Rows whose library is missing are skipped (and say so).
 """
 
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 import bucketcore as bc
-from bucketcore.harness import best_of_rounds, uuid_keys
+from bucketcore.harness import best_of_rounds, short_keys, uuid_keys
 from bucketcore.harness.timing import cpu_check, format_cpu_check, ns
 
 
@@ -91,11 +92,12 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--distinct", type=int, default=10_000, help="distinct values of the dictionary rows")
+    parser.add_argument("--keys", choices=("uuid", "short"), default="uuid", help="the key workload")
     args = parser.parse_args()
     import pyarrow as pa  # the reference row needs it
 
     check_before = format_cpu_check(cpu_check())
-    keys = uuid_keys(args.n)
+    keys = uuid_keys(args.n) if args.keys == "uuid" else short_keys(args.n)
     reference = pa.array(keys, type=pa.string())
     hash_keys = functools.partial(bc.hash_keys, threads=1)
     rows: list[tuple[str, Callable[[], object]]] = [
@@ -121,6 +123,13 @@ def main() -> None:
         con.register("source", pa.table({"k": reference}))
         con.execute("create table t as select k from source")
         rows.append(("duckdb relation (query run per call)", lambda: hash_keys(con.sql("select k from t"))))
+        from _bucketcore import _arrow
+
+        # what the duckdb row costs before any hashing: the query and its Arrow export
+        export_only = (
+            "duckdb relation, export only",
+            lambda: _arrow.import_stream(con.sql("select k from t").__arrow_c_stream__()),
+        )
     except ImportError:
         skipped.append("duckdb")
     try:
@@ -145,7 +154,8 @@ def main() -> None:
         rows.append(("numpy StringDType", functools.partial(hash_keys, np.array(keys, dtype=np.dtypes.StringDType()))))
     rows.append(("list[str]", functools.partial(hash_keys, keys)))
     rng = np.random.default_rng(3)
-    values = pa.array(uuid_keys(args.distinct, seed=4), type=pa.string())
+    distinct = uuid_keys(args.distinct, seed=4) if args.keys == "uuid" else short_keys(args.distinct)
+    values = pa.array(distinct, type=pa.string())
     indices = pa.array(rng.integers(0, args.distinct, size=args.n, dtype=np.int32))
     encoded = pa.DictionaryArray.from_arrays(indices, values)
     rows.append((f"same {args.distinct} values, plain string", functools.partial(hash_keys, encoded.cast(pa.string()))))
@@ -153,16 +163,16 @@ def main() -> None:
 
     expected = bc.hash_keys(reference).raw
     for name, fn in rows[:-2]:
-        if name.startswith("list"):
-            continue
         got = fn().raw
         if not np.array_equal(got, expected):
             raise SystemExit(f"{name}: hashes differ from the reference row")
     if not np.array_equal(rows[-1][1]().raw, rows[-2][1]().raw):
         raise SystemExit("dictionary row: hashes differ from the plain row")
 
+    if "duckdb" not in skipped:
+        rows.insert([name for name, _ in rows].index("duckdb relation (query run per call)") + 1, export_only)
     times = best_of_rounds([fn for _, fn in rows], args.repeat)
-    print(f"hash_keys, one thread, {args.n:,} UUID keys, best of {args.repeat} rounds; {check_before}")
+    print(f"hash_keys, one thread, {args.n:,} {args.keys} keys, best of {args.repeat} rounds; {check_before}")
     print(f"{'input':40} {'ns/key':>8} {'ratio':>7} {'tracemalloc peak MiB':>21} {'peak RSS growth MiB':>20}")
     base = times[0]
     for (name, fn), seconds in zip(rows, times):

@@ -18,6 +18,10 @@ import numpy as np
 import pytest
 
 import bucketcore as bc
+from _bucketcore import _arrow, _hashing
+from bucketcore.arrow import import_keys
+from bucketcore.hashing import classify_keys, key_columns
+from bucketcore.status import Status
 
 mmh3 = pytest.importorskip("mmh3", reason="mmh3 is the reference hash of these tests")
 
@@ -617,8 +621,6 @@ def test_bucket_entries_reads_an_imported_stream_as_the_same_keys() -> None:
 def test_key_hashes_export_through_the_capsule_import() -> None:
     kh = bc.hash_keys(["a", None, "key-1"])
     schema, array = kh.__arrow_c_array__()
-    from _bucketcore import _arrow
-
     imported_schema, imported = _arrow.import_array(schema, array)
     assert imported_schema.child_names() == ["raw", "segment_hash", "bucket_hash", "has_key"]
     assert [imported_schema.format(i)[0] for i in range(4)] == [b"I", b"S", b"S", b"b"]
@@ -629,8 +631,6 @@ def test_key_hashes_export_through_the_capsule_import() -> None:
 def test_export_keeps_numpy_owners_until_released_and_leaks_nothing() -> None:
     kh = bc.hash_keys([f"k{i}" for i in range(100)])
     table = bc.bucket_entries(kh, bc.Buckets.equal_width(4))
-    from _bucketcore import _arrow
-
     raw, start = kh.raw, table.start
     base = (_refcount(raw), _refcount(start))
     capsules = [kh.__arrow_c_array__(), table.__arrow_c_stream__()]
@@ -660,8 +660,6 @@ def test_ten_thousand_imports_and_exports_leak_nothing() -> None:
     kh = bc.hash_keys(["a", "b", None])
     raw = kh.raw
     base = _refcount(raw)
-    from _bucketcore import _arrow
-
     rounds = 10_000
     pairs = [string_pair(p, [b"a", None, b"c"]) for _ in range(rounds + 200)]  # the producer's own memory
 
@@ -685,3 +683,99 @@ def test_ten_thousand_imports_and_exports_leak_nothing() -> None:
     assert p.released == Counter(schema=rounds + 200, array=rounds + 200)
     assert now == base
     assert grown < 64 * 1024, f"{grown} bytes kept over {rounds:,} imports and exports"
+
+
+def test_chunks_sharing_one_dictionary_hash_it_once_and_gather_right() -> None:
+    p = Producer()
+    words = [b"alpha", None, b"a value longer than sixteen"]
+    offsets, data, bits = offsets_array(words)
+    buffers = [bits, offsets, data]
+
+    def chunk(indices: list[int]) -> ArrowArray:
+        return p.array(len(indices), [None, np.array(indices, np.int16)], dictionary=p.array(3, buffers, null_count=1))
+
+    stream = p.stream(lambda: p.schema("s", dictionary=p.schema("u")), [chunk([0, 2]), chunk([2, 1, 0])])
+    keys = import_keys(stream)
+    parts = keys.parts(0, keys.length)
+    assert len(parts) == 2 and len(keys.dictionaries) == 1  # the second chunk reused the first's hashes
+    kh = bc.hash_keys(keys)
+    expected = [words[0], words[2], words[2], None, words[0]]
+    assert kh.raw.tolist() == oracle(expected) and kh.has_key.tolist() == [w is not None for w in expected]
+
+
+def test_struct_array_without_a_child_pointer_is_refused() -> None:
+    p = Producer()
+    schema, array = _table(p, {"k": [b"a"], "v": [b"b"]})
+    array.children[1] = ctypes.POINTER(ArrowArray)()
+    with pytest.raises(ValueError, match="no child array 1"):
+        bc.hash_keys(p.pair(schema, array), column="v")
+    assert p.released == Counter(schema=1, array=1)
+
+
+def test_view_run_across_two_data_buffers_hashes_like_mmh3() -> None:
+    p = Producer()
+    values = [f"{i:020d}".encode() for i in range(40)]
+    views, data, _ = view_array(values)
+    v = views.reshape(-1, 16)
+    half = 20 * 20
+    second = data[half:].copy()
+    for i in range(20, 40):  # the second half of the values lives in a second buffer
+        v[i, 8:12] = np.frombuffer(np.int32(1).tobytes(), np.uint8)
+        v[i, 12:16] = np.frombuffer(np.int32((i - 20) * 20).tobytes(), np.uint8)
+    sizes = np.array([half, second.size], np.int64)
+    pair = p.pair(p.schema("vz"), p.array(40, [None, views, data[:half].copy(), second, sizes]))
+    assert bc.murmur3_32(pair).tolist() == oracle(values)
+
+
+# ----------------------------------------------------------------------------------------------
+# the describer itself (describe_view), which every kernel reads keys through
+
+
+def _described(keys: Any) -> list[Any]:
+    _, source = classify_keys(keys)
+    out: list[Any] = []
+    for column in key_columns(source):
+        status, index, values = _hashing.described_keys(column, 0, column.length)
+        assert (status, index) == (0, -1)
+        out += values
+    return out
+
+
+DESCRIBED = [b"a", None, b"x" * 20, b"", "ключ".encode(), b"y" * 13]
+
+
+@pytest.mark.parametrize("layout", ["u", "U", "vu"])
+def test_describer_gives_each_layouts_bytes_and_missing_values(layout: str) -> None:
+    p = Producer()
+    pair = view_pair(p, DESCRIBED) if layout == "vu" else string_pair(p, DESCRIBED, layout)
+    assert _described(pair) == DESCRIBED
+    equal = [b"k" * 20] * 5  # a run of one length: described without a descriptor per key
+    pair = view_pair(p, equal) if layout == "vu" else string_pair(p, equal, layout)
+    assert _described(pair) == equal
+
+
+def test_describer_gives_dictionary_rows_their_values() -> None:
+    p = Producer()
+    words = [b"a value longer than sixteen", b"b", None]
+    offsets, data, bits = offsets_array(words)
+    dictionary = p.array(3, [bits, offsets, data], null_count=1)
+    row_bits = np.packbits([1, 1, 0, 1, 1], bitorder="little")
+    indices = np.array([0, 1, 9, 2, 0], np.uint8)
+    pair = p.pair(
+        p.schema("C", dictionary=p.schema("u")), p.array(5, [row_bits, indices], null_count=1, dictionary=dictionary)
+    )
+    assert _described(pair) == [words[0], b"b", None, None, words[0]]
+    bad = p.array(2, [None, np.array([1, 5], np.uint8)], dictionary=p.array(3, [bits, offsets, data], null_count=1))
+    [(column, *_)] = import_keys(p.pair(p.schema("C", dictionary=p.schema("u")), bad)).parts(0, 2)
+    status, index, _ = _hashing.described_keys(column, 0, 2)
+    assert (Status(status).name, index) == ("BC_ERR_DICT_INDEX", 1)
+
+
+def test_describer_gives_numpy_and_null_columns() -> None:
+    assert _described(np.array([b"ab", b"c\0"])) == [b"ab", b"c"]
+    assert _described(np.array(["ab", "ключ"])) == ["ab", "ключ"]
+    p = Producer()
+    assert _described(p.pair(p.schema("n"), p.array(2, [], null_count=2))) == [None, None]
+    if hasattr(np, "dtypes") and hasattr(np.dtypes, "StringDType"):
+        arr = np.array(["a", None, "z" * 40], dtype=np.dtypes.StringDType(na_object=None))
+        assert _described(arr) == [b"a", None, b"z" * 40]

@@ -331,3 +331,17 @@ def test_a_bytearray_held_while_hashed_cannot_be_resized() -> None:
 def test_unsupported_input_mentions_the_capsule_interface() -> None:
     with pytest.raises(TypeError, match="Arrow PyCapsule interface"):
         bc.hash_keys(object())
+
+
+def test_bucket_entries_picks_a_table_column(pa) -> None:  # type: ignore[no-untyped-def]
+    import inspect
+
+    if "column" not in inspect.signature(bc.bucket_entries).parameters:
+        pytest.skip("bucket_entries has no column= yet (producer.py passes it to hashing.select_column)")
+    keys = [f"k{i}" if i % 9 else None for i in range(3000)]
+    table = pa.table({"n": list(range(3000)), "key": keys})
+    layout = bc.Buckets.equal_width(8)
+    got = bc.bucket_entries(table, layout, column="key")
+    assert got.order.tolist() == bc.bucket_entries(keys, layout).order.tolist()
+    with pytest.raises(ValueError, match=r"\['n', 'key'\]"):
+        bc.bucket_entries(table, layout)

@@ -64,7 +64,7 @@ cdef class ImportedSchema:
     cdef bc_arrow_schema *at(self, int child) except NULL:
         if child < 0:
             return &self.schema
-        if child >= self.schema.n_children or self.schema.children == NULL:
+        if child >= self.schema.n_children or self.schema.children == NULL or self.schema.children[child] == NULL:
             raise ValueError(f"Arrow schema has no child {child}")
         return self.schema.children[child]
 
@@ -87,6 +87,8 @@ cdef class ImportedSchema:
         if self.schema.n_children > 0 and self.schema.children == NULL:
             raise ValueError("Arrow struct schema has children but no child pointers")
         for i in range(self.schema.n_children):
+            if self.schema.children[i] == NULL:
+                raise ValueError(f"Arrow struct schema has no child schema {i}")
             name = self.schema.children[i].name
             names.append("" if name == NULL else (<bytes>name).decode("utf-8", "replace"))
         return names
@@ -203,6 +205,8 @@ def chunk_length(ImportedSchema schema, ImportedArray owner, int child):
     if validity(a) != NULL:
         raise ValueError("Arrow struct array has null rows: a table's rows must all be present")
     cdef bc_arrow_array *c = a.children[child]
+    if c == NULL:
+        raise ValueError(f"Arrow struct array has no child array {child}")
     checked_length(c, f"column {child}")
     if c.length < a.offset + a.length:
         raise ValueError(f"Arrow column {child} has {c.length} values for a table of "
@@ -213,6 +217,8 @@ def chunk_length(ImportedSchema schema, ImportedArray owner, int child):
 cdef int fill_values(ColumnView *v, bc_arrow_schema *s, bc_arrow_array *a, str what) except -1:
     """Point a view at an Arrow string/binary/view/null array's buffers, checked for shape: the
     buffer count of the format, no missing buffer where values are read, a consistent last offset."""
+    if s.format == NULL:
+        raise ValueError(f"Arrow {what} has no format string")
     cdef bytes fmt = <bytes>s.format
     cdef int64_t end = a.offset + a.length, last
     cdef int64_t i

@@ -458,6 +458,10 @@ cdef int describe_dict(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
             err_index[0] = pos + j
             v.plain = False
             return rc
+        if dv.fixed_base != NULL:  # described as a run of one: the descriptor was not written
+            keys[j].data = dv.fixed_base
+            keys[j].len = <uint32_t>dv.fixed_len
+            keys[j].kind = BC_KEY_BYTES
         plain = plain and keys[j].kind == BC_KEY_BYTES
     v.plain = plain
     v.fixed_base = NULL
@@ -738,6 +742,40 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
     if st == BC_ERR_NOMEM:
         raise MemoryError()
     return st, err_index
+
+
+def described_keys(KeyColumn col, Py_ssize_t pos, Py_ssize_t m):
+    """What describe_view makes of keys [pos, pos+m) of a buffer column, as Python values: the
+    bytes of each key (UCS4 keys: their str), None for a keyless one. Returns (status, failing
+    index, values). For tests of the describer itself (hashing never builds these objects)."""
+    if col.needs_gil:
+        raise ValueError("described_keys reads buffer columns only")
+    if pos < 0 or m < 0 or pos + m > col.length:
+        raise ValueError(f"keys [{pos}, {pos + m}) are outside the column of {col.length}")
+    cdef bc_key *keys = <bc_key *>malloc((m if m > 0 else 1) * sizeof(bc_key))
+    cdef Py_ssize_t err_index = -1, j
+    cdef int st
+    cdef ColumnView view = col.view
+    if keys == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            st = describe_view(&view, pos, m, keys, &err_index)
+        values = []
+        if st == BC_OK and view.fixed_base != NULL:
+            for j in range(m):
+                values.append((<const char *>view.fixed_base)[j * view.fixed_len:(j + 1) * view.fixed_len])
+        elif st == BC_OK:
+            for j in range(m):
+                if keys[j].kind == BC_KEY_NONE:
+                    values.append(None)
+                elif keys[j].kind == BC_KEY_UCS4:
+                    values.append((<const char *>keys[j].data)[:keys[j].len * 4].decode("utf-32-le"))
+                else:
+                    values.append((<const char *>keys[j].data)[:keys[j].len])
+        return st, err_index, values
+    finally:
+        free(keys)
 
 
 def split_raw(const uint32_t[::1] raw, uint16_t[::1] segment_hash, uint16_t[::1] bucket_hash):

@@ -133,13 +133,14 @@ static inline int bc_views_fixed(const uint8_t *views, int64_t first, size_t m, 
     if (len0 < 16 || index0 < 0 || index0 >= nvariadic || offset0 < 0 || variadic[index0] == NULL
         || (int64_t)offset0 + (int64_t)len0 * (int64_t)m > sizes[index0])
         return 0;
-    uint32_t other = 0;
+    uint64_t other = 0;
     for (size_t j = 1; j < m; j++) {
         int32_t l, ix, off;
         memcpy(&l, v + j * 16, 4);
         memcpy(&ix, v + j * 16 + 8, 4);
         memcpy(&off, v + j * 16 + 12, 4);
-        other |= (uint32_t)(l ^ len0) | (uint32_t)(ix ^ index0) | (uint32_t)(off - (offset0 + (int32_t)j * len0));
+        other |= (uint64_t)(uint32_t)(l ^ len0) | (uint64_t)(uint32_t)(ix ^ index0)
+                 | (uint64_t)((int64_t)off - ((int64_t)offset0 + (int64_t)j * len0));
     }
     if (other)
         return 0;
