@@ -308,7 +308,7 @@ class EntryColumns:
         if n == 0:
             raise ValueError("entries is empty: an append takes at least one entry")
         for i, e in enumerate(entries):
-            if type(e) is not EntryPayload and not isinstance(e, EntryPayload):
+            if not isinstance(e, EntryPayload):
                 raise TypeError(f"entries[{i}] must be an EntryPayload, not {type(e).__name__}")
         stamped = np.fromiter((e.hash_min is not None for e in entries), dtype=np.bool_, count=n)
         return cls(
