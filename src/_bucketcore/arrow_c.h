@@ -18,8 +18,8 @@
 #define ARROW_C_DATA_INTERFACE
 
 #define ARROW_FLAG_DICTIONARY_ORDERED 1
-#define ARROW_FLAG_NULLABLE 2
-#define ARROW_FLAG_MAP_KEYS_SORTED 4
+#define ARROW_FLAG_NULLABLE           2
+#define ARROW_FLAG_MAP_KEYS_SORTED    4
 
 struct ArrowSchema {
     const char *format;
@@ -103,8 +103,8 @@ static inline int bc_describe_views(const uint8_t *views, const uint8_t *bits, i
         } else {
             memcpy(&index, v + 8, 4);
             memcpy(&offset, v + 12, 4);
-            if (index < 0 || index >= nvariadic || offset < 0 || (int64_t)offset + len > sizes[index]
-                || variadic[index] == NULL) {
+            if (index < 0 || index >= nvariadic || offset < 0 || (int64_t)offset + len > sizes[index] ||
+                variadic[index] == NULL) {
                 *at = j;
                 return BC_ERR_ARROW_VIEW;
             }
@@ -120,8 +120,9 @@ static inline int bc_describe_views(const uint8_t *views, const uint8_t *bits, i
 /* Whether m valid views from value `first` on all have one length >= 16 and lie back to back in
  * one variadic buffer (checked against its size): then *base is the first value and *len the
  * length, and the run can be hashed without descriptors. Reads the views only. */
-static inline int bc_views_fixed(const uint8_t *views, int64_t first, size_t m, const uint8_t *const *variadic,
-                                 const int64_t *sizes, int64_t nvariadic, const uint8_t **base, size_t *len)
+static inline int bc_views_fixed(const uint8_t *views, int64_t first, size_t m,
+                                 const uint8_t *const *variadic, const int64_t *sizes, int64_t nvariadic,
+                                 const uint8_t **base, size_t *len)
 {
     if (m == 0)
         return 0;
@@ -130,8 +131,8 @@ static inline int bc_views_fixed(const uint8_t *views, int64_t first, size_t m, 
     memcpy(&len0, v, 4);
     memcpy(&index0, v + 8, 4);
     memcpy(&offset0, v + 12, 4);
-    if (len0 < 16 || index0 < 0 || index0 >= nvariadic || offset0 < 0 || variadic[index0] == NULL
-        || (int64_t)offset0 + (int64_t)len0 * (int64_t)m > sizes[index0])
+    if (len0 < 16 || index0 < 0 || index0 >= nvariadic || offset0 < 0 || variadic[index0] == NULL ||
+        (int64_t)offset0 + (int64_t)len0 * (int64_t)m > sizes[index0])
         return 0;
     uint64_t other = 0;
     for (size_t j = 1; j < m; j++) {
@@ -139,8 +140,8 @@ static inline int bc_views_fixed(const uint8_t *views, int64_t first, size_t m, 
         memcpy(&l, v + j * 16, 4);
         memcpy(&ix, v + j * 16 + 8, 4);
         memcpy(&off, v + j * 16 + 12, 4);
-        other |= (uint64_t)(uint32_t)(l ^ len0) | (uint64_t)(uint32_t)(ix ^ index0)
-                 | (uint64_t)((int64_t)off - ((int64_t)offset0 + (int64_t)j * len0));
+        other |= (uint64_t)(uint32_t)(l ^ len0) | (uint64_t)(uint32_t)(ix ^ index0) |
+                 (uint64_t)((int64_t)off - ((int64_t)offset0 + (int64_t)j * len0));
     }
     if (other)
         return 0;
@@ -167,37 +168,37 @@ static inline int64_t bc_index_at(const void *indices, int width, int is_signed,
 }
 
 /* The gather of one index type: out[j] = the hash of the dictionary value row first + j names. */
-#define BC_GATHER_LOOP(T)                                                                          \
-    do {                                                                                           \
-        const T *ix = (const T *)indices + first;                                                  \
-        for (size_t j = 0; j < m; j++) {                                                           \
-            if (bits != NULL && !bc_bit(bits, first + (int64_t)j)) {                               \
-                if (!allow_none) {                                                                 \
-                    *at = j;                                                                       \
-                    return BC_ERR_KEY_NONE;                                                        \
-                }                                                                                  \
-                raw[j] = 0;                                                                        \
-                if (has_key)                                                                       \
-                    has_key[j] = 0;                                                                \
-                keyless = 1;                                                                       \
-                continue;                                                                          \
-            }                                                                                      \
-            int64_t d = (int64_t)ix[j];                                                            \
-            if (d < 0 || d >= dict_len) {                                                          \
-                *at = j;                                                                           \
-                return BC_ERR_DICT_INDEX;                                                          \
-            }                                                                                      \
-            raw[j] = dict_raw[d];                                                                  \
-            if (!dict_has[d]) {                                                                    \
-                if (!allow_none) {                                                                 \
-                    *at = j;                                                                       \
-                    return BC_ERR_KEY_NONE;                                                        \
-                }                                                                                  \
-                keyless = 1;                                                                       \
-            }                                                                                      \
-            if (has_key)                                                                           \
-                has_key[j] = dict_has[d];                                                          \
-        }                                                                                          \
+#define BC_GATHER_LOOP(T)                                            \
+    do {                                                             \
+        const T *ix = (const T *)indices + first;                    \
+        for (size_t j = 0; j < m; j++) {                             \
+            if (bits != NULL && !bc_bit(bits, first + (int64_t)j)) { \
+                if (!allow_none) {                                   \
+                    *at = j;                                         \
+                    return BC_ERR_KEY_NONE;                          \
+                }                                                    \
+                raw[j] = 0;                                          \
+                if (has_key)                                         \
+                    has_key[j] = 0;                                  \
+                keyless = 1;                                         \
+                continue;                                            \
+            }                                                        \
+            int64_t d = (int64_t)ix[j];                              \
+            if (d < 0 || d >= dict_len) {                            \
+                *at = j;                                             \
+                return BC_ERR_DICT_INDEX;                            \
+            }                                                        \
+            raw[j] = dict_raw[d];                                    \
+            if (!dict_has[d]) {                                      \
+                if (!allow_none) {                                   \
+                    *at = j;                                         \
+                    return BC_ERR_KEY_NONE;                          \
+                }                                                    \
+                keyless = 1;                                         \
+            }                                                        \
+            if (has_key)                                             \
+                has_key[j] = dict_has[d];                            \
+        }                                                            \
     } while (0)
 
 /* Hashes of m dictionary-encoded values from row `first` on, gathered from the dictionary's
@@ -205,9 +206,10 @@ static inline int64_t bc_index_at(const void *indices, int width, int is_signed,
  * dictionary value, is keyless (BC_ERR_KEY_NONE unless allow_none). An index outside
  * [0, dict_len): BC_ERR_DICT_INDEX. *at: the failing row's position in the run; *keyless: some row
  * has no key. has_key may be NULL. */
-static inline int bc_gather_dict(const void *indices, int width, int is_signed, const uint8_t *bits, int64_t first,
-                                 size_t m, const uint32_t *dict_raw, const uint8_t *dict_has, int64_t dict_len,
-                                 int allow_none, uint32_t *raw, uint8_t *has_key, size_t *at, int *keyless_out)
+static inline int bc_gather_dict(const void *indices, int width, int is_signed, const uint8_t *bits,
+                                 int64_t first, size_t m, const uint32_t *dict_raw, const uint8_t *dict_has,
+                                 int64_t dict_len, int allow_none, uint32_t *raw, uint8_t *has_key,
+                                 size_t *at, int *keyless_out)
 {
     int keyless = 0;
     switch (width * (is_signed ? 1 : -1)) {

@@ -16,15 +16,16 @@ typedef npy_string_allocator bc_npstr_allocator;
 /* Lock the descriptor's allocator (a mutex, no GIL needed) until bc_npstr_release. */
 static inline bc_npstr_allocator *bc_npstr_acquire(void *descr)
 {
-    return (*(npy_string_allocator * (*)(const PyArray_StringDTypeObject *)) PyArray_API[316])(
-        (const PyArray_StringDTypeObject *)descr);
+    return (*(npy_string_allocator * (*)(const PyArray_StringDTypeObject *))
+                PyArray_API[316])((const PyArray_StringDTypeObject *)descr);
 }
 
 /* Unpack one item: 0 a string (out->buf, out->size), 1 a missing item, -1 a corrupt one. */
 static inline int bc_npstr_load(bc_npstr_allocator *a, const void *packed, bc_npstr *out)
 {
-    return (*(int (*)(npy_string_allocator *, const npy_packed_static_string *, npy_static_string *))
-                PyArray_API[313])(a, (const npy_packed_static_string *)packed, out);
+    return (*(int (*)(npy_string_allocator *, const npy_packed_static_string *,
+                      npy_static_string *))PyArray_API[313])(a, (const npy_packed_static_string *)packed,
+                                                             out);
 }
 
 static inline void bc_npstr_release(bc_npstr_allocator *a)
