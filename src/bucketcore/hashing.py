@@ -320,8 +320,15 @@ def classify_keys(keys: Any) -> tuple[tuple[int, ...], Any]:
         # object, U, S and StringDType); Arrow-backed columns and other producers through Arrow
         numpy_backed = isinstance(getattr(keys, "dtype", None), np.dtype) and hasattr(keys, "__array__")
         if not numpy_backed and _arrow_io.is_arrow_producer(keys):
-            imported = _arrow_io.import_keys(keys)
-            return (imported.length,), imported
+            try:
+                imported = _arrow_io.import_keys(keys)
+            except ImportError:
+                # a producer that exports through pyarrow (pandas' python-backed strings) while
+                # pyarrow is missing: its numpy view still has the keys
+                if not hasattr(keys, "__array__"):
+                    raise
+            else:
+                return (imported.length,), imported
         if isinstance(keys, (str, bytes)) or not hasattr(keys, "__array__"):
             raise TypeError(
                 f"keys must be str, bytes, a list or tuple of keys, a numpy array of dtype U, S, object or "
