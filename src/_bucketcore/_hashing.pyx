@@ -1,8 +1,11 @@
 # cython: language_level=3
-"""Murmur3 hashing kernels over key columns: Python sequences, numpy U/S/object arrays, Arrow buffers.
+"""Murmur3 hashing kernels over key columns: Python sequences, numpy U/S/object/StringDType arrays,
+Arrow buffers (string/binary with 32- or 64-bit offsets, string/binary views, dictionaries, nulls).
 
-Every input is turned, a chunk at a time, into C key descriptors (pointer, length, width); the
-chunk is then hashed with the GIL released. No Python object is created per key.
+Every input is turned, a chunk at a time, into C key descriptors (pointer, length, width) by one
+describer, describe_view; the chunk is then hashed with the GIL released. No Python object is
+created per key. A dictionary-encoded column is the one exception to describing: its dictionary
+is hashed once and each row's hash gathered from it (hash_view_run).
 """
 
 from cpython.object cimport PyObject
