@@ -32,9 +32,6 @@ cdef extern from "pykeys.h":
         PyObject **items, const char *base, Py_ssize_t stride, size_t n, bc_key *keys, void **held,
         size_t *nheld, size_t *at, int *plain, int may_ready) noexcept nogil
 
-cdef extern from "pykeys.h":
-    void bc_set_missing_value(PyObject *o)
-
 cdef extern from "arrow_c.h" nogil:
     int bc_describe_views(const uint8_t *views, const uint8_t *bits, int64_t first, size_t m,
                           const uint8_t *const *variadic, const int64_t *sizes, int64_t nvariadic,
@@ -57,16 +54,6 @@ cdef extern from "npstring.h" nogil:
     bc_npstr_allocator *bc_npstr_acquire(void *descr)
     int bc_npstr_load(bc_npstr_allocator *a, const void *packed, bc_npstr *out)
     void bc_npstr_release(bc_npstr_allocator *a)
-
-# The second missing-value singleton (pandas.NA) the describer compares with, held here.
-cdef object missing_value = None
-
-
-def set_missing_value(object value):
-    """Make ``value`` (one singleton, such as pandas.NA) a missing key: keyless, like None."""
-    global missing_value
-    missing_value = value
-    bc_set_missing_value(<PyObject *>value if value is not None else NULL)
 
 
 # The multi-lane path every kernel hashes by: BC_PATH_AUTO (the best this CPU has) unless forced.

@@ -1,21 +1,22 @@
 /* Describe a Python key object as a bc_key without creating any object (needs the GIL).
  * Keys: str (its UTF-8), bytes, bytearray and C-contiguous memoryview (their bytes). Missing keys
- * (keyless): None, a float NaN (pandas' missing value in object columns) and the one registered
- * missing-value singleton (pandas.NA, set by bc_set_missing_value). */
+ * (keyless): None, a float NaN (pandas' missing value in object columns) and pandas.NA. */
 #ifndef BUCKETCORE_PYKEYS_H
 #define BUCKETCORE_PYKEYS_H
 
 #include <Python.h>
 #include <math.h>
+#include <string.h>
 #include "keys.h"
 
-/* A second missing-value singleton besides None (pandas.NA once pandas is imported), or NULL. The
- * module that includes this header holds a reference to it. */
-static PyObject *bc_missing_value = NULL;
-
-static inline void bc_set_missing_value(PyObject *o)
+/* Whether o is pandas.NA: an object of the type pandas names NAType ("NAType", or
+ * "pandas._libs.missing.NAType" before pandas 3). Only asked of objects that are no key type, so
+ * it costs nothing on keys; bucketcore never imports pandas to compare with its singleton. */
+static inline int bc_is_pandas_na(PyObject *o)
 {
-    bc_missing_value = o;
+    const char *name = Py_TYPE(o)->tp_name;
+    size_t n = strlen(name);
+    return n >= 6 && strcmp(name + n - 6, "NAType") == 0 && (n == 6 || name[n - 7] == '.');
 }
 
 static inline void bc_key_none(bc_key *k)
@@ -74,7 +75,7 @@ static inline int bc_describe_key_as(PyObject *o, bc_key *k, int may_ready)
         k->kind = BC_KEY_BYTES;
         return BC_OK;
     }
-    if (o == Py_None || o == bc_missing_value) {
+    if (o == Py_None) {
         bc_key_none(k);
         return BC_OK;
     }
@@ -101,6 +102,10 @@ static inline int bc_describe_key_as(PyObject *o, bc_key *k, int may_ready)
         k->data = b->buf;
         k->len = (uint32_t)b->len;
         k->kind = BC_KEY_BYTES;
+        return BC_OK;
+    }
+    if (bc_is_pandas_na(o)) {
+        bc_key_none(k);
         return BC_OK;
     }
     return BC_ERR_KEY_TYPE;

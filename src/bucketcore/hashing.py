@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -186,21 +185,6 @@ def _is_chunked(source: object) -> bool:
     return isinstance(source, ArrowKeys) or _is_arrow(source)
 
 
-_missing_registered = False
-
-
-def _register_missing() -> None:
-    """Make pandas.NA a missing key once pandas is imported (bucketcore never imports it)."""
-    global _missing_registered
-    if _missing_registered:
-        return
-    pandas = sys.modules.get("pandas")
-    na = getattr(pandas, "NA", None) if pandas is not None else None
-    if na is not None:
-        _hashing.set_missing_value(na)
-        _missing_registered = True
-
-
 def _is_frame(obj: object) -> bool:
     """A pandas DataFrame (selected by label, so its numpy columns stay numpy)."""
     module = type(obj).__module__
@@ -304,7 +288,6 @@ def classify_keys(keys: Any) -> tuple[tuple[int, ...], Any]:
     if isinstance(keys, ArrowKeys):
         return (keys.length,), keys
     if isinstance(keys, list) or (isinstance(keys, tuple) and not _arrow_io.is_arrow_producer(keys)):
-        _register_missing()
         return (len(keys),), keys
     if _is_pyarrow_keys(keys):
         return (_arrow_chunks(keys)[1],), keys
@@ -336,8 +319,6 @@ def classify_keys(keys: Any) -> tuple[tuple[int, ...], Any]:
                 f"__arrow_c_array__: pyarrow, polars, duckdb, nanoarrow, arro3, pandas), not {type(keys).__name__}"
             )
         keys = np.asarray(keys)
-    if keys.dtype.kind == "O":
-        _register_missing()
     if keys.dtype.kind not in "USOT":
         raise TypeError(
             f"numpy array of dtype {keys.dtype} is not a key column; expected dtype U, S, object or StringDType"
