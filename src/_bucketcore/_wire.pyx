@@ -1,0 +1,524 @@
+# cython: language_level=3
+"""Stamped entries on Pulsar's wire (wire.h): encode many entries into one buffer in one pass,
+read an entry's fields back, and read only the stamp of a MessageMetadata.
+
+The public API, its validation messages and its error classes are in ``bucketcore.wire``; this
+module raises the classes ``bucketcore.wire`` installs with :func:`set_errors`.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+from cpython.buffer cimport PyBuffer_IsContiguous
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
+
+cimport numpy as cnp
+
+cnp.import_array()
+
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
+    Py_buffer *PyMemoryView_GET_BUFFER(object mview)
+
+cdef extern from "wire.h" nogil:
+    int BC_WIRE_FIELD_HASH_MIN
+    int BC_WIRE_FIELD_HASH_MAX
+    int BC_WIRE_HEADER
+    ctypedef struct bc_wire_msg:
+        const char *payload
+        size_t payload_len
+        const char *key
+        size_t key_len
+        int key_kind
+        size_t prop_start
+        size_t prop_count
+        uint64_t sequence_id
+    ctypedef struct bc_wire_kv:
+        const char *key
+        size_t key_len
+        const char *value
+        size_t value_len
+    ctypedef struct bc_wire_entry:
+        size_t msg_start
+        size_t msg_count
+        uint64_t sequence_id
+        uint32_t hash_min
+        uint32_t hash_max
+    ctypedef struct bc_wire_common:
+        const char *producer_name
+        size_t producer_name_len
+        uint64_t publish_time
+        int stamp
+    ctypedef struct bc_pb_field:
+        uint32_t field
+        uint32_t wire_type
+        uint64_t value
+        size_t start
+        size_t len
+    size_t bc_entry_size(const bc_wire_entry *e, const bc_wire_common *c, const bc_wire_msg *msgs,
+                         const bc_wire_kv *props)
+    char *bc_put_entry(char *p, const bc_wire_entry *e, const bc_wire_common *c, const bc_wire_msg *msgs,
+                       const bc_wire_kv *props)
+    int bc_pb_next(const uint8_t *buf, size_t end, size_t *pos, bc_pb_field *f)
+    int bc_wire_locate(const uint8_t *buf, size_t len, size_t *crc_at, size_t *meta, size_t *meta_len,
+                       size_t *payload, size_t *err_at)
+    int bc_wire_stamp(const uint8_t *buf, size_t len, uint64_t *hash_min, uint64_t *hash_max, int *found,
+                      size_t *err_at)
+    uint32_t bc_get_be32(const uint8_t *p)
+
+ctypedef uint32_t (*crc_extend_fn)(uint32_t crc, const uint8_t *data, size_t n) noexcept nogil
+
+FIELD_HASH_MIN = BC_WIRE_FIELD_HASH_MIN
+FIELD_HASH_MAX = BC_WIRE_FIELD_HASH_MAX
+
+# what each reader status means (wire.h's enum bc_wire_status)
+STATUS_TEXT = {
+    1: "a varint runs past the end",
+    2: "a varint is longer than 10 bytes or above 2**64",
+    3: "a length reaches past the end",
+    4: "a fixed-width field reaches past the end",
+    5: "an unsupported protobuf wire type",
+    6: "a field number 0",
+    7: "too few bytes for a 4-byte size",
+    8: "a known field with a wire type or value it cannot have",
+}
+
+cdef crc_extend_fn _crc = NULL
+cdef object _crc_value = None       # google_crc32c.value, when no C function is installed
+cdef object _KeyEncodingError = ValueError
+cdef object _WireFormatError = ValueError
+
+cdef uint64_t PAYLOAD_MAX = 0x7FFFFFFF  # payload_size is an int32
+
+
+def set_crc(uintptr_t address, value):
+    """Install the CRC32C: the address of a C ``crc32c_extend(crc, data, n)`` (0: none) and a
+    Python ``value(bytes) -> int`` used when there is no C function."""
+    global _crc, _crc_value
+    _crc = <crc_extend_fn>address
+    _crc_value = value
+
+
+def crc_is_native():
+    """Whether the CRC32C is computed by an installed C function."""
+    return _crc != NULL
+
+
+def set_errors(key_encoding_error, wire_format_error):
+    """Install the error classes raised for a key that is not UTF-8 and for malformed wire bytes."""
+    global _KeyEncodingError, _WireFormatError
+    _KeyEncodingError = key_encoding_error
+    _WireFormatError = wire_format_error
+
+
+cdef uint32_t _crc_of(const char *data, size_t n) except? 0xFFFFFFFF:
+    if _crc != NULL:
+        return _crc(0, <const uint8_t *>data, n)
+    return <uint32_t>_crc_value(PyBytes_FromStringAndSize(data, <Py_ssize_t>n))
+
+
+cdef inline int _buffer_of(object obj, const char **ptr, size_t *n) except -1:
+    """Pointer and size of a payload (bytes, bytearray, or C-contiguous memoryview); 1 if it is
+    another type, which the caller reports."""
+    cdef Py_buffer *view
+    if type(obj) is bytes:
+        ptr[0] = PyBytes_AS_STRING(obj)
+        n[0] = <size_t>PyBytes_GET_SIZE(obj)
+        return 0
+    if type(obj) is memoryview:
+        view = PyMemoryView_GET_BUFFER(obj)
+        if not PyBuffer_IsContiguous(view, b'C'):
+            raise TypeError("a payload memoryview must be C-contiguous")
+        ptr[0] = <const char *>view.buf
+        n[0] = <size_t>view.len
+        return 0
+    if type(obj) is bytearray:
+        ptr[0] = PyByteArray_AS_STRING(obj)
+        n[0] = <size_t>PyByteArray_GET_SIZE(obj)
+        return 0
+    return 1
+
+
+cdef inline const char *_utf8(object s, size_t *n, str what) except NULL:
+    cdef Py_ssize_t size = 0
+    cdef const char *p
+    try:
+        p = PyUnicode_AsUTF8AndSize(s, &size)
+    except UnicodeEncodeError:
+        raise _KeyEncodingError(f"{what} is not valid UTF-8 (it holds a surrogate code point)") from None
+    n[0] = <size_t>size
+    return p
+
+
+cdef inline uint64_t _seq(object v, str what) except? 0xFFFFFFFFFFFFFFFF:
+    if type(v) is bool or not isinstance(v, int):
+        raise TypeError(f"{what} must be an int, not {type(v).__name__}")
+    if v < 0 or v > 0xFFFFFFFFFFFFFFFF:
+        raise ValueError(f"{what} = {v} is outside 0..2**64-1")
+    return <uint64_t>v
+
+
+def encode_entries(list entries, str producer_name, uint64_t publish_time, object keys, object properties,
+                   object sequence_ids, int64_t sequence_base, bint stamp):
+    """Encode entries into one buffer; see ``bucketcore.wire.encode_entries``.
+
+    Returns (bytes, int64 offsets of n + 1 entry boundaries).
+    """
+    cdef Py_ssize_t n_entries = len(entries), i, j, count
+    cdef Py_ssize_t n_msgs = 0, n_props = 0
+    cdef bc_wire_common common
+    cdef bc_wire_entry *ents = NULL
+    cdef bc_wire_msg *msgs = NULL
+    cdef bc_wire_kv *kvs = NULL
+    cdef bc_wire_msg *m
+    cdef bc_wire_kv *kv
+    cdef size_t total = 0, size, pn = 0
+    cdef uint64_t top, s
+    cdef const int64_t[::1] idx
+    cdef object e, payloads, ekeys, eprops, eseq, key, props, item, hmin, hmax
+    cdef char *out
+    cdef char *p
+    cdef cnp.npy_intp dims[1]
+    cdef cnp.ndarray offsets
+    cdef int64_t *off
+    cdef uint32_t crc
+
+    common.producer_name = _utf8(producer_name, &pn, "producer_name")
+    common.producer_name_len = pn
+    common.publish_time = publish_time
+    common.stamp = stamp
+
+    for i in range(n_entries):
+        e = entries[i]
+        payloads = e.payloads
+        if type(payloads) is not list:
+            raise TypeError(
+                f"entries[{i}] has no payloads list (an EntryTable row has none: encode the entries an "
+                f"EntryBucketBatcher emits)" if payloads is None else
+                f"entries[{i}].payloads must be a list, not {type(payloads).__name__}"
+            )
+        n_msgs += len(<list>payloads)
+        if properties is not None:
+            eprops = properties[i]
+            if eprops is not None:
+                for props in eprops:
+                    if props is not None:
+                        if not isinstance(props, dict):
+                            raise TypeError(
+                                f"properties[{i}] items must be dicts of str to str or None, not "
+                                f"{type(props).__name__}"
+                            )
+                        n_props += len(<dict>props)
+
+    try:
+        ents = <bc_wire_entry *>PyMem_Malloc(max(n_entries, 1) * sizeof(bc_wire_entry))
+        msgs = <bc_wire_msg *>PyMem_Malloc(max(n_msgs, 1) * sizeof(bc_wire_msg))
+        kvs = <bc_wire_kv *>PyMem_Malloc(max(n_props, 1) * sizeof(bc_wire_kv))
+        if ents == NULL or msgs == NULL or kvs == NULL:
+            raise MemoryError()
+        n_msgs = 0
+        n_props = 0
+        for i in range(n_entries):
+            e = entries[i]
+            payloads = e.payloads
+            count = len(<list>payloads)
+            if count == 0:
+                raise ValueError(f"entries[{i}] has no messages")
+            hmin = e.hash_min
+            hmax = e.hash_max
+            if not (isinstance(hmin, int) and isinstance(hmax, int) and 0 <= hmin <= hmax <= 0xFFFF):
+                raise ValueError(
+                    f"entries[{i}] has the stamp ({hmin!r}, {hmax!r}); a stamp is hash_min <= hash_max in 0..0xFFFF"
+                )
+            ekeys = None if keys is None else keys[i]
+            eprops = None if properties is None else properties[i]
+            eseq = None if sequence_ids is None else sequence_ids[i]
+            for name, col in (("keys", ekeys), ("properties", eprops), ("sequence_ids", eseq)):
+                if col is not None and len(col) != count:
+                    raise ValueError(f"{name}[{i}] has {len(col)} items for the {count} messages of entries[{i}]")
+            if eseq is None:
+                idx = e.message_indices
+                if idx.shape[0] != count:
+                    raise ValueError(
+                        f"entries[{i}] has {idx.shape[0]} message indices for {count} payloads"
+                    )
+            ents[i].msg_start = <size_t>n_msgs
+            ents[i].msg_count = <size_t>count
+            ents[i].hash_min = <uint32_t>hmin
+            ents[i].hash_max = <uint32_t>hmax
+            top = 0
+            for j in range(count):
+                m = &msgs[n_msgs + j]
+                item = (<list>payloads)[j]
+                if _buffer_of(item, &m.payload, &m.payload_len):
+                    raise TypeError(
+                        f"entries[{i}].payloads[{j}] must be bytes, bytearray or memoryview, not {type(item).__name__}"
+                    )
+                if m.payload_len > PAYLOAD_MAX:
+                    raise ValueError(f"entries[{i}].payloads[{j}] has {m.payload_len} bytes, above 2**31-1")
+                m.key_kind = 0
+                m.key = NULL
+                m.key_len = 0
+                if ekeys is not None:
+                    key = ekeys[j]
+                    if type(key) is str:
+                        m.key = _utf8(key, &m.key_len, f"keys[{i}][{j}]")
+                        m.key_kind = 1
+                    elif type(key) is bytes:
+                        m.key = PyBytes_AS_STRING(key)
+                        m.key_len = <size_t>PyBytes_GET_SIZE(key)
+                        m.key_kind = 2
+                    elif key is not None:
+                        raise TypeError(f"keys[{i}][{j}] must be str, bytes or None, not {type(key).__name__}")
+                m.prop_start = <size_t>n_props
+                m.prop_count = 0
+                if eprops is not None:
+                    props = eprops[j]
+                    if props is not None:
+                        for item in (<dict>props).items():
+                            kv = &kvs[n_props]
+                            if type(item[0]) is not str or type(item[1]) is not str:
+                                raise TypeError(
+                                    f"properties[{i}][{j}] must map str to str, not "
+                                    f"{type(item[0]).__name__} to {type(item[1]).__name__}"
+                                )
+                            kv.key = _utf8(item[0], &kv.key_len, f"properties[{i}][{j}] key {item[0]!r}")
+                            kv.value = _utf8(item[1], &kv.value_len, f"properties[{i}][{j}][{item[0]!r}]")
+                            n_props += 1
+                        m.prop_count = <size_t>n_props - m.prop_start
+                if eseq is None:
+                    if idx[j] + sequence_base < 0:
+                        raise ValueError(f"the sequence id of entries[{i}] message {j} would be negative")
+                    s = <uint64_t>(idx[j] + sequence_base)
+                else:
+                    s = _seq(eseq[j], f"sequence_ids[{i}][{j}]")
+                m.sequence_id = s
+                if s > top:
+                    top = s
+            # as the reference's bucket batcher: an entry's sequence id is its highest one
+            ents[i].sequence_id = top
+            n_msgs += count
+            size = bc_entry_size(&ents[i], &common, msgs, kvs)
+            if size - BC_WIRE_HEADER > 0xFFFFFFFF:
+                raise ValueError(f"entries[{i}] encodes to {size} bytes, above what a 4-byte size holds")
+            total += size
+
+        dims[0] = n_entries + 1
+        offsets = cnp.PyArray_EMPTY(1, dims, cnp.NPY_INT64, 0)
+        off = <int64_t *>cnp.PyArray_DATA(offsets)
+        buf = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>total)
+        out = PyBytes_AS_STRING(buf)
+        p = out
+        off[0] = 0
+        with nogil:
+            for i in range(n_entries):
+                p = bc_put_entry(p, &ents[i], &common, msgs, kvs)
+                off[i + 1] = p - out
+        if _crc != NULL:
+            with nogil:
+                for i in range(n_entries):
+                    p = out + off[i]
+                    crc = _crc(0, <const uint8_t *>p + 6, <size_t>(off[i + 1] - off[i] - 6))
+                    p[2] = <char>(crc >> 24)
+                    p[3] = <char>(crc >> 16)
+                    p[4] = <char>(crc >> 8)
+                    p[5] = <char>crc
+        else:
+            for i in range(n_entries):
+                p = out + off[i]
+                crc = _crc_of(p + 6, <size_t>(off[i + 1] - off[i] - 6))
+                p[2] = <char>(crc >> 24)
+                p[3] = <char>(crc >> 16)
+                p[4] = <char>(crc >> 8)
+                p[5] = <char>crc
+        return buf, offsets
+    finally:
+        PyMem_Free(ents)
+        PyMem_Free(msgs)
+        PyMem_Free(kvs)
+
+
+cdef inline object _fail(int status, size_t at, str where):
+    return _WireFormatError(f"{where}: {STATUS_TEXT.get(status, 'malformed')} at byte {at}", at)
+
+
+def read_stamp(const uint8_t[::1] metadata):
+    """(hash_min, hash_max) of a MessageMetadata's bytes, None for each field that is absent."""
+    cdef uint64_t lo = 0, hi = 0
+    cdef int found = 0
+    cdef size_t at = 0
+    cdef int st
+    with nogil:
+        st = bc_wire_stamp(&metadata[0] if metadata.shape[0] else NULL, <size_t>metadata.shape[0], &lo, &hi,
+                           &found, &at)
+    if st:
+        raise _fail(st, at, "MessageMetadata")
+    return (lo if found & 1 else None), (hi if found & 2 else None)
+
+
+def read_stamps(const uint8_t[::1] buf, const int64_t[::1] offsets, uint16_t[::1] hash_min, uint16_t[::1] hash_max,
+                uint8_t[::1] stamped):
+    """The stamp of every entry buf[offsets[i]:offsets[i + 1]] into the columns (stamped 1; an
+    entry without both fields: 0 and zero hashes). Half a stamp, a value above 0xFFFF or
+    min > max is status 8 at the metadata's offset.
+
+    Returns (-1, 0, 0) or the failing entry's (index, status, offset inside it).
+    """
+    cdef Py_ssize_t n = offsets.shape[0] - 1, i
+    cdef size_t start, end, crc_at, meta, meta_len, payload, at = 0
+    cdef uint64_t lo, hi
+    cdef int found, st
+    cdef const uint8_t *base = &buf[0] if buf.shape[0] else NULL
+    cdef Py_ssize_t bad = -1
+    with nogil:
+        for i in range(n):
+            if offsets[i] < 0 or offsets[i + 1] < offsets[i] or offsets[i + 1] > buf.shape[0]:
+                bad = i
+                st = -1
+                at = 0
+                break
+            start = <size_t>offsets[i]
+            end = <size_t>offsets[i + 1]
+            st = bc_wire_locate(base + start, end - start, &crc_at, &meta, &meta_len, &payload, &at)
+            if st == 0:
+                lo = 0
+                hi = 0
+                st = bc_wire_stamp(base + start + meta, meta_len, &lo, &hi, &found, &at)
+                at += meta
+            if st == 0 and found != 0 and not (found == 3 and lo <= hi and hi <= 0xFFFF):
+                st = 8  # half a stamp, or not a hash range
+                at = meta
+            if st:
+                bad = i
+                break
+            hash_min[i] = <uint16_t>lo
+            hash_max[i] = <uint16_t>hi
+            stamped[i] = found == 3
+    if bad >= 0:
+        return bad, st, at
+    return -1, 0, 0
+
+
+cdef object _text(const uint8_t *buf, bc_pb_field *f, str what, size_t base):
+    try:
+        return (<const char *>buf + f.start)[:f.len].decode("utf-8")
+    except UnicodeDecodeError:
+        raise _WireFormatError(f"{what} at byte {base + f.start} is not UTF-8", base + f.start) from None
+
+
+cdef dict _key_value(const uint8_t *buf, bc_pb_field *outer, dict into, str what, size_t base):
+    cdef size_t p = outer.start, end = outer.start + outer.len
+    cdef bc_pb_field f
+    cdef object k = None, v = None
+    cdef int st
+    while p < end:
+        st = bc_pb_next(buf, end, &p, &f)
+        if st:
+            raise _fail(st, base + p, what)
+        if f.field == 1 or f.field == 2:
+            if f.wire_type != 2:
+                raise _fail(8, base + f.start, what)
+            if f.field == 1:
+                k = _text(buf, &f, what + " key", base)
+            else:
+                v = _text(buf, &f, what + " value", base)
+    if k is None or v is None:
+        raise _WireFormatError(f"{what} at byte {base + outer.start} lacks its key or value", base + outer.start)
+    into[k] = v
+    return into
+
+
+def decode_entry(const uint8_t[::1] data, bint verify):
+    """Every field of one encoded entry; see ``bucketcore.wire.decode_entry``.
+
+    Returns (fields dict of the MessageMetadata, list of per-message dicts, checksum_present).
+    """
+    cdef size_t n = <size_t>data.shape[0]
+    cdef const uint8_t *buf = &data[0] if n else <const uint8_t *>b""
+    cdef size_t crc_at, meta, meta_len, payload, at = 0, p, end, single_end, size
+    cdef bc_pb_field f
+    cdef int st
+    cdef uint32_t want, got
+    cdef dict md = {"properties": {}}
+    cdef list messages = []
+    cdef dict msg
+    cdef int64_t count, k
+    st = bc_wire_locate(buf, n, &crc_at, &meta, &meta_len, &payload, &at)
+    if st:
+        raise _fail(st, at, "entry header")
+    if verify and crc_at != <size_t>-1:
+        want = bc_get_be32(buf + crc_at)
+        got = _crc_of(<const char *>buf + crc_at + 4, n - crc_at - 4)
+        if want != got:
+            raise _WireFormatError(
+                f"checksum mismatch: the entry says {want:#010x}, its bytes give {got:#010x}", crc_at
+            )
+    p = meta
+    end = meta + meta_len
+    while p < end:
+        st = bc_pb_next(buf, end, &p, &f)
+        if st:
+            raise _fail(st, p, "MessageMetadata")
+        if f.field in (2, 3, 8, 9, 11, 24, BC_WIRE_FIELD_HASH_MIN, BC_WIRE_FIELD_HASH_MAX):
+            if f.wire_type != 0:
+                raise _fail(8, p, f"MessageMetadata field {f.field}")
+            md[f.field] = f.value
+        elif f.field in (1, 6, 18):
+            if f.wire_type != 2:
+                raise _fail(8, p, f"MessageMetadata field {f.field}")
+            md[f.field] = _text(buf, &f, "producer_name", 0) if f.field == 1 else (
+                _text(buf, &f, "partition_key", 0) if f.field == 6 else bytes((<const char *>buf + f.start)[:f.len])
+            )
+        elif f.field == 4:
+            if f.wire_type != 2:
+                raise _fail(8, p, "MessageMetadata properties")
+            _key_value(buf, &f, md["properties"], "MessageMetadata properties", 0)
+    for k, name in ((1, "producer_name"), (2, "sequence_id"), (3, "publish_time")):
+        if k not in md:
+            raise _WireFormatError(f"the MessageMetadata lacks its required field {name} ({k})", meta)
+    if md.get(11, 1) > 0x7FFFFFFF:
+        raise _WireFormatError(f"num_messages_in_batch {md[11]} is above 2**31-1", meta)
+    count = <int64_t>md.get(11, 1)
+    if md.get(8, 0) != 0:
+        raise _WireFormatError(f"compressed entries (compression {md[8]}) are not decoded", meta)
+    p = payload
+    for k in range(count):
+        if n - p < 4:
+            raise _fail(7, p, f"message {k}")
+        size = bc_get_be32(buf + p)
+        if size > n - p - 4:
+            raise _fail(3, p, f"message {k} SingleMessageMetadata")
+        p += 4
+        single_end = p + size
+        msg = {"properties": {}, "key": None, "sequence_id": None, "payload_size": None}
+        while p < single_end:
+            st = bc_pb_next(buf, single_end, &p, &f)
+            if st:
+                raise _fail(st, p, f"message {k} SingleMessageMetadata")
+            if f.field == 1:
+                if f.wire_type != 2:
+                    raise _fail(8, p, f"message {k} properties")
+                _key_value(buf, &f, msg["properties"], f"message {k} properties", 0)
+            elif f.field == 2 or f.field == 7:
+                if f.wire_type != 2:
+                    raise _fail(8, p, f"message {k} key")
+                if f.field == 7:
+                    msg["key"] = bytes((<const char *>buf + f.start)[:f.len])
+                elif msg["key"] is None or type(msg["key"]) is str:
+                    # an ordering key takes precedence over a partition key
+                    msg["key"] = _text(buf, &f, f"message {k} partition_key", 0)
+            elif f.field == 3 or f.field == 8:
+                if f.wire_type != 0:
+                    raise _fail(8, p, f"message {k} field {f.field}")
+                msg["sequence_id" if f.field == 8 else "payload_size"] = f.value
+        if msg["payload_size"] is None:
+            raise _WireFormatError(f"message {k} at byte {single_end - size} has no payload_size", single_end - size)
+        size = <size_t>msg.pop("payload_size")
+        if size > n - p:
+            raise _fail(3, p, f"message {k} payload")
+        msg["payload"] = bytes((<const char *>buf + p)[:size])
+        p += size
+        messages.append(msg)
+    if p != n:
+        raise _WireFormatError(f"{n - p} bytes follow the last of the entry's {count} messages", p)
+    return md, messages, crc_at != <size_t>-1
