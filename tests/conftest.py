@@ -12,7 +12,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from pg_fixture import pg_server, pg_url  # noqa: F401  (the throw-away PostgreSQL server of the head-store tests)
+from pg_fixture import pg_server, pg_url, pytest_generate_tests, stream_heads  # noqa: F401  (PostgreSQL head-store tests)
 
 PYARROW_MISSING = "pyarrow is not installed: this test of an Arrow input cannot run (pip install pyarrow)"
 

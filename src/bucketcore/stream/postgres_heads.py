@@ -209,19 +209,30 @@ class PostgresHeadStore(HeadStore):
             raise StreamError(f"cannot reach the head store at {self._where}: {_first_line(err)}") from err
 
     def _create_schema(self) -> None:
+        """Create the tables unless a complete, readable layout is there already; refuse a newer one."""
+        with self._tx(read_only=True) as cur:
+            # the index table is created last: when it exists, every table does
+            present = cur.execute("SELECT to_regclass('meta') IS NOT NULL AND to_regclass('appends') IS NOT NULL")
+            if present.fetchone()[0]:
+                row = cur.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+                if row is not None:
+                    self._check_version(row[0])
+                    return
         with self._tx() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    cur.execute(statement)
+            cur.execute(_SCHEMA)  # one round trip: statements without parameters
             row = cur.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
             if row is None:
                 cur.execute("INSERT INTO meta (key, value) VALUES ('schema', %s)", (str(SCHEMA_VERSION),))
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise StreamError(
-                    f"the head store at {self._where} holds stream-store schema {row[0]}; this build "
-                    f"reads up to {SCHEMA_VERSION}"
-                )
+            else:
+                self._check_version(row[0])
+
+    def _check_version(self, stored: str) -> None:
+        if int(stored) > SCHEMA_VERSION:
+            raise StreamError(
+                f"the head store at {self._where} holds stream-store schema {stored}; this build "
+                f"reads up to {SCHEMA_VERSION}"
+            )
 
     @contextmanager
     def _tx(self, durable: bool = True, uncertain: bool = False, read_only: bool = False) -> Iterator[Any]:
