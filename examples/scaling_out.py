@@ -63,26 +63,17 @@ def plan_and_replay(log_dir: str, scheduler: str) -> tuple[object, object]:
 
 def share_heads(pg_url: str, store_dir: str, replayed: object) -> None:
     from bucketcore.stream import EntryPayload, FencedError, StreamStore
-    from bucketcore.stream.postgres_heads import PostgresHeadStore
 
-    # two brokers: each its own store handle on the shared directory, heads in one database
-    heads_a, heads_b = PostgresHeadStore(pg_url), PostgresHeadStore(pg_url)
-    with StreamStore.open(store_dir, heads=heads_a) as a, StreamStore.open(store_dir, heads=heads_b) as b:
+    # two brokers: each its own store on the shared WAL directory, heads in one database
+    with StreamStore.open(store_dir, heads=pg_url) as a, StreamStore.open(store_dir, heads=pg_url) as b:
         stream = f"demo-{os.getpid()}"
         a.create_stream(stream)
         session_a = a.open_session(stream, "broker-a")
         frame = replayed  # the replayed partition: rows grouped into entries
         for _, entry in list(frame.groupby("entry", sort=False))[:20]:  # type: ignore[attr-defined]
             payload = "\n".join(str(k) for k in entry["key"]).encode()
-            a.append(
-                stream,
-                [
-                    EntryPayload(
-                        payload, len(entry), b"", int(entry["hash_min"].iloc[0]), int(entry["hash_max"].iloc[0])
-                    )
-                ],
-                session=session_a,
-            )
+            stamp = (int(entry["hash_min"].iloc[0]), int(entry["hash_max"].iloc[0]))
+            a.append(stream, [EntryPayload(payload, len(entry), b"", *stamp)], session=session_a)
         session_b = b.open_session(stream, "broker-b")  # broker-b takes the stream over
         try:
             a.append(stream, [EntryPayload(b"late")], session=session_a)
@@ -94,8 +85,6 @@ def share_heads(pg_url: str, store_dir: str, replayed: object) -> None:
             f"stream {stream}: committed end {res.committed_end}, {len(stamps.hash_min)} entries, "
             f"version {res.commit_version}, read back by broker-a from the shared heads"
         )
-    heads_a.close()
-    heads_b.close()
 
 
 def main() -> None:

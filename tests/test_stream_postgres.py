@@ -35,14 +35,12 @@ def _heads(url: str) -> Any:
 
 @contextmanager
 def pg_store(path: str, url: str, **kwargs: Any) -> Iterator[StreamStore]:
-    """A stream store on ``path`` (the shared WAL directory) with its heads in PostgreSQL."""
-    heads = _heads(url)
-    store = StreamStore.open(path, heads=heads, **kwargs)
+    """A stream store on ``path`` (the shared WAL directory) with its heads in PostgreSQL at ``url``."""
+    store = StreamStore.open(path, heads=url, **kwargs)
     try:
         yield store
     finally:
         store.close()
-        heads.close()
 
 
 def read_all(store: StreamStore, stream_id: str) -> list[Any]:
