@@ -12,7 +12,6 @@ from __future__ import annotations
 import glob
 import itertools
 import os
-import pwd
 import shutil
 import subprocess
 import tempfile
@@ -67,8 +66,10 @@ class PgServer:
         self.data = os.path.join(self.root, "data")
         self.log = os.path.join(self.root, "server.log")
         self.port = 5432
-        self._as_root = os.geteuid() == 0
+        self._as_root = hasattr(os, "geteuid") and os.geteuid() == 0
         if self._as_root:
+            import pwd  # POSIX only, like running as root
+
             owner = pwd.getpwnam("postgres")
             os.chown(self.root, owner.pw_uid, owner.pw_gid)
         os.chmod(self.root, 0o700)
