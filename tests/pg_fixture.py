@@ -139,7 +139,10 @@ def pg_server() -> Iterator[PgServer]:
     bindir = find_bindir()
     if bindir is None:
         pytest.skip(HOW_TO_GET)
-    server = PgServer(bindir)
+    try:
+        server = PgServer(bindir)
+    except KeyError:
+        pytest.skip("running as root, the PostgreSQL tests need the 'postgres' system user: " + HOW_TO_GET)
     try:
         yield server
     finally:
