@@ -640,3 +640,80 @@ def _original_index(i: int, order: np.ndarray | None, positions: np.ndarray | No
     if positions is not None:
         i = int(positions[i])
     return i
+
+
+def is_histogram_file(path: str) -> bool:
+    """Whether ``path`` is a file written from :meth:`BucketHistogram.to_bytes`.
+
+    Parameters
+    ----------
+    path : str
+
+    Returns
+    -------
+    bool
+        False for anything unreadable or not starting with the histogram's magic bytes.
+    """
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(_MAGIC)) == _MAGIC
+    except OSError:
+        return False
+
+
+def plan_sample_counts(
+    sample: str, column: str | None, layout: Any, scheduler: str | None
+) -> tuple[dict[int, np.ndarray], int, int] | None:
+    """What ``bucketcore plan`` counts when the sample is a histogram file or ``--dask`` is given.
+
+    Parameters
+    ----------
+    sample : str
+        The command's SAMPLE.
+    column : str or None
+        Its ``--column``.
+    layout : TopicLayout
+        The layout being planned.
+    scheduler : str or None
+        Its ``--dask`` (None: no cluster).
+
+    Returns
+    -------
+    tuple or None
+        None when the command reads the sample itself; otherwise, per index into
+        ``layout.active_segments`` reached, its 65,536 bins, then the keyed and keyless counts.
+
+    Raises
+    ------
+    CommandError
+        A histogram of other segments than the layout's, of weights rather than counts, a
+        histogram with ``--column`` or ``--dask``, or a cluster failure (named).
+    """
+    from .cli._common import CommandError
+
+    if is_histogram_file(sample):
+        if column is not None or scheduler is not None:
+            raise CommandError(f"{sample!r} is a histogram: --column and --dask apply to key samples only")
+        try:
+            with open(sample, "rb") as f:
+                hist = BucketHistogram.from_bytes(f.read())
+        except (OSError, ValueError) as err:
+            raise CommandError(f"cannot read histogram {sample!r}: {err}") from None
+        ids = tuple(s.segment_id for s in layout.active_segments)
+        if hist.segment_ids != ids:
+            raise CommandError(
+                f"histogram {sample!r} counts active segments {list(hist.segment_ids[:8])}, the layout has "
+                f"{list(ids[:8])}: pass the layout it was made with (--layout or --segments)"
+            )
+        if hist.measure != "count":
+            raise CommandError(f"histogram {sample!r} holds weights; plan takes a histogram of counts")
+        index = {sid: i for i, sid in enumerate(ids)}
+        counts = {index[sid]: np.array(hist[sid].bins) for sid in hist.reached()}
+        return counts, int(hist.total), hist.keyless
+    if scheduler is None:
+        return None
+    try:
+        from .dask import plan_command_counts
+    except ImportError as err:
+        raise CommandError(f"argument --dask: {err}") from None
+    return plan_command_counts(sample, column, layout, scheduler)
