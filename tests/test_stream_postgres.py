@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from pg_fixture import PgServer
@@ -411,6 +412,27 @@ def test_without_postgresql_the_tests_skip_saying_how_to_get_it(tmp_path) -> Non
     assert res.returncode == 0, res.stdout + res.stderr
     assert "1 skipped" in res.stdout
     assert "apt-get install -y postgresql" in res.stdout
+
+
+def test_a_cas_the_server_refuses_commits_nothing_and_is_a_stream_error(tmp_path, pg_server, pg_url) -> None:
+    """The head row stays locked past the connection's lock_timeout: the server refuses the CAS
+    and rolls it back (the connection survives); the append fails with a StreamError naming the
+    server, and a retry once the lock is gone commits exactly once."""
+    import psycopg
+
+    schema = pg_url.rsplit("search_path%3D", 1)[1]
+    url = f"{pg_server.url}&options={quote(f'-csearch_path={schema} -clock_timeout=200')}"
+    with pg_store(str(tmp_path / "s"), url) as store:
+        store.create_stream("x")
+        session = store.open_session("x", "w", ttl=60)
+        with psycopg.connect(pg_url) as blocker:
+            blocker.execute("SELECT 1 FROM streams WHERE stream_id = 'x' FOR UPDATE")
+            with pytest.raises(st.StreamError, match="the head store at PostgreSQL .* failed: .*lock timeout"):
+                store.append("x", [EntryPayload(b"held", 2)], session=session, attempt_id="h")
+            blocker.rollback()
+        assert store.head("x").committed_end == 0
+        res = store.append("x", [EntryPayload(b"held", 2)], session=session, attempt_id="h")
+        assert (res.start_offset, res.end_offset, res.commit_version) == (0, 2, 1)
 
 
 if __name__ == "__main__":

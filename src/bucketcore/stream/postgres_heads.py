@@ -20,8 +20,9 @@ The tables and the transaction discipline are those of the SQLite store
 Tables live in the first schema of the connection's ``search_path`` (choose one per store with
 ``?options=-csearch_path%3Dname`` in the URL). A dropped connection is reopened by the next call;
 a head CAS whose connection dropped raises :class:`UncertainAppendError` (it may have
-committed: a retry with the same attempt id resolves it), every other failure to reach the
-server a :class:`StreamError` naming the server.
+committed: a retry with the same attempt id resolves it); every other failure — an unreachable
+server, a statement the server refused (its transaction rolled back) — a :class:`StreamError`
+naming the server.
 """
 
 from __future__ import annotations
@@ -267,7 +268,10 @@ class PostgresHeadStore(HeadStore):
                     raise StreamError(
                         f"lost the connection to the head store at {self._where}: {_first_line(err)}"
                     ) from err
-                raise
+                raise StreamError(f"the head store at {self._where} failed: {_first_line(err)}") from err
+            except psycopg.Error as err:
+                # the transaction was rolled back: nothing of it happened
+                raise StreamError(f"the head store at {self._where} failed: {_first_line(err)}") from err
 
     def close(self) -> None:
         """Close the connection. Idempotent."""
