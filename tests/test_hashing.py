@@ -246,9 +246,7 @@ def test_strict_surrogate_names_index():
 # -- invalid inputs -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "bad,name", [(1, "int"), (1.5, "float"), ({}, "dict"), (bytearray(b"x"), "bytearray"), (["x"], "list")]
-)
+@pytest.mark.parametrize("bad,name", [(1, "int"), (1.5, "float"), ({}, "dict"), (["x"], "list")])
 def test_bad_element_type_names_type_and_index(bad, name):
     with pytest.raises(TypeError, match=rf"index 2 has type {name}; expected str, bytes or None"):
         bc.hash_keys(["a", "b", bad])

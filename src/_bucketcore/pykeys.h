@@ -136,7 +136,9 @@ static inline int bc_describe_objects(PyObject *const *items, const char *base, 
         else
             memcpy(&o, base + (Py_ssize_t)j * stride, sizeof o);
         if (held) {
-            if (PyByteArray_Check(o) || PyMemoryView_Check(o)) {
+            /* a str or bytes (the usual key) is held as it is, without the buffer-type tests */
+            if (!PyUnicode_CheckExact(o) && !PyBytes_CheckExact(o) &&
+                (PyByteArray_Check(o) || PyMemoryView_Check(o))) {
                 PyObject *export_ = PyMemoryView_FromObject(o);
                 if (export_ == NULL) {
                     /* a released memoryview cannot be exported: describe it as it is (refused) */

@@ -104,8 +104,8 @@ def check_status(
         )
     if status == Status.BC_ERR_KEY_NONE:
         raise TypeError(
-            f"key at index {label} is None (or null): murmur3_32 has no hash for a keyless "
-            "message; use hash_keys, which reports it as has_key=False"
+            f"key at index {label} is None (a missing key: None, NaN, pandas.NA or an Arrow null): "
+            "murmur3_32 has no hash for a keyless message; use hash_keys, which reports it as has_key=False"
         )
     if status == Status.BC_ERR_KEY_TOO_LONG:
         raise ValueError(f"key at index {label} is longer than 2 GiB of UTF-8, the largest key Pulsar can hash")
