@@ -6,6 +6,9 @@ observed bucket-hash load picks the N-bucket boundary list whose heaviest bucket
 least load (:meth:`bucketcore.Buckets.balanced`). The result is the layout with those lists, in
 ``TopicLayout.to_dict`` form (what a controller stores), plus per-segment load statistics against
 equal-width boundaries.
+
+With ``--dask SCHEDULER`` (or ``local``) the sample is counted on a Dask cluster
+(:mod:`bucketcore.dask`); a SAMPLE written by ``BucketHistogram.to_bytes`` is counted already.
 """
 
 from __future__ import annotations
@@ -68,6 +71,13 @@ def add_parser(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--json", action="store_true", help="print one JSON object: {'layout': ..., 'segments': [statistics]}"
+    )
+    p.add_argument(
+        "--dask",
+        metavar="SCHEDULER",
+        help="count the sample on a Dask cluster: a scheduler address, or 'local' for a local cluster "
+        "(needs bucketcore[dask]; SAMPLE is then a Parquet file or directory, a CSV file or a key file "
+        "the workers can read)",
     )
 
 
@@ -174,11 +184,15 @@ def run(args: argparse.Namespace) -> int:
     layout = _load_layout(args)
     active = layout.active_segments
     # per active segment that the sample reaches, a 65,536-bin count of bucket hashes
-    hist: dict[int, np.ndarray] = {}
-    keys_seen = 0
-    keyless = 0
+    # a histogram file (BucketHistogram.to_bytes) or --dask: counted elsewhere, planned the same way
+    from ..histogram import plan_sample_counts
+
+    counted = plan_sample_counts(args.sample, args.column, layout, args.dask)
+    hist: dict[int, np.ndarray] = {} if counted is None else counted[0]
+    keys_seen = 0 if counted is None else counted[1]
+    keyless = 0 if counted is None else counted[2]
     with progress("plan: reading the sample", None, enabled=not args.json) as update:
-        for chunk in _key_chunks(args):
+        for chunk in _key_chunks(args) if counted is None else ():
             kh = bc.hash_keys(chunk)
             keyed = np.asarray(kh.has_key)
             keyless += int(keyed.size - np.count_nonzero(keyed))
