@@ -219,3 +219,30 @@ def test_bad_arguments_are_refused_before_any_work(data) -> None:
         bcd.read_keys(str(data["root"] / "missing.parquet"), column="key")
     with pytest.raises(ValueError, match="name its key column"):
         bcd.read_keys(data["dir"])
+
+
+# --- the plan command -----------------------------------------------------------------------------
+
+
+def plan_json(*args: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-m", "bucketcore", "plan", *args, "--json"], capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout)
+
+
+def test_plan_command_with_dask_local_equals_the_plan_without(data) -> None:
+    one = plan_json(data["file"], "--column", "key", "--buckets", "16", "--segments", "3")
+    cluster = plan_json(data["dir"], "--column", "key", "--buckets", "16", "--segments", "3", "--dask", "local")
+    assert cluster == one
+
+
+def test_plan_command_refuses_stdin_with_dask() -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "bucketcore", "plan", "-", "--buckets", "4", "--dask", "local"],
+        capture_output=True,
+        text=True,
+        input="a\n",
+    )
+    assert res.returncode == 2
+    assert "not stdin" in res.stderr

@@ -260,3 +260,40 @@ def test_planning_from_merged_histograms_equals_planning_from_raw_hashes(layout,
         keep = (seg == s.segment_id) & has_key
         raw = bc.Buckets.balanced(bucket_hash[keep], n, weights=None if weights is None else weights[keep])
         assert bc.Buckets.balanced(merged[s.segment_id], n) == raw
+
+
+# --- the plan command takes a histogram file ------------------------------------------------------
+
+
+def test_plan_command_plans_a_histogram_file_like_its_keys(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from bucketcore.harness import tiled_layout
+
+    keys = [f"order-{i % 700}" for i in range(6000)] + [None] * 5
+    (tmp_path / "keys.txt").write_text("".join(f"{k}\n" for k in keys if k is not None), encoding="utf-8")
+    hist = bucket_histogram(keys[:2500], tiled_layout(2, 1)) + bucket_histogram(keys[2500:], tiled_layout(2, 1))
+    (tmp_path / "week.bchist").write_bytes(hist.to_bytes())
+
+    def plan(sample: str, *extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "bucketcore", "plan", sample, "--buckets", "8", "--json", *extra],
+            capture_output=True,
+            text=True,
+        )
+
+    from_hist = plan(str(tmp_path / "week.bchist"), "--segments", "2")
+    from_keys = plan(str(tmp_path / "keys.txt"), "--segments", "2")
+    assert from_hist.returncode == 0, from_hist.stderr
+    hist_out, keys_out = json.loads(from_hist.stdout), json.loads(from_keys.stdout)
+    assert hist_out["layout"] == keys_out["layout"]
+    assert hist_out["segments"] == keys_out["segments"]
+    assert hist_out["sample_keys"] == 6000 and hist_out["keyless_lines"] == 5
+    other = plan(str(tmp_path / "week.bchist"), "--segments", "3")
+    assert other.returncode == 2 and "counts active segments [0, 1]" in other.stderr
+    weighted = bucket_histogram(keys, tiled_layout(2, 1), weights=np.ones(len(keys), dtype=np.int64))
+    (tmp_path / "bytes.bchist").write_bytes(weighted.to_bytes())
+    refused = plan(str(tmp_path / "bytes.bchist"), "--segments", "2")
+    assert refused.returncode == 2 and "holds weights" in refused.stderr
