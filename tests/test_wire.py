@@ -347,3 +347,29 @@ def test_stamps_from_the_wire_route_like_the_entries():
 
 def test_checksum_is_crc32c():
     assert wire.checksum(b"123456789") == 0xE3069283
+
+
+def test_encoding_into_a_reused_bytearray_gives_the_same_bytes():
+    entries = batch([f"k{i}" for i in range(300)], [bytes([i % 256]) * (i % 50) for i in range(300)])
+    fresh = wire.encode_entries(entries, producer_name="p", publish_time=9)
+    into = bytearray(b"old contents that must go" * 1000)
+    reused = wire.encode_entries(entries, producer_name="p", publish_time=9, into=into)
+    assert reused.buffer is into and bytes(into) == fresh.buffer
+    assert np.array_equal(reused.offsets, fresh.offsets)
+    small = wire.encode_entries(entries[:1], producer_name="p", publish_time=9, into=into)
+    assert bytes(into) == fresh.buffer[: fresh.offsets[1]] and len(small) == 1
+    with pytest.raises(TypeError, match="into must be a bytearray"):
+        wire.encode_entries(entries, producer_name="p", into=b"")
+
+
+def test_a_buffer_that_outgrows_its_estimate_is_grown():
+    # long keys and properties: far more than the size estimate from the payload bytes
+    keys = ["k" * 3000 + str(i) for i in range(40)]
+    props = [{"p" * 500: "v" * 500} for _ in range(40)]
+    entries = batch(keys, [b""] * 40, n_buckets=2, max_messages=8)
+    enc = wire.encode_entries(
+        entries, producer_name="p", keys=per_entry(entries, keys), properties=per_entry(entries, props)
+    )
+    decoded = wire.decode_entries(enc)
+    assert [m.key for d in decoded for m in d.messages] == [keys[i] for e in entries for i in e.message_indices]
+    assert all(m.properties == props[0] for d in decoded for m in d.messages)

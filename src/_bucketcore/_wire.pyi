@@ -20,7 +20,9 @@ def encode_entries(
     sequence_ids: Any,
     sequence_base: int,
     stamp: bool,
-) -> tuple[bytes, np.ndarray]: ...
+    into: bytearray | None = None,
+    size_hint: int = 0,
+) -> tuple[bytes | bytearray, np.ndarray]: ...
 def read_stamp(metadata: Any) -> tuple[int | None, int | None]: ...
 def read_stamps(
     buf: Any, offsets: np.ndarray, hash_min: np.ndarray, hash_max: np.ndarray, stamped: np.ndarray

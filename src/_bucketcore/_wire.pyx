@@ -7,9 +7,12 @@ module raises the classes ``bucketcore.wire`` installs with :func:`set_errors`.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.buffer cimport PyBuffer_IsContiguous
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.list cimport PyList_GET_ITEM
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 
 cimport numpy as cnp
@@ -139,13 +142,28 @@ cdef inline int _buffer_of(object obj, const char **ptr, size_t *n) except -1:
     return 1
 
 
-cdef inline const char *_utf8(object s, size_t *n, str what) except NULL:
+cdef str _where(int kind, Py_ssize_t i, Py_ssize_t j, object name):
+    if kind == 0:
+        return "producer_name"
+    if kind == 1:
+        return f"keys[{i}][{j}]"
+    if kind == 2:
+        return f"properties[{i}][{j}] key {name!r}"
+    return f"properties[{i}][{j}][{name!r}]"
+
+
+cdef inline const char *_utf8(object s, size_t *n, int kind, Py_ssize_t i, Py_ssize_t j,
+                              object name) except NULL:
+    """UTF-8 of a str; what it is (kind, entry i, message j, property name) only names it in the
+    error, built when there is one."""
     cdef Py_ssize_t size = 0
     cdef const char *p
     try:
         p = PyUnicode_AsUTF8AndSize(s, &size)
     except UnicodeEncodeError:
-        raise _KeyEncodingError(f"{what} is not valid UTF-8 (it holds a surrogate code point)") from None
+        raise _KeyEncodingError(
+            f"{_where(kind, i, j, name)} is not valid UTF-8 (it holds a surrogate code point)"
+        ) from None
     n[0] = <size_t>size
     return p
 
@@ -158,70 +176,199 @@ cdef inline uint64_t _seq(object v, str what) except? 0xFFFFFFFFFFFFFFFF:
     return <uint64_t>v
 
 
+cdef extern from *:
+    """
+    /* A bytes payload's data and size without touching its reference count (the payload is
+     * borrowed from its entry's list for the length of the call); 1 for another type. */
+    static inline int bc_bytes_payload(PyObject *o, const char **p, size_t *n)
+    {
+        if (!Py_IS_TYPE(o, &PyBytes_Type))
+            return 1;
+        *p = PyBytes_AS_STRING(o);
+        *n = (size_t)PyBytes_GET_SIZE(o);
+        return 0;
+    }
+    /* UTF-8 of an exact str (cached by the str), NULL for another type or on error. */
+    static inline const char *bc_str_utf8(PyObject *o, size_t *n)
+    {
+        Py_ssize_t size = 0;
+        const char *p;
+        if (!Py_IS_TYPE(o, &PyUnicode_Type))
+            return NULL;
+        p = PyUnicode_AsUTF8AndSize(o, &size);
+        if (p == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        *n = (size_t)size;
+        return p;
+    }
+    /* Ask for a payload object's first three cache lines (header and the start of its data)
+     * ahead of its turn: the payloads of a batch lie scattered over the heap. */
+    static inline void bc_prefetch(const void *p)
+    {
+    #if defined(__GNUC__) || defined(__clang__)
+        __builtin_prefetch(p);
+        __builtin_prefetch((const char *)p + 64);
+        __builtin_prefetch((const char *)p + 128);
+    #else
+        (void)p;
+    #endif
+    }
+    /* Grow (or shrink) a bytes object this call created and nobody else holds. */
+    static inline int bc_bytes_resize(PyObject **b, Py_ssize_t n) { return _PyBytes_Resize(b, n); }
+    """
+    int bc_bytes_payload(PyObject *o, const char **p, size_t *n)
+    const char *bc_str_utf8(PyObject *o, size_t *n)
+    void bc_prefetch(const void *p) nogil
+    int bc_bytes_resize(PyObject **b, Py_ssize_t n) except -1
+
+
+cdef struct Out:
+    PyObject *bytes_obj     # the bytes being written (owned), or NULL when writing into a bytearray
+    PyObject *array_obj     # the caller's bytearray (borrowed), or NULL
+    char *data
+    size_t cap
+
+
+cdef int _reserve(Out *o, size_t need) except -1:
+    """Room for `need` bytes: grows by half again (or to `need`) through realloc."""
+    cdef size_t cap
+    if need <= o.cap:
+        return 0
+    cap = o.cap + o.cap // 2
+    if cap < need:
+        cap = need
+    if o.array_obj != NULL:
+        PyByteArray_Resize(<object>o.array_obj, <Py_ssize_t>cap)
+        o.data = PyByteArray_AS_STRING(<object>o.array_obj)
+    else:
+        bc_bytes_resize(&o.bytes_obj, <Py_ssize_t>cap)
+        o.data = PyBytes_AS_STRING(<object>o.bytes_obj)
+    o.cap = cap
+    return 0
+
+
+cdef int _grow(void **arr, size_t *cap, size_t need, size_t item) except -1:
+    cdef void *p
+    if need <= cap[0]:
+        return 0
+    p = PyMem_Realloc(arr[0], max(need, 2 * cap[0]) * item)
+    if p == NULL:
+        raise MemoryError()
+    arr[0] = p
+    cap[0] = max(need, 2 * cap[0])
+    return 0
+
+
+cdef int _payload_fallback(object item, bc_wire_msg *m, Py_ssize_t i, Py_ssize_t j) except -1:
+    if _buffer_of(item, &m.payload, &m.payload_len):
+        raise TypeError(
+            f"entries[{i}].payloads[{j}] must be bytes, bytearray or memoryview, not {type(item).__name__}"
+        )
+    return 0
+
+
+cdef int _key_slow(object key, bc_wire_msg *m, Py_ssize_t i, Py_ssize_t j) except -1:
+    if type(key) is str:
+        m.key = _utf8(key, &m.key_len, 1, i, j, None)
+        m.key_kind = 1
+    elif type(key) is bytes:
+        m.key = PyBytes_AS_STRING(key)
+        m.key_len = <size_t>PyBytes_GET_SIZE(key)
+        m.key_kind = 2
+    elif key is not None:
+        raise TypeError(f"keys[{i}][{j}] must be str, bytes or None, not {type(key).__name__}")
+    return 0
+
+
+cdef size_t _props(dict props, bc_wire_kv *kvs, Py_ssize_t i, Py_ssize_t j) except? 0:
+    cdef size_t n = 0
+    cdef bc_wire_kv *kv
+    for k, v in props.items():
+        kv = &kvs[n]
+        if type(k) is not str or type(v) is not str:
+            raise TypeError(
+                f"properties[{i}][{j}] must map str to str, not {type(k).__name__} to {type(v).__name__}"
+            )
+        kv.key = _utf8(k, &kv.key_len, 2, i, j, k)
+        kv.value = _utf8(v, &kv.value_len, 3, i, j, k)
+        n += 1
+    return n
+
+
+cdef int _check_len(object col, str name, Py_ssize_t i, Py_ssize_t count) except -1:
+    if type(col) is not list:
+        raise TypeError(f"{name}[{i}] must be a list of per-message values or None, not {type(col).__name__}")
+    if len(<list>col) != count:
+        raise ValueError(f"{name}[{i}] has {len(<list>col)} items for the {count} messages of entries[{i}]")
+    return 0
+
+
 def encode_entries(list entries, str producer_name, uint64_t publish_time, object keys, object properties,
-                   object sequence_ids, int64_t sequence_base, bint stamp):
+                   object sequence_ids, int64_t sequence_base, bint stamp, bytearray into=None,
+                   Py_ssize_t size_hint=0):
     """Encode entries into one buffer; see ``bucketcore.wire.encode_entries``.
 
-    Returns (bytes, int64 offsets of n + 1 entry boundaries).
+    One pass: each entry's messages are gathered (payloads borrowed from its list), written and
+    checksummed while they are in cache. ``size_hint`` is the expected total size (the buffer
+    grows past it when needed). Returns (the buffer: a new bytes, or ``into`` resized to the
+    encoded size; int64 offsets of n + 1 entry boundaries).
     """
-    cdef Py_ssize_t n_entries = len(entries), i, j, count
-    cdef Py_ssize_t n_msgs = 0, n_props = 0
+    cdef Py_ssize_t n_entries = len(entries), i, j, count, pref
     cdef bc_wire_common common
-    cdef bc_wire_entry *ents = NULL
+    cdef bc_wire_entry ent
     cdef bc_wire_msg *msgs = NULL
     cdef bc_wire_kv *kvs = NULL
+    cdef size_t msgs_cap = 0, kvs_cap = 0, n_props, pn = 0, size, pos = 0
     cdef bc_wire_msg *m
-    cdef bc_wire_kv *kv
-    cdef size_t total = 0, size, pn = 0
     cdef uint64_t top, s
-    cdef const int64_t[::1] idx
-    cdef object e, payloads, ekeys, eprops, eseq, key, props, item, hmin, hmax
-    cdef char *out
+    cdef const int64_t *idx = NULL
+    cdef cnp.ndarray mi
+    cdef object e, payloads, ekeys, eprops, eseq, props, hmin, hmax
+    cdef PyObject *po
+    cdef list plist
+    cdef Out out
     cdef char *p
     cdef cnp.npy_intp dims[1]
     cdef cnp.ndarray offsets
     cdef int64_t *off
     cdef uint32_t crc
 
-    common.producer_name = _utf8(producer_name, &pn, "producer_name")
+    common.producer_name = _utf8(producer_name, &pn, 0, 0, 0, None)
     common.producer_name_len = pn
     common.publish_time = publish_time
     common.stamp = stamp
+    dims[0] = n_entries + 1
+    offsets = cnp.PyArray_EMPTY(1, dims, cnp.NPY_INT64, 0)
+    off = <int64_t *>cnp.PyArray_DATA(offsets)
+    off[0] = 0
 
-    for i in range(n_entries):
-        e = entries[i]
-        payloads = e.payloads
-        if type(payloads) is not list:
-            raise TypeError(
-                f"entries[{i}] has no payloads list (an EntryTable row has none: encode the entries an "
-                f"EntryBucketBatcher emits)" if payloads is None else
-                f"entries[{i}].payloads must be a list, not {type(payloads).__name__}"
-            )
-        n_msgs += len(<list>payloads)
-        if properties is not None:
-            eprops = properties[i]
-            if eprops is not None:
-                for props in eprops:
-                    if props is not None:
-                        if not isinstance(props, dict):
-                            raise TypeError(
-                                f"properties[{i}] items must be dicts of str to str or None, not "
-                                f"{type(props).__name__}"
-                            )
-                        n_props += len(<dict>props)
-
+    out.bytes_obj = NULL
+    out.array_obj = NULL
+    out.cap = <size_t>max(size_hint, 64)
+    if into is None:
+        result = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>out.cap)
+        out.bytes_obj = <PyObject *>result
+        Py_INCREF(result)  # `out` owns a reference: _PyBytes_Resize may replace the object
+        result = None
+        out.data = PyBytes_AS_STRING(<object>out.bytes_obj)
+    else:
+        PyByteArray_Resize(into, <Py_ssize_t>out.cap)
+        out.array_obj = <PyObject *>into
+        out.data = PyByteArray_AS_STRING(into)
     try:
-        ents = <bc_wire_entry *>PyMem_Malloc(max(n_entries, 1) * sizeof(bc_wire_entry))
-        msgs = <bc_wire_msg *>PyMem_Malloc(max(n_msgs, 1) * sizeof(bc_wire_msg))
-        kvs = <bc_wire_kv *>PyMem_Malloc(max(n_props, 1) * sizeof(bc_wire_kv))
-        if ents == NULL or msgs == NULL or kvs == NULL:
-            raise MemoryError()
-        n_msgs = 0
-        n_props = 0
         for i in range(n_entries):
             e = entries[i]
             payloads = e.payloads
-            count = len(<list>payloads)
+            if type(payloads) is not list:
+                raise TypeError(
+                    f"entries[{i}] has no payloads list (an EntryTable row has none: encode the entries an "
+                    f"EntryBucketBatcher emits)" if payloads is None else
+                    f"entries[{i}].payloads must be a list, not {type(payloads).__name__}"
+                )
+            plist = <list>payloads
+            count = len(plist)
             if count == 0:
                 raise ValueError(f"entries[{i}] has no messages")
             hmin = e.hash_min
@@ -233,107 +380,105 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
             ekeys = None if keys is None else keys[i]
             eprops = None if properties is None else properties[i]
             eseq = None if sequence_ids is None else sequence_ids[i]
-            for name, col in (("keys", ekeys), ("properties", eprops), ("sequence_ids", eseq)):
-                if col is not None and len(col) != count:
-                    raise ValueError(f"{name}[{i}] has {len(col)} items for the {count} messages of entries[{i}]")
-            if eseq is None:
-                idx = e.message_indices
-                if idx.shape[0] != count:
+            if ekeys is not None:
+                _check_len(ekeys, "keys", i, count)
+            if eprops is not None:
+                _check_len(eprops, "properties", i, count)
+            if eseq is not None:
+                _check_len(eseq, "sequence_ids", i, count)
+            else:
+                mi = e.message_indices
+                if (cnp.PyArray_TYPE(mi) != cnp.NPY_INT64 or cnp.PyArray_NDIM(mi) != 1
+                        or not cnp.PyArray_IS_C_CONTIGUOUS(mi)):
+                    raise TypeError(f"entries[{i}].message_indices must be a contiguous int64 array")
+                if cnp.PyArray_DIM(mi, 0) != count:
                     raise ValueError(
-                        f"entries[{i}] has {idx.shape[0]} message indices for {count} payloads"
+                        f"entries[{i}] has {cnp.PyArray_DIM(mi, 0)} message indices for {count} payloads"
                     )
-            ents[i].msg_start = <size_t>n_msgs
-            ents[i].msg_count = <size_t>count
-            ents[i].hash_min = <uint32_t>hmin
-            ents[i].hash_max = <uint32_t>hmax
+                idx = <const int64_t *>cnp.PyArray_DATA(mi)
+            _grow(<void **>&msgs, &msgs_cap, <size_t>count, sizeof(bc_wire_msg))
+            n_props = 0
+            if eprops is not None:
+                for props in <list>eprops:
+                    if props is not None:
+                        if type(props) is not dict:
+                            raise TypeError(
+                                f"properties[{i}] items must be dicts of str to str or None, not "
+                                f"{type(props).__name__}"
+                            )
+                        n_props += len(<dict>props)
+                _grow(<void **>&kvs, &kvs_cap, n_props, sizeof(bc_wire_kv))
+                n_props = 0
             top = 0
+            pref = 8 if count > 8 else count
+            for j in range(pref):
+                bc_prefetch(PyList_GET_ITEM(plist, j))
             for j in range(count):
-                m = &msgs[n_msgs + j]
-                item = (<list>payloads)[j]
-                if _buffer_of(item, &m.payload, &m.payload_len):
-                    raise TypeError(
-                        f"entries[{i}].payloads[{j}] must be bytes, bytearray or memoryview, not {type(item).__name__}"
-                    )
+                if j + pref < count:
+                    bc_prefetch(PyList_GET_ITEM(plist, j + pref))
+                m = &msgs[j]
+                po = PyList_GET_ITEM(plist, j)
+                if bc_bytes_payload(po, &m.payload, &m.payload_len):
+                    _payload_fallback(<object>po, m, i, j)
                 if m.payload_len > PAYLOAD_MAX:
                     raise ValueError(f"entries[{i}].payloads[{j}] has {m.payload_len} bytes, above 2**31-1")
                 m.key_kind = 0
                 m.key = NULL
                 m.key_len = 0
                 if ekeys is not None:
-                    key = ekeys[j]
-                    if type(key) is str:
-                        m.key = _utf8(key, &m.key_len, f"keys[{i}][{j}]")
+                    po = PyList_GET_ITEM(<list>ekeys, j)
+                    m.key = bc_str_utf8(po, &m.key_len)
+                    if m.key != NULL:
                         m.key_kind = 1
-                    elif type(key) is bytes:
-                        m.key = PyBytes_AS_STRING(key)
-                        m.key_len = <size_t>PyBytes_GET_SIZE(key)
-                        m.key_kind = 2
-                    elif key is not None:
-                        raise TypeError(f"keys[{i}][{j}] must be str, bytes or None, not {type(key).__name__}")
-                m.prop_start = <size_t>n_props
+                    else:
+                        _key_slow(<object>po, m, i, j)
+                m.prop_start = n_props
                 m.prop_count = 0
                 if eprops is not None:
-                    props = eprops[j]
+                    props = (<list>eprops)[j]
                     if props is not None:
-                        for item in (<dict>props).items():
-                            kv = &kvs[n_props]
-                            if type(item[0]) is not str or type(item[1]) is not str:
-                                raise TypeError(
-                                    f"properties[{i}][{j}] must map str to str, not "
-                                    f"{type(item[0]).__name__} to {type(item[1]).__name__}"
-                                )
-                            kv.key = _utf8(item[0], &kv.key_len, f"properties[{i}][{j}] key {item[0]!r}")
-                            kv.value = _utf8(item[1], &kv.value_len, f"properties[{i}][{j}][{item[0]!r}]")
-                            n_props += 1
-                        m.prop_count = <size_t>n_props - m.prop_start
+                        m.prop_count = _props(<dict>props, &kvs[n_props], i, j)
+                        n_props += m.prop_count
                 if eseq is None:
                     if idx[j] + sequence_base < 0:
                         raise ValueError(f"the sequence id of entries[{i}] message {j} would be negative")
                     s = <uint64_t>(idx[j] + sequence_base)
                 else:
-                    s = _seq(eseq[j], f"sequence_ids[{i}][{j}]")
+                    s = _seq((<list>eseq)[j], f"sequence_ids[{i}][{j}]")
                 m.sequence_id = s
                 if s > top:
                     top = s
+            ent.msg_start = 0
+            ent.msg_count = <size_t>count
+            ent.hash_min = <uint32_t>hmin
+            ent.hash_max = <uint32_t>hmax
             # as the reference's bucket batcher: an entry's sequence id is its highest one
-            ents[i].sequence_id = top
-            n_msgs += count
-            size = bc_entry_size(&ents[i], &common, msgs, kvs)
+            ent.sequence_id = top
+            size = bc_entry_size(&ent, &common, msgs, kvs)
             if size - BC_WIRE_HEADER > 0xFFFFFFFF:
                 raise ValueError(f"entries[{i}] encodes to {size} bytes, above what a 4-byte size holds")
-            total += size
-
-        dims[0] = n_entries + 1
-        offsets = cnp.PyArray_EMPTY(1, dims, cnp.NPY_INT64, 0)
-        off = <int64_t *>cnp.PyArray_DATA(offsets)
-        buf = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>total)
-        out = PyBytes_AS_STRING(buf)
-        p = out
-        off[0] = 0
-        with nogil:
-            for i in range(n_entries):
-                p = bc_put_entry(p, &ents[i], &common, msgs, kvs)
-                off[i + 1] = p - out
-        if _crc != NULL:
-            with nogil:
-                for i in range(n_entries):
-                    p = out + off[i]
-                    crc = _crc(0, <const uint8_t *>p + 6, <size_t>(off[i + 1] - off[i] - 6))
-                    p[2] = <char>(crc >> 24)
-                    p[3] = <char>(crc >> 16)
-                    p[4] = <char>(crc >> 8)
-                    p[5] = <char>crc
-        else:
-            for i in range(n_entries):
-                p = out + off[i]
-                crc = _crc_of(p + 6, <size_t>(off[i + 1] - off[i] - 6))
-                p[2] = <char>(crc >> 24)
-                p[3] = <char>(crc >> 16)
-                p[4] = <char>(crc >> 8)
-                p[5] = <char>crc
-        return buf, offsets
+            _reserve(&out, pos + size)
+            p = out.data + pos
+            bc_put_entry(p, &ent, &common, msgs, kvs)
+            if _crc != NULL:
+                crc = _crc(0, <const uint8_t *>p + 6, size - 6)
+            else:
+                crc = _crc_of(p + 6, size - 6)
+            p[2] = <char>(crc >> 24)
+            p[3] = <char>(crc >> 16)
+            p[4] = <char>(crc >> 8)
+            p[5] = <char>crc
+            pos += size
+            off[i + 1] = <int64_t>pos
+        if into is None:
+            bc_bytes_resize(&out.bytes_obj, <Py_ssize_t>pos)
+            result = <object>out.bytes_obj
+            return result, offsets
+        PyByteArray_Resize(into, <Py_ssize_t>pos)
+        return into, offsets
     finally:
-        PyMem_Free(ents)
+        if out.bytes_obj != NULL:
+            Py_DECREF(<object>out.bytes_obj)
         PyMem_Free(msgs)
         PyMem_Free(kvs)
 
