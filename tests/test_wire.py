@@ -144,6 +144,30 @@ def test_every_encoded_entry_parses_with_protobuf_and_decodes_back(
         assert (stamps.hash_min[i], stamps.hash_max[i], stamps.stamped[i]) == (e.hash_min, e.hash_max, True)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    messages=st.lists(st.tuples(key_st, st.binary(max_size=30), props_st), min_size=1, max_size=30),
+    seqs=st.lists(st.integers(0, 2**64 - 1), min_size=30, max_size=30),
+)
+def test_random_entries_round_trip_with_given_sequence_ids(messages, seqs):
+    keys, payloads, props = (list(c) for c in zip(*messages))
+    entries = batch(keys, payloads, n_buckets=3, max_messages=4)
+    enc = wire.encode_entries(
+        entries,
+        producer_name="p",
+        publish_time=0,
+        keys=per_entry(entries, keys),
+        properties=per_entry(entries, props),
+        sequence_ids=per_entry(entries, seqs),
+    )
+    for e, d in zip(entries, wire.decode_entries(enc)):
+        idx = e.message_indices.tolist()
+        assert d.sequence_id == max(seqs[i] for i in idx)
+        assert [(m.payload, m.key, m.properties, m.sequence_id) for m in d.messages] == [
+            (payloads[i], keys[i], props[i] or {}, seqs[i]) for i in idx
+        ]
+
+
 def test_given_sequence_ids_are_written_and_the_entry_takes_the_highest(pb):
     entries = batch(["a", "a", "a"], [b"1", b"2", b"3"], max_messages=3)
     assert len(entries) == 1
