@@ -19,7 +19,7 @@ import tempfile
 import numpy as np
 
 
-def write_key_log(root: str, files: int = 4, per_file: int = 50_000) -> None:
+def write_key_log(root: str, files: int = 4, per_file: int = 25_000) -> None:
     """A Zipf-skewed log of order keys, a few keyless, as Parquet files."""
     import pyarrow as pa
     import pyarrow.parquet as pq

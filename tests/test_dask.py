@@ -6,8 +6,10 @@ Every cluster result is compared with the single-process result on the same data
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -224,25 +226,61 @@ def test_bad_arguments_are_refused_before_any_work(data) -> None:
 # --- the plan command -----------------------------------------------------------------------------
 
 
-def plan_json(*args: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-m", "bucketcore", "plan", *args, "--json"], capture_output=True, text=True, check=True
-    )
-    return json.loads(out.stdout)
+def plan_json(capsys, *args: str) -> dict:
+    from bucketcore.cli import main
+
+    capsys.readouterr()
+    assert main(["plan", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
 
 
-def test_plan_command_with_dask_local_equals_the_plan_without(data) -> None:
-    one = plan_json(data["file"], "--column", "key", "--buckets", "16", "--segments", "3")
-    cluster = plan_json(data["dir"], "--column", "key", "--buckets", "16", "--segments", "3", "--dask", "local")
+def test_plan_command_with_dask_equals_the_plan_without(client, data, capsys) -> None:
+    one = plan_json(capsys, data["file"], "--column", "key", "--buckets", "16", "--segments", "3")
+    address = client.scheduler.address  # the module's running cluster, by its address
+    cluster = plan_json(capsys, data["dir"], "--column", "key", "--buckets", "16", "--segments", "3", "--dask", address)
     assert cluster == one
 
 
-def test_plan_command_refuses_stdin_with_dask() -> None:
+def test_plan_command_refuses_stdin_with_dask(capsys) -> None:
+    from bucketcore.cli import main
+
+    assert main(["plan", "-", "--buckets", "4", "--dask", "local"]) == 2
+    assert "not stdin" in capsys.readouterr().err
+
+
+# --- the example ----------------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "scaling_out.py"
+
+
+def test_scaling_out_example_plans_on_a_cluster_and_fences_through_postgres(client, tmp_path, pg_url) -> None:
+    if not EXAMPLE.exists():
+        pytest.skip("examples/scaling_out.py is not in this checkout (tests run outside the source tree)")
     res = subprocess.run(
-        [sys.executable, "-m", "bucketcore", "plan", "-", "--buckets", "4", "--dask", "local"],
+        [
+            sys.executable,
+            str(EXAMPLE),
+            "--scheduler",
+            client.scheduler.address,
+            "--pg-url",
+            pg_url,
+            "--dir",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
-        input="a\n",
+        timeout=300,
     )
-    assert res.returncode == 2
-    assert "not stdin" in res.stderr
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "cluster: 2 workers" in out
+    keyed, keyless = (
+        int(x.replace(",", ""))
+        for x in re.search(r"histogram: ([\d,]+) keyed messages, ([\d,]+) keyless", out).groups()
+    )
+    assert keyed + keyless == 100_000 and keyless > 0
+    for equal, balanced in re.findall(r"max/mean ([\d.]+) equal width -> ([\d.]+) balanced", out):
+        assert float(balanced) <= float(equal)
+    assert "partition 0 replayed:" in out and "for 25,000 messages" in out
+    assert "broker-a fenced: session epoch 1 of writer 'broker-a' is stale" in out
+    assert re.search(r"committed end \d+, 21 entries, version 21", out)

@@ -269,7 +269,7 @@ def test_processes_with_competing_sessions_only_the_newest_session_commits(tmp_p
                         "url": pg_url,
                         "writer": f"p{i}",
                         "seed": i,
-                        "seconds": 1.5,
+                        "seconds": 1.0,
                         "ready_dir": str(ready),
                         "parties": parties,
                         "out": outs[i],
