@@ -36,6 +36,7 @@ cdef extern from "wire.h" nogil:
         size_t prop_start
         size_t prop_count
         uint64_t sequence_id
+        size_t single
     ctypedef struct bc_wire_kv:
         const char *key
         size_t key_len
@@ -58,10 +59,10 @@ cdef extern from "wire.h" nogil:
         uint64_t value
         size_t start
         size_t len
-    size_t bc_entry_size(const bc_wire_entry *e, const bc_wire_common *c, const bc_wire_msg *msgs,
-                         const bc_wire_kv *props)
+    size_t bc_entry_measure(const bc_wire_entry *e, const bc_wire_common *c, bc_wire_msg *msgs,
+                            const bc_wire_kv *props, size_t *batch)
     char *bc_put_entry(char *p, const bc_wire_entry *e, const bc_wire_common *c, const bc_wire_msg *msgs,
-                       const bc_wire_kv *props)
+                       const bc_wire_kv *props, size_t batch)
     int bc_pb_next(const uint8_t *buf, size_t end, size_t *pos, bc_pb_field *f)
     int bc_wire_locate(const uint8_t *buf, size_t len, size_t *crc_at, size_t *meta, size_t *meta_len,
                        size_t *payload, size_t *err_at)
@@ -320,7 +321,7 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
     cdef bc_wire_entry ent
     cdef bc_wire_msg *msgs = NULL
     cdef bc_wire_kv *kvs = NULL
-    cdef size_t msgs_cap = 0, kvs_cap = 0, n_props, pn = 0, size, pos = 0
+    cdef size_t msgs_cap = 0, kvs_cap = 0, n_props, pn = 0, size, pos = 0, batch = 0
     cdef bc_wire_msg *m
     cdef uint64_t top, s
     cdef const int64_t *idx = NULL
@@ -454,12 +455,12 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
             ent.hash_max = <uint32_t>hmax
             # as the reference's bucket batcher: an entry's sequence id is its highest one
             ent.sequence_id = top
-            size = bc_entry_size(&ent, &common, msgs, kvs)
+            size = bc_entry_measure(&ent, &common, msgs, kvs, &batch)
             if size - BC_WIRE_HEADER > 0xFFFFFFFF:
                 raise ValueError(f"entries[{i}] encodes to {size} bytes, above what a 4-byte size holds")
             _reserve(&out, pos + size)
             p = out.data + pos
-            bc_put_entry(p, &ent, &common, msgs, kvs)
+            bc_put_entry(p, &ent, &common, msgs, kvs, batch)
             if _crc != NULL:
                 crc = _crc(0, <const uint8_t *>p + 6, size - 6)
             else:

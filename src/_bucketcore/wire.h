@@ -152,6 +152,7 @@ typedef struct {
     size_t prop_start;
     size_t prop_count;
     uint64_t sequence_id;
+    size_t single; /* size of its SingleMessageMetadata, set by bc_entry_measure */
 } bc_wire_msg;
 
 typedef struct {
@@ -220,17 +221,6 @@ static inline char *bc_put_single(char *p, const bc_wire_msg *m, const bc_wire_k
     return p + m->payload_len;
 }
 
-/* Size of an entry's batch payload. */
-static inline size_t bc_batch_size(const bc_wire_entry *e, const bc_wire_msg *msgs, const bc_wire_kv *props)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < e->msg_count; i++) {
-        const bc_wire_msg *m = &msgs[e->msg_start + i];
-        n += 4 + bc_single_size(m, props) + m->payload_len;
-    }
-    return n;
-}
-
 static inline size_t bc_metadata_size(const bc_wire_entry *e, const bc_wire_common *c, size_t batch)
 {
     size_t n = bc_len_field_size(BC_WIRE_MM_PRODUCER_NAME, c->producer_name_len) +
@@ -245,20 +235,27 @@ static inline size_t bc_metadata_size(const bc_wire_entry *e, const bc_wire_comm
     return n;
 }
 
-/* Encoded size of a whole entry (header, metadata, batch payload). */
-static inline size_t bc_entry_size(const bc_wire_entry *e, const bc_wire_common *c, const bc_wire_msg *msgs,
-                                   const bc_wire_kv *props)
+/* Measure an entry: sets each message's `single` size, the batch payload's size (*batch) and
+ * returns the whole entry's encoded size (header, metadata, batch payload). */
+static inline size_t bc_entry_measure(const bc_wire_entry *e, const bc_wire_common *c, bc_wire_msg *msgs,
+                                      const bc_wire_kv *props, size_t *batch)
 {
-    size_t batch = bc_batch_size(e, msgs, props);
-    return BC_WIRE_HEADER + bc_metadata_size(e, c, batch) + batch;
+    size_t n = 0;
+    for (size_t i = 0; i < e->msg_count; i++) {
+        bc_wire_msg *m = &msgs[e->msg_start + i];
+        m->single = bc_single_size(m, props);
+        n += 4 + m->single + m->payload_len;
+    }
+    *batch = n;
+    return BC_WIRE_HEADER + bc_metadata_size(e, c, n) + n;
 }
 
-/* Write one entry at p (exactly bc_entry_size bytes); the checksum bytes are left zero for the
- * caller, who computes the CRC32C of p + 6 .. end. Returns the end. */
+/* Write one measured entry at p (exactly the size bc_entry_measure returned; `batch` is the batch
+ * size it gave); the checksum bytes are left zero for the caller, who computes the CRC32C of
+ * p + 6 .. end. Returns the end. */
 static inline char *bc_put_entry(char *p, const bc_wire_entry *e, const bc_wire_common *c,
-                                 const bc_wire_msg *msgs, const bc_wire_kv *props)
+                                 const bc_wire_msg *msgs, const bc_wire_kv *props, size_t batch)
 {
-    size_t batch = bc_batch_size(e, msgs, props);
     size_t meta = bc_metadata_size(e, c, batch);
     p[0] = (char)(BC_WIRE_MAGIC >> 8);
     p[1] = (char)(BC_WIRE_MAGIC & 0xFF);
@@ -276,7 +273,7 @@ static inline char *bc_put_entry(char *p, const bc_wire_entry *e, const bc_wire_
     }
     for (size_t i = 0; i < e->msg_count; i++) {
         const bc_wire_msg *m = &msgs[e->msg_start + i];
-        p = bc_put_single(p, m, props, bc_single_size(m, props));
+        p = bc_put_single(p, m, props, m->single);
     }
     return p;
 }
