@@ -340,7 +340,8 @@ def key_columns(source: Any) -> list[_hashing.KeyColumn]:
     if source.dtype.kind == "T":
         return [_hashing.npstring_column(source)]
     status, column = _hashing.fixed_column(source)
-    check_status(status, 0, keys=source, shape=source.shape)
+    if status:  # BC_OK is 0: the error path only
+        check_status(status, 0, keys=source, shape=source.shape)
     return [column]
 
 
@@ -514,14 +515,16 @@ def _hash_column(keys: Any, errors: str, allow_none: bool, split: bool, threads:
             status, index = _hash_blocks(source, n, parts, outputs, replace, allow_none)
         else:
             status, index = _hash_all(source, n, outputs, replace, allow_none)
-        check_status(status, index, keys=keys, shape=shape, allow_none=allow_none)
+        if status:
+            check_status(status, index, keys=keys, shape=shape, allow_none=allow_none)
     return shape, raw, segment_hash, bucket_hash, has_key
 
 
 def _hash_scalar(key: str | bytes, errors: str) -> int:
     status, value = _hashing.hash_one(key, replaces_surrogates(errors))
-    check_status(status, 0, keys=[key], allow_none=False)
-    return int(value)
+    if status:
+        check_status(status, 0, keys=[key], allow_none=False)
+    return value
 
 
 def murmur3_32(
@@ -565,6 +568,8 @@ def murmur3_32(
         A bad ``errors``, ``threads`` or ``column``, a key too long to hash, or a malformed
         Arrow array (offsets, views or dictionary indexes out of range), naming the index.
     """
+    if column is None and isinstance(keys, (str, bytes)):  # one key: no column machinery
+        return _hash_scalar(keys, errors)
     keys = select_column(keys, column)
     if isinstance(keys, (str, bytes)):
         return _hash_scalar(keys, errors)
@@ -600,7 +605,8 @@ def hash_keys(
     TypeError, KeyEncodingError, ValueError
         As :func:`murmur3_32`, except that missing keys are accepted.
     """
-    keys = select_column(keys, column)
+    if column is not None or not isinstance(keys, (str, bytes)):
+        keys = select_column(keys, column)
     if isinstance(keys, (str, bytes)):
         h = _hash_scalar(keys, errors)
         return KeyHashes(np.uint32(h), np.uint16(h >> 16), np.uint16(h & 0xFFFF), np.bool_(True))
