@@ -25,10 +25,11 @@ Not thread-safe: guard it with the client's lock.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from _bucketcore._consumer import ConsumerCore, SegmentTrack, bind
 
 from .controller import AssignedSegment, Assignment, BucketRanges
 from .errors import ConsumerStateError, StaleLayoutError
@@ -81,7 +82,7 @@ def _check_message_id(message_id: object, what: str) -> tuple[MessageId, int]:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Subscribe:
     """Open the per-segment consumer in the mode the assignment selects.
 
@@ -136,7 +137,7 @@ class Subscribe:
         return self.subscription_type == KEY_SHARED
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Drain:
     """Stop handing the application messages of this segment; a Close follows once all are acked."""
 
@@ -144,14 +145,14 @@ class Drain:
     reason: DrainReason
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Close:
     """Close the per-segment consumer: everything it delivered has been acked by the application."""
 
     segment_id: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CumulativeAck:
     """Ack everything up to and including ``message_id`` on an Exclusive segment."""
 
@@ -159,7 +160,7 @@ class CumulativeAck:
     message_id: MessageId
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IndividualAck:
     """Ack exactly these delivered messages (ascending); the only ack a Key_Shared segment allows."""
 
@@ -176,98 +177,29 @@ Command = Subscribe | Drain | Close | CumulativeAck | IndividualAck
 _ACTION_RANK = {Drain: 0, Close: 1, Subscribe: 2}
 
 
+bind(IndividualAck)
+
+
 def _in_order(actions: list[Action]) -> list[Action]:
     return sorted(actions, key=lambda action: _ACTION_RANK[type(action)])
 
 
-class _Unacked:
-    """Delivered-but-unacked ids of one segment, cheap for the common patterns.
-
-    ``live`` is the set of unacked ids; ``order`` keeps them ascending from ``head`` on, possibly
-    with ids acked since (tombstones, skipped lazily). Deliveries mostly arrive in position order
-    (an append) and acks mostly from the oldest (a head move), so both are O(1) amortised; an
-    out-of-order delivery is a bisect insert, and tombstones are compacted once they outnumber the
-    live ids.
-    """
-
-    __slots__ = ("live", "order", "head")
-
-    def __init__(self) -> None:
-        self.live: set[MessageId] = set()
-        self.order: list[MessageId] = []
-        self.head = 0
-
-    def __len__(self) -> int:
-        return len(self.live)
-
-    def add(self, message_id: MessageId) -> bool:
-        if message_id in self.live:
-            return False
-        self.live.add(message_id)
-        order = self.order
-        if len(order) == self.head or order[-1] < message_id:  # type: ignore[operator]
-            order.append(message_id)
-        else:
-            index = bisect.bisect_left(order, message_id, self.head)
-            if index == len(order) or order[index] != message_id:  # else: revive its tombstone
-                order.insert(index, message_id)
-        return True
-
-    def remove(self, message_id: MessageId) -> bool:
-        if message_id not in self.live:
-            return False
-        self.live.remove(message_id)
-        self._tidy()
-        return True
-
-    def take_upto(self, position: MessageId) -> list[MessageId]:
-        """Remove and return (ascending) the unacked ids at or before ``position``."""
-        order, live = self.order, self.live
-        end = bisect.bisect_right(order, position, self.head)
-        taken = [m for m in order[self.head : end] if m in live]
-        live.difference_update(taken)
-        self.head = end
-        self._tidy()
-        return taken
-
-    def ascending(self) -> list[MessageId]:
-        live = self.live
-        return [m for m in self.order[self.head :] if m in live]
-
-    def _tidy(self) -> None:
-        order, live = self.order, self.live
-        while self.head < len(order) and order[self.head] not in live:
-            self.head += 1
-        if self.head == len(order):
-            order.clear()
-            self.head = 0
-        elif len(order) - self.head > 2 * len(live) + 64:
-            self.order = self.ascending()
-            self.head = 0
+def _track(assigned: AssignedSegment) -> SegmentTrack:
+    """A new open per-segment consumer for an assigned segment."""
+    return SegmentTrack(assigned, Subscribe.for_segment(assigned))
 
 
-class _Subscription:
-    """One open per-segment consumer: its subscribe, drain status and delivered-but-unacked ids."""
-
-    __slots__ = ("assigned", "subscribe", "drain_reason", "unacked", "id_shape")
-
-    def __init__(self, assigned: AssignedSegment) -> None:
-        self.assigned = assigned
-        self.subscribe = Subscribe.for_segment(assigned)
-        self.drain_reason: DrainReason | None = None
-        self.unacked = _Unacked()
-        self.id_shape: int | None = None  # fixed by the first delivery
-
-    def check_shape(self, shape: int, message_id: MessageId, what: str) -> None:
-        if self.id_shape is not None and shape != self.id_shape:
-            expected = "an int" if self.id_shape == 0 else f"a tuple of {self.id_shape} ints"
-            raise TypeError(
-                f"{what} {message_id!r} on segment {self.assigned.segment_id} must be {expected} like the "
-                "ids already delivered there (ids of one segment must compare with each other)"
-            )
+def _check_shape(sub: SegmentTrack, shape: int, message_id: MessageId, what: str) -> None:
+    """Refuse an id whose shape differs from the ids already delivered on ``sub``."""
+    if sub.id_shape is not None and shape != sub.id_shape:
+        expected = "an int" if sub.id_shape == 0 else f"a tuple of {sub.id_shape} ints"
+        raise TypeError(
+            f"{what} {message_id!r} on segment {sub.assigned.segment_id} must be {expected} like the "
+            "ids already delivered there (ids of one segment must compare with each other)"
+        )
 
 
-class StreamConsumerState:
+class StreamConsumerState(ConsumerCore):
     """Client-side state of one Stream consumer: assignment reconciliation, drains and ack translation.
 
     Epochs: an assignment whose ``layout_epoch`` is lower than the last applied one is stale (a
@@ -285,7 +217,7 @@ class StreamConsumerState:
         self._epoch: int | None = None
         self._assignment: Assignment | None = None
         self._desired: dict[int, AssignedSegment] = {}
-        self._open: dict[int, _Subscription] = {}
+        self._open: dict[int, SegmentTrack] = {}
 
     # -- introspection -------------------------------------------------------------------------
     @property
@@ -330,7 +262,7 @@ class StreamConsumerState:
         ConsumerStateError
             The segment has no open subscription.
         """
-        return tuple(self._subscription(_check_segment_id(segment_id), "unacked").unacked.ascending())
+        return tuple(self._subscription(_check_segment_id(segment_id), "unacked").ascending())
 
     # -- assignment ----------------------------------------------------------------------------
     def apply(self, assignment: Assignment) -> list[Action]:
@@ -394,7 +326,7 @@ class StreamConsumerState:
         if sub is None:
             if wanted is None:
                 return []
-            sub = _Subscription(wanted)
+            sub = _track(wanted)
             self._open[segment_id] = sub
             return [sub.subscribe]
         if sub.drain_reason is not None:
@@ -406,19 +338,19 @@ class StreamConsumerState:
 
     def _finish_drain(self, segment_id: int) -> list[Action]:
         sub = self._open[segment_id]
-        if sub.drain_reason is None or sub.unacked:
+        if sub.drain_reason is None or len(sub):
             return []
         del self._open[segment_id]
         actions: list[Action] = [Close(segment_id)]
         wanted = self._desired.get(segment_id)
         if wanted is not None:
-            reopened = _Subscription(wanted)
+            reopened = _track(wanted)
             self._open[segment_id] = reopened
             actions.append(reopened.subscribe)
         return actions
 
     # -- deliveries and acks -------------------------------------------------------------------
-    def _subscription(self, segment_id: int, what: str) -> _Subscription:
+    def _subscription(self, segment_id: int, what: str) -> SegmentTrack:
         sub = self._open.get(segment_id)
         if sub is None:
             raise ConsumerStateError(
@@ -426,29 +358,10 @@ class StreamConsumerState:
             )
         return sub
 
-    def delivered(self, segment_id: int, message_id: MessageId) -> bool:
-        """Record that the application was handed ``message_id`` of ``segment_id``.
-
-        Parameters
-        ----------
-        segment_id : int
-        message_id : int or tuple of int
-            A position in segment order; every id of one subscription has the same shape.
-
-        Returns
-        -------
-        bool
-            False for a redelivery of a message still unacked (tracked once), True otherwise; a
-            redelivery of an already acked message (the broker did not see the ack) is tracked anew.
-
-        Raises
-        ------
-        TypeError, ValueError
-            A segment id that is not an int >= 0, or a message id that is not an int or tuple of ints.
-        ConsumerStateError
-            The segment is not open or is draining (delivery must stop at a Drain), or the id's shape
-            differs from the subscription's.
-        """
+    # ``delivered`` and ``acked`` (documented on ConsumerCore) run in the kernel for an int segment
+    # id and an int or tuple-of-ints id of the segment's shape on an open segment; every other
+    # call lands here, which validates, normalises (numpy ints) and raises.
+    def _delivered_checked(self, segment_id: object, message_id: object) -> bool:
         segment_id = _check_segment_id(segment_id)
         message_id, shape = _check_message_id(message_id, "message_id")
         sub = self._subscription(segment_id, "delivered")
@@ -457,35 +370,16 @@ class StreamConsumerState:
                 f"delivered: segment {segment_id} is draining ({sub.drain_reason}); the client must stop "
                 f"handing the application its messages after Drain (got {message_id!r})"
             )
-        sub.check_shape(shape, message_id, "message_id")
+        _check_shape(sub, shape, message_id, "message_id")
         sub.id_shape = shape
-        return sub.unacked.add(message_id)
+        return sub.add(message_id)
 
-    def acked(self, segment_id: int, message_id: MessageId) -> list[Command]:
-        """The application acked one delivered message.
-
-        Parameters
-        ----------
-        segment_id : int
-        message_id : int or tuple of int
-
-        Returns
-        -------
-        list of IndividualAck, Close or Subscribe
-            The IndividualAck to send, then any follow-up Close / Subscribe if this completed a drain.
-
-        Raises
-        ------
-        TypeError, ValueError
-            As :meth:`delivered`.
-        ConsumerStateError
-            The message is not delivered-and-unacked on an open segment.
-        """
+    def _acked_checked(self, segment_id: object, message_id: object) -> list[Command]:
         segment_id = _check_segment_id(segment_id)
         message_id, shape = _check_message_id(message_id, "message_id")
         sub = self._subscription(segment_id, "acked")
-        sub.check_shape(shape, message_id, "message_id")
-        if not sub.unacked.remove(message_id):
+        _check_shape(sub, shape, message_id, "message_id")
+        if not sub.remove(message_id):
             raise ConsumerStateError(
                 f"acked: message {message_id!r} on segment {segment_id} was not delivered or is already acked"
             )
@@ -530,7 +424,7 @@ class StreamConsumerState:
             position, shape = _check_message_id(raw_position, f"position for segment {segment_id}")
             sub = self._open.get(segment_id)
             if sub is not None:
-                sub.check_shape(shape, position, "position")
+                _check_shape(sub, shape, position, "position")
                 positions.append((segment_id, position))
         positions.sort()
 
@@ -538,7 +432,7 @@ class StreamConsumerState:
         touched: list[int] = []
         for segment_id, position in positions:
             sub = self._open[segment_id]
-            taken = sub.unacked.take_upto(position)
+            taken = sub.take_upto(position)
             if not taken:
                 continue
             if sub.subscribe.shared:

@@ -1,0 +1,269 @@
+"""Per-call cost of the streaming objects an SDK or broker holds, side by side with Python baselines.
+
+    python benches/compare_sdk.py [--calls 20000] [--repeat 5] [ROW ...]
+    python benches/compare_sdk.py --callgrind [--calls 2000] [ROW ...]
+
+Wall mode prints, per row, ns per call of bucketcore and of its baseline measured in the same
+process (best of ``--repeat``, the two alternating round by round) and their ratio. Callgrind
+mode runs each row under ``valgrind --tool=callgrind`` twice, with ``--calls`` and twice as many
+calls, and prints the difference of the two runs' instruction totals divided by ``--calls``:
+the instructions of one call, deterministic on a loaded machine (set-up and interpreter start
+cancel out). ``--count ROW N`` is the child those runs start.
+
+Rows (one call = one message or one entry):
+
+- ``consumer``: ``StreamConsumerState.delivered`` + ``.acked`` of one message (baseline: two
+  calls of a Python method doing a set add and a set discard, the least such bookkeeping costs);
+- ``dispatch256`` / ``dispatch65535``: ``Dispatcher`` offer one stamped entry, ``poll()``, ack
+  what was delivered, with N=256 and 16 consumers / N=65535 and 1000 consumers (baseline: the
+  harness's per-entry ``PyDispatcher`` driven the same way);
+- ``membership65535``: a join and a leave at N=65535 with 1000 consumers (per operation);
+- ``add`` / ``add10``: ``EntryBucketBatcher.add(key, payload)`` over UUID keys on 4 segments x
+  N=16, ``max_messages`` 1000 / 10 (baseline: the harness's per-message Python batcher
+  ``reference_batches``, per message; the ``mmh3`` row is a bare ``mmh3.hash`` call);
+- ``many100`` / ``many100big``: ``add_many`` of 100 messages per call at 4 x 16 and 256 x 1024
+  buckets (per call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+
+import bucketcore as bc
+from bucketcore.harness import best_of
+from bucketcore.harness.baselines import PyDispatcher, reference_batches
+from bucketcore.harness.workloads import tiled_layout, uuid_keys
+
+ROWS = ("consumer", "dispatch256", "dispatch65535", "membership65535", "add", "add10", "mmh3", "many100", "many100big")
+TOPIC = "segment://t/ns/topic/0000-ffff-7"
+
+
+def _boundaries(n: int) -> bc.Buckets:
+    # N=65535: bucket 0 is [0, 1] so it can hold its canonical hash 1, every other bucket one hash
+    return bc.Buckets(range(2, 65536)) if n == 65535 else bc.Buckets.equal_width(n)
+
+
+def _stamps(count: int) -> list[int]:
+    return [(i * 40503) % 65535 + 1 for i in range(count)]
+
+
+# Each maker returns (operation, baseline or None): operation(i0, n) performs calls i0..i0+n-1.
+Op = Callable[[int, int], object]
+
+
+def consumer_row() -> tuple[Op, Op | None]:
+    state = bc.StreamConsumerState()
+    ranges = ((0, 0x7FFF), (0x8000, 0xFFFF))
+    state.apply(bc.Assignment(1, (bc.AssignedSegment(7, 0, 0xFFFF, TOPIC, ranges),)))
+    delivered, acked = state.delivered, state.acked
+
+    def run(i0: int, n: int) -> None:
+        for i in range(i0, i0 + n):
+            delivered(7, i)
+            acked(7, i)
+
+    class Bookkeeping:
+        def __init__(self) -> None:
+            self.live: set[int] = set()
+
+        def delivered(self, segment_id: int, message_id: int) -> bool:
+            live = self.live
+            if message_id in live:
+                return False
+            live.add(message_id)
+            return True
+
+        def acked(self, segment_id: int, message_id: int) -> list[tuple[int, tuple[int, ...]]]:
+            self.live.remove(message_id)
+            return [(segment_id, (message_id,))]
+
+    book = Bookkeeping()
+    b_delivered, b_acked = book.delivered, book.acked
+
+    def base(i0: int, n: int) -> None:
+        for i in range(i0, i0 + n):
+            b_delivered(7, i)
+            b_acked(7, i)
+
+    return run, base
+
+
+def dispatch_row(n_buckets: int, n_consumers: int) -> tuple[Op, Op | None]:
+    buckets = _boundaries(n_buckets)
+    d = bc.Dispatcher(buckets)
+    py = PyDispatcher(list(buckets.splits))
+    for c in range(n_consumers):
+        d.add_consumer(f"consumer-{c:04d}", c)
+        py.members.append((f"consumer-{c:04d}", c))
+    py.members.sort()
+    py._spread()
+    stamps = _stamps(4096)
+    offer, poll, ack = d.offer, d.poll, d.ack
+
+    def run(i0: int, n: int) -> None:
+        for i in range(i0, i0 + n):
+            offer(i, stamps[i & 4095])
+            for (name, cid), batch in poll().items():
+                ack(name, cid, batch.entry_ids)
+
+    def base(i0: int, n: int) -> None:
+        for i in range(i0, i0 + n):
+            py.offer([i], [stamps[i & 4095]])
+            for consumer, ids in py.poll().items():
+                py.ack(consumer, ids)
+
+    return run, base
+
+
+def membership_row() -> tuple[Op, Op | None]:
+    d = bc.Dispatcher(_boundaries(65535))
+    for c in range(1000):
+        d.add_consumer(f"consumer-{c:04d}", c)
+    stamps = _stamps(4096)
+    for i in range(20000):  # entries in flight, so moved buckets pause
+        d.offer(i, stamps[i & 4095])
+
+    def run(i0: int, n: int) -> None:
+        for i in range(i0, i0 + n):
+            if i % 2 == 0:
+                d.add_consumer("joiner", 10_000 + i)
+            else:
+                d.remove_consumer("joiner", 10_000 + i - 1)
+
+    return run, None
+
+
+def batcher_row(max_messages: int) -> tuple[Op, Op | None]:
+    keys = uuid_keys(65536)
+    layout = tiled_layout(4, 16)
+    payload = b"x" * 100
+    batcher = bc.EntryBucketBatcher(layout, max_messages=max_messages)
+    add = batcher.add
+
+    def run(i0: int, n: int) -> None:
+        for i in range(i0, i0 + n):
+            add(keys[i & 65535], payload)
+
+    def base(i0: int, n: int) -> None:
+        reference_batches([keys[i & 65535] for i in range(i0, i0 + n)], layout, max_messages)
+
+    return run, base
+
+
+def mmh3_row() -> tuple[Op, Op | None]:
+    import mmh3
+
+    keys = uuid_keys(65536)
+    h = mmh3.hash
+
+    def run(i0: int, n: int) -> None:
+        for i in range(i0, i0 + n):
+            h(keys[i & 65535], 0, False)
+
+    return run, None
+
+
+def many_row(segments: int, buckets: int) -> tuple[Op, Op | None]:
+    keys = uuid_keys(65536)
+    payloads = [b"x" * 100] * 100
+    batcher = bc.EntryBucketBatcher(tiled_layout(segments, buckets), max_messages=1000)
+    add_many = batcher.add_many
+    chunks = [keys[j : j + 100] for j in range(0, 65536 - 100, 100)]
+
+    def run(i0: int, n: int) -> None:
+        for i in range(i0, i0 + n):
+            add_many(chunks[i % len(chunks)], payloads)
+
+    return run, None
+
+
+def make(row: str) -> tuple[Op, Op | None]:
+    """The operation and baseline of a row."""
+    if row == "consumer":
+        return consumer_row()
+    if row == "dispatch256":
+        return dispatch_row(256, 16)
+    if row == "dispatch65535":
+        return dispatch_row(65535, 1000)
+    if row == "membership65535":
+        return membership_row()
+    if row in ("add", "add10"):
+        return batcher_row(1000 if row == "add" else 10)
+    if row == "mmh3":
+        return mmh3_row()
+    if row == "many100":
+        return many_row(4, 16)
+    if row == "many100big":
+        return many_row(256, 1024)
+    raise SystemExit(f"unknown row {row!r}; rows: {', '.join(ROWS)}")
+
+
+def callgrind(row: str, calls: int) -> float:
+    """Instructions of one call of ``row``: the difference of two runs' totals, per call."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
+    totals = []
+    for n in (calls, 2 * calls):
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
+            + ["--count", row, str(n)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        totals.append(int(re.search(r"Collected : (\d+)", done.stderr).group(1)))  # type: ignore[union-attr]
+    return (totals[1] - totals[0]) / calls
+
+
+def _timed(fn: Op, counter: list[int], n: int) -> Callable[[], None]:
+    """``n`` calls of ``fn`` from ``counter[0]`` on (ids keep increasing across rounds)."""
+
+    def go() -> None:
+        fn(counter[0], n)
+        counter[0] += n
+
+    return go
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("rows", nargs="*", default=list(ROWS))
+    parser.add_argument("--calls", type=int, default=None)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument("--count", nargs=2, metavar=("ROW", "N"))
+    args = parser.parse_args()
+    if args.count:
+        run, _ = make(args.count[0])
+        run(0, int(args.count[1]))
+        return
+    if args.callgrind:
+        calls = args.calls or 2000
+        print(f"{'row':<18}{'instructions/call':>18}")
+        for row in args.rows:
+            print(f"{row:<18}{callgrind(row, calls):>18.0f}", flush=True)
+        return
+    calls = args.calls or 20000
+    print(f"{'row':<18}{'bucketcore ns':>14}{'baseline ns':>13}{'ratio':>8}")
+    for row in args.rows:
+        run, base = make(row)
+        n = calls if row != "membership65535" else 20
+        run(0, min(n, 1000))  # warm
+        if base is not None:
+            base(0, min(n, 1000))
+        counter = [1000]
+        t = best_of(_timed(run, counter, n), args.repeat) / n * 1e9
+        if base is None:
+            print(f"{row:<18}{t:>14.0f}{'-':>13}{'-':>8}", flush=True)
+            continue
+        b = best_of(_timed(base, counter, n), args.repeat) / n * 1e9
+        print(f"{row:<18}{t:>14.0f}{b:>13.0f}{b / t:>7.1f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
