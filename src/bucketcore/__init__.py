@@ -86,9 +86,10 @@ __all__ = [
     "IndividualAck",
 ]
 
-# Subpackages with heavier imports (the stream store's SQLite and CRC32C, the optional Dask
-# integration) load on first use: ``bc.stream`` works without ``import bucketcore.stream``.
-_LAZY_SUBMODULES = ("stream", "dask")
+# Subpackages with heavier imports (the stream store's SQLite and CRC32C, the wire format's CRC32C,
+# the optional Dask integration) load on first use: ``bc.stream`` works without
+# ``import bucketcore.stream``.
+_LAZY_SUBMODULES = ("stream", "dask", "wire")
 
 
 def __getattr__(name: str) -> object:

@@ -15,6 +15,7 @@ __all__ = [
     "StaleLayoutError",
     "MalformedStampError",
     "ConsumerStateError",
+    "WireFormatError",
     "StreamError",
     "OffsetMismatchError",
     "FencedError",
@@ -67,6 +68,19 @@ class MalformedStampError(BucketcoreError, ValueError):
 
 class ConsumerStateError(BucketcoreError, ValueError):
     """A delivery or ack that contradicts the consumer's state (unknown segment, undelivered id, ...)."""
+
+
+class WireFormatError(BucketcoreError, ValueError):
+    """Bytes that are not a well-formed encoded entry (or MessageMetadata).
+
+    ``offset`` is the byte position, inside the entry (or metadata) given, where the malformed
+    part starts; ``index`` the entry's position when several were read at once.
+    """
+
+    def __init__(self, message: str, offset: int, index: int | None = None) -> None:
+        super().__init__(message)
+        self.offset = offset
+        self.index = index
 
 
 class StreamError(BucketcoreError):

@@ -36,7 +36,7 @@ import numpy as np
 from _bucketcore import _wire
 
 from .entries import Entry
-from .errors import BucketcoreError, KeyEncodingError
+from .errors import KeyEncodingError, WireFormatError
 
 __all__ = [
     "STAMP_FIELDS",
@@ -58,19 +58,6 @@ __all__ = [
 #: The MessageMetadata field numbers of ``entry_hash_min`` and ``entry_hash_max`` (one constant,
 #: defined in the C header ``wire.h``; see the module documentation for their source).
 STAMP_FIELDS: tuple[int, int] = (_wire.FIELD_HASH_MIN, _wire.FIELD_HASH_MAX)
-
-
-class WireFormatError(BucketcoreError, ValueError):
-    """Bytes that are not a well-formed encoded entry (or MessageMetadata).
-
-    ``offset`` is the byte position, inside the entry (or metadata) given, where the malformed
-    part starts; ``index`` the entry's position when several were read at once.
-    """
-
-    def __init__(self, message: str, offset: int, index: int | None = None) -> None:
-        super().__init__(message)
-        self.offset = offset
-        self.index = index
 
 
 def _install_crc() -> None:
