@@ -1,7 +1,7 @@
 """Type stub of _grouping.pyx: the batch state machine, bucket lookup and one-stream grouping."""
 
+from collections.abc import Sequence
 from enum import IntEnum
-from typing import Sequence
 
 import numpy as np
 import numpy.typing as npt
