@@ -14,13 +14,14 @@ alive until the consumer releases it.
 
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 import numpy as np
 
 from _bucketcore import _arrow, _hashing
 
-__all__ = ["ArrowKeys", "is_arrow_producer", "import_keys", "export_array", "export_stream"]
+__all__ = ["ArrowKeys", "ArrowColumns", "is_arrow_producer", "import_keys", "export_array", "export_stream"]
 
 _EXPORT_FORMATS = {
     np.dtype(np.uint32): "I",
@@ -312,3 +313,48 @@ def export_stream(columns: list[tuple[str, np.ndarray]]) -> object:
     """
     cols, length = _columns(columns)
     return _arrow.export_stream(_arrow.make_export(cols, length))
+
+
+class ArrowColumns(abc.ABC):
+    """Base of the results that hand their numpy columns to Arrow consumers (the PyCapsule interface).
+
+    A subclass names its columns in :meth:`_arrow_columns`; both exports read them from there and
+    go through :func:`export_array` / :func:`export_stream`, so the columns are exported without a
+    copy and stay alive until the consumer releases them.
+    """
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def _arrow_columns(self) -> list[tuple[str, np.ndarray]]:
+        """The exported columns: (name, 1-D numpy array of one length), in column order."""
+
+    def __arrow_c_array__(self, requested_schema: object = None) -> tuple[object, object]:
+        """Export the columns as one Arrow struct array (the Arrow PyCapsule interface).
+
+        Parameters
+        ----------
+        requested_schema : object, optional
+            A consumer's requested schema; the columns are exported as they are.
+
+        Returns
+        -------
+        tuple
+            (arrow_schema capsule, arrow_array capsule).
+        """
+        return export_array(self._arrow_columns())
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        """Export the columns as an Arrow stream of one record batch (the Arrow PyCapsule interface).
+
+        Parameters
+        ----------
+        requested_schema : object, optional
+            A consumer's requested schema; the columns are exported as they are.
+
+        Returns
+        -------
+        object
+            An arrow_array_stream capsule; the columns as in :meth:`__arrow_c_array__`.
+        """
+        return export_stream(self._arrow_columns())

@@ -9,6 +9,8 @@ from typing import Any, overload
 
 import numpy as np
 
+from .arrow import ArrowColumns
+
 __all__ = ["Entry", "EntryTable"]
 
 
@@ -81,7 +83,7 @@ class Entry:
         )
 
 
-class EntryTable:
+class EntryTable(ArrowColumns):
     """Columnar result of :func:`bucket_entries`: one row per entry, in emission order.
 
     Indexing gives :class:`Entry` views (``table[i]``, ``table[a:b]``, iteration); ``len`` is the
@@ -190,49 +192,14 @@ class EntryTable:
         return f"EntryTable(entries={len(self)}, messages={self.order.shape[0]})"
 
     def _arrow_columns(self) -> list[tuple[str, np.ndarray]]:
+        """The per-entry columns ``segment_id`` (int64), ``bucket`` (int32), ``hash_min``,
+        ``hash_max`` (uint16), ``start``, ``count``, ``nbytes`` (int64), as the numpy arrays
+        themselves; ``order`` (one value per message) is not a per-entry column and stays with
+        the table."""
         return [
             (name, getattr(self, name))
             for name in ("segment_id", "bucket", "hash_min", "hash_max", "start", "count", "nbytes")
         ]
-
-    def __arrow_c_array__(self, requested_schema: object = None) -> tuple[object, object]:
-        """Export the per-entry columns as one Arrow struct array (the Arrow PyCapsule interface).
-
-        The columns ``segment_id`` (int64), ``bucket`` (int32), ``hash_min``, ``hash_max``
-        (uint16), ``start``, ``count``, ``nbytes`` (int64) are the numpy arrays themselves (no
-        copy), kept alive until the consumer releases them; ``order`` (one value per message) is
-        not a per-entry column and stays with the table.
-
-        Parameters
-        ----------
-        requested_schema : object, optional
-            A consumer's requested schema; the columns are exported as they are.
-
-        Returns
-        -------
-        tuple
-            (arrow_schema capsule, arrow_array capsule).
-        """
-        from .arrow import export_array
-
-        return export_array(self._arrow_columns())
-
-    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
-        """Export the per-entry columns as an Arrow stream of one record batch.
-
-        Parameters
-        ----------
-        requested_schema : object, optional
-            A consumer's requested schema; the columns are exported as they are.
-
-        Returns
-        -------
-        object
-            An arrow_array_stream capsule; the columns as in :meth:`__arrow_c_array__`.
-        """
-        from .arrow import export_stream
-
-        return export_stream(self._arrow_columns())
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 from _bucketcore import _hashing, _pipeline
 
 from . import arrow as _arrow_io
-from .arrow import ArrowKeys
+from .arrow import ArrowColumns, ArrowKeys
 from .status import Status, check_status
 from .validation import MAX_HASH, index_label, plain_ints, refuse_arrow_nulls
 
@@ -41,7 +41,7 @@ KeyInput = Union[str, bytes, "list[str | bytes | None]", "tuple[str | bytes | No
 
 
 @dataclass(frozen=True, eq=False)
-class KeyHashes:
+class KeyHashes(ArrowColumns):
     """Hashes of a key column, as :func:`hash_keys` returns them.
 
     A keyless message (a missing key: ``None``, NaN, ``pandas.NA``, an Arrow null, a missing
@@ -76,44 +76,13 @@ class KeyHashes:
         return f"KeyHashes(n={self.raw.size}, keyless={int(self.raw.size - np.count_nonzero(self.has_key))})"
 
     def _arrow_columns(self) -> list[tuple[str, np.ndarray]]:
+        """``raw`` (uint32), ``segment_hash`` and ``bucket_hash`` (uint16) as the numpy arrays
+        themselves, ``has_key`` (bool, bit-packed as Arrow stores booleans); an N-D ``KeyHashes``
+        is exported flat (C order)."""
         return [
             (name, np.atleast_1d(getattr(self, name)).reshape(-1))
             for name in ("raw", "segment_hash", "bucket_hash", "has_key")
         ]
-
-    def __arrow_c_array__(self, requested_schema: object = None) -> tuple[object, object]:
-        """Export as one Arrow struct array (the Arrow PyCapsule interface), without copying.
-
-        Columns ``raw`` (uint32), ``segment_hash`` and ``bucket_hash`` (uint16) are the numpy
-        arrays themselves, kept alive until the consumer releases them; ``has_key`` (bool) is
-        bit-packed, as Arrow stores booleans. An N-D ``KeyHashes`` is exported flat (C order).
-
-        Parameters
-        ----------
-        requested_schema : object, optional
-            A consumer's requested schema; the columns are exported as they are.
-
-        Returns
-        -------
-        tuple
-            (arrow_schema capsule, arrow_array capsule).
-        """
-        return _arrow_io.export_array(self._arrow_columns())
-
-    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
-        """Export as an Arrow stream of one record batch (the Arrow PyCapsule interface).
-
-        Parameters
-        ----------
-        requested_schema : object, optional
-            A consumer's requested schema; the columns are exported as they are.
-
-        Returns
-        -------
-        object
-            An arrow_array_stream capsule; the columns as in :meth:`__arrow_c_array__`.
-        """
-        return _arrow_io.export_stream(self._arrow_columns())
 
 
 def set_kernel_path(path: str) -> None:
