@@ -20,15 +20,15 @@ any object with ``partition_key()`` and ``ordering_key()`` methods.
 
 from __future__ import annotations
 
+import abc
 import itertools
 import threading
 from typing import Any
 
-import numpy as np
-
 from .errors import InvalidLayoutError, KeyEncodingError, StaleLayoutError
 from .hashing import hash_keys, murmur3_32
 from .layout import TopicLayout
+from .validation import check_int, is_int
 
 __all__ = ["Murmur3PartitionRouter", "LayoutPartitionRouter", "message_key", "producer_options"]
 
@@ -69,22 +69,44 @@ def message_key(message: Any) -> str | bytes | None:
     return key
 
 
-def _check_partitions(num_partitions: Any) -> int:
-    if isinstance(num_partitions, bool) or not isinstance(num_partitions, (int, np.integer)):
-        raise TypeError(f"num_partitions must be an int, not {type(num_partitions).__name__}")
-    n = int(num_partitions)
-    if n < 1:
-        raise ValueError(f"num_partitions must be >= 1, not {n}")
-    return n
-
-
 def _check_start(start: Any) -> int:
-    if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or int(start) < 0:
+    if not is_int(start) or int(start) < 0:
         raise ValueError(f"start must be an int >= 0, not {start!r}")
     return int(start)
 
 
-class Murmur3PartitionRouter:
+class _MessageRouter(abc.ABC):
+    """What both routers share: a ``pulsar.Message`` is routed by the partition of its key."""
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def partition_of(self, key: str | bytes | None, num_partitions: int) -> int:
+        """The partition of one key (None: the next keyless position)."""
+
+    def __call__(self, message: Any, num_partitions: int) -> int:
+        """Route one ``pulsar.Message`` (see :meth:`partition_of`; its key by :func:`message_key`).
+
+        Parameters
+        ----------
+        message : pulsar.Message or alike
+        num_partitions : int
+
+        Returns
+        -------
+        int
+            The partition.
+
+        Raises
+        ------
+        StaleLayoutError, TypeError, ValueError, KeyEncodingError
+            As the router's :meth:`partition_of` (StaleLayoutError: :class:`LayoutPartitionRouter`
+            only) and :func:`message_key`.
+        """
+        return self.partition_of(message_key(message), num_partitions)
+
+
+class Murmur3PartitionRouter(_MessageRouter):
     """Java's ``Murmur3_32Hash`` partition routing, as a ``message_router`` for pulsar-client.
 
     Parameters
@@ -125,34 +147,14 @@ class Murmur3PartitionRouter:
         KeyEncodingError
             A str key holding a surrogate.
         """
-        n = _check_partitions(num_partitions)
+        n = check_int(num_partitions, "num_partitions", lo=1)
         if key is None:
             return next(self._next) % n
         # the masked hash is never negative: signSafeMod is the plain remainder
         return (murmur3_32(key) & 0x7FFFFFFF) % n
 
-    def __call__(self, message: Any, num_partitions: int) -> int:
-        """Route one ``pulsar.Message`` (see :meth:`partition_of`; its key by :func:`message_key`).
 
-        Parameters
-        ----------
-        message : pulsar.Message or alike
-        num_partitions : int
-
-        Returns
-        -------
-        int
-            The partition.
-
-        Raises
-        ------
-        TypeError, ValueError, KeyEncodingError
-            As :meth:`partition_of` and :func:`message_key`.
-        """
-        return self.partition_of(message_key(message), num_partitions)
-
-
-class LayoutPartitionRouter:
+class LayoutPartitionRouter(_MessageRouter):
     """A ``message_router`` routing by an all-legacy :class:`~bucketcore.TopicLayout`.
 
     Partition ``k`` is the ``k``-th active (legacy) segment in layout order. Each message is routed
@@ -218,7 +220,7 @@ class LayoutPartitionRouter:
         TypeError, ValueError, KeyEncodingError
             A bad key or partition count.
         """
-        n = _check_partitions(num_partitions)
+        n = check_int(num_partitions, "num_partitions", lo=1)
         if n != len(self._partition_of_active):
             raise StaleLayoutError(
                 f"the topic has {n} partitions and the layout (epoch {self.layout.epoch}) "
@@ -233,26 +235,6 @@ class LayoutPartitionRouter:
         else:
             index, _ = self.layout.route_index(key)
         return self._partition_of_active[index]
-
-    def __call__(self, message: Any, num_partitions: int) -> int:
-        """Route one ``pulsar.Message`` (see :meth:`partition_of`; its key by :func:`message_key`).
-
-        Parameters
-        ----------
-        message : pulsar.Message or alike
-        num_partitions : int
-
-        Returns
-        -------
-        int
-            The partition.
-
-        Raises
-        ------
-        StaleLayoutError, TypeError, ValueError, KeyEncodingError
-            As :meth:`partition_of` and :func:`message_key`.
-        """
-        return self.partition_of(message_key(message), num_partitions)
 
 
 def producer_options(router: Murmur3PartitionRouter | LayoutPartitionRouter) -> dict[str, Any]:
