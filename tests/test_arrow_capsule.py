@@ -139,6 +139,16 @@ class Producer:
         self.released["stream"] += 1
         stream.contents.release = STREAM_RELEASE()
 
+    def _link(self, struct: Any, kind: Any, children: list[Any], dictionary: Any) -> None:
+        """Point a schema's or array's ``children`` and ``dictionary`` at other structs of its kind."""
+        struct.n_children = len(children)
+        if children:
+            ptrs = (ctypes.POINTER(kind) * len(children))(*[ctypes.pointer(c) for c in children])
+            self._keep.append(ptrs)
+            struct.children = ptrs
+        if dictionary is not None:
+            struct.dictionary = ctypes.pointer(dictionary)
+
     def schema(
         self, fmt: str, name: str = "", children: list[ArrowSchema] | None = None, dictionary: ArrowSchema | None = None
     ) -> ArrowSchema:
@@ -148,13 +158,7 @@ class Producer:
         s.name = name.encode()
         s.flags = 2
         children = children or []
-        s.n_children = len(children)
-        if children:
-            ptrs = (ctypes.POINTER(ArrowSchema) * len(children))(*[ctypes.pointer(c) for c in children])
-            self._keep.append(ptrs)
-            s.children = ptrs
-        if dictionary is not None:
-            s.dictionary = ctypes.pointer(dictionary)
+        self._link(s, ArrowSchema, children, dictionary)
         s.release = self._schema_release
         self._keep.append((s, children, dictionary))
         return s
@@ -178,13 +182,7 @@ class Producer:
         pointers = (ctypes.c_void_p * max(1, len(buffers)))(*[None if b is None else b.ctypes.data for b in buffers])
         a.buffers = pointers
         children = children or []
-        a.n_children = len(children)
-        if children:
-            ptrs = (ctypes.POINTER(ArrowArray) * len(children))(*[ctypes.pointer(c) for c in children])
-            self._keep.append(ptrs)
-            a.children = ptrs
-        if dictionary is not None:
-            a.dictionary = ctypes.pointer(dictionary)
+        self._link(a, ArrowArray, children, dictionary)
         a.release = self._array_release
         self._keep.append((a, pointers, buffers, children, dictionary))
         return a
