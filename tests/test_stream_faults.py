@@ -17,6 +17,7 @@ from test_stream_support import (
     InjectedFault,
     entry_dict,
     raising_hook,
+    random_entries,
     read_all,
     run_child,
     same_entry,
@@ -47,17 +48,19 @@ def _referenced(store: StreamStore, stream: str) -> set[str]:
     return keys
 
 
-def _one_fault_in_process(tmp_path, step: int, retry: bool, rng: random.Random) -> None:
-    path = tmp_path / f"s{step}{retry}{rng.random()}"
-    store = StreamStore.open(path, _fault=raising_hook(step))
-    store.create_stream("x")
-    session = store.open_session("x", "w1")
-    committed = random_entries_list(rng)
-    store_ok = StreamStore.open(path)
-    store_ok.append("x", committed, session=session)  # the store with the hook is armed once
-    failing = random_entries_list(rng)
-    with pytest.raises(InjectedFault):
-        store.append("x", failing, session=session, attempt_id="attempt")
+def _recover(
+    store: StreamStore,
+    path: str,
+    session: st.Session,
+    step: int,
+    retry: bool,
+    committed: list[EntryPayload],
+    failing: list[EntryPayload],
+) -> None:
+    """After a fault after ``step`` of appending ``failing`` (attempt id "attempt") on top of
+    ``committed``: only what was committed is visible, then either the retry with the same attempt
+    id lands exactly once (a second retry answers the same result) or, abandoned, the next append
+    lands after it; ``gc`` then leaves exactly the objects the committed appends use."""
     # step 7 is after the CAS: committed even though the caller saw an exception
     visible = committed + failing if step == 7 else committed
     _check(store, "x", visible)
@@ -71,15 +74,24 @@ def _one_fault_in_process(tmp_path, step: int, retry: bool, rng: random.Random) 
         visible = visible + [EntryPayload(b"next")]
     _check(store, "x", visible)
     store.gc()
-    assert set(wal_objects(str(path))) == _referenced(store, "x")
+    assert set(wal_objects(path)) == _referenced(store, "x")
     _check(store, "x", visible)
+
+
+def _one_fault_in_process(tmp_path, step: int, retry: bool, rng: random.Random) -> None:
+    path = tmp_path / f"s{step}{retry}{rng.random()}"
+    store = StreamStore.open(path, _fault=raising_hook(step))
+    store.create_stream("x")
+    session = store.open_session("x", "w1")
+    committed = random_entries(rng)
+    store_ok = StreamStore.open(path)
+    store_ok.append("x", committed, session=session)  # the store with the hook is armed once
+    failing = random_entries(rng)
+    with pytest.raises(InjectedFault):
+        store.append("x", failing, session=session, attempt_id="attempt")
+    _recover(store, str(path), session, step, retry, committed, failing)
     store.close()
     store_ok.close()
-
-
-def random_entries_list(rng: random.Random) -> list[EntryPayload]:
-    from test_stream_support import random_entries
-    return random_entries(rng)
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -95,28 +107,16 @@ def _crash_in_child(tmp_path, step: int, retry: bool, rng: random.Random) -> Non
     with StreamStore.open(path) as s:
         s.create_stream("x")
         session = s.open_session("x", "w1")
-        committed = random_entries_list(rng)
+        committed = random_entries(rng)
         s.append("x", committed, session=session)
-    failing = random_entries_list(rng)
+    failing = random_entries(rng)
     child = run_child("crash", {"path": path, "stream": "x", "writer": "w1", "step": step,
                                 "attempt": "attempt", "entries": [entry_dict(e) for e in failing]})
     assert child.returncode == EXIT_CODE, child.stderr
     with StreamStore.open(path) as s:
-        visible = committed + failing if step == 7 else committed
-        _check(s, "x", visible)
         session = s.open_session("x", "w1")  # the crashed process's session is gone with it
-        if retry:
-            res = s.append("x", failing, session=session, attempt_id="attempt")
-            assert res.start_offset == sum(e.record_count for e in committed)
-            visible = committed + failing
-        else:
-            s.append("x", [EntryPayload(b"after")], session=session)
-            visible = visible + [EntryPayload(b"after")]
-        _check(s, "x", visible)
-        s.gc()
-        assert set(wal_objects(path)) == _referenced(s, "x")
+        _recover(s, path, session, step, retry, committed, failing)
         assert len(wal_objects(path)) == s.head("x").version
-        _check(s, "x", visible)
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -164,7 +164,7 @@ def _randomized(tmp_path, rounds: int, seed: int) -> None:
         s.create_stream("x")
     for r in range(rounds):
         step = rng.choice(STEPS)
-        entries = random_entries_list(rng)
+        entries = random_entries(rng)
         attempt = f"a{r}"
         if rng.random() < 0.5:
             child = run_child("crash", {"path": path, "stream": "x", "writer": "w1", "step": step,
@@ -184,7 +184,7 @@ def _randomized(tmp_path, rounds: int, seed: int) -> None:
                 s.append("x", entries, session=session, attempt_id=attempt)
                 if step != 7:
                     expected.extend(entries)
-            extra = random_entries_list(rng)
+            extra = random_entries(rng)
             s.append("x", extra, session=session)
             expected.extend(extra)
             if rng.random() < 0.5:
