@@ -37,6 +37,7 @@ from _bucketcore import _wire
 
 from .entries import Entry
 from .errors import KeyEncodingError, WireFormatError
+from .validation import is_int
 
 __all__ = [
     "STAMP_FIELDS",
@@ -123,7 +124,7 @@ class EncodedEntries:
 
     def __getitem__(self, index: int) -> memoryview:
         n = len(self)
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+        if not is_int(index):
             raise TypeError(f"EncodedEntries indices must be integers, not {type(index).__name__}")
         i = int(index)
         if not -n <= i < n:
@@ -162,7 +163,7 @@ def _per_entry(value: Any, name: str, n: int) -> list[Any] | None:
 
 
 def _check_uint(value: Any, name: str, bits: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_int(value):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     v = int(value)
     if not 0 <= v < (1 << bits):
@@ -235,10 +236,7 @@ def encode_entries(
         raise TypeError(f"producer_name must be a str, not {type(producer_name).__name__}")
     n = len(entries)
     when = time.time_ns() // 1_000_000 if publish_time is None else _check_uint(publish_time, "publish_time", 64)
-    if isinstance(sequence_base, bool) or not isinstance(sequence_base, (int, np.integer)):
-        raise TypeError(f"sequence_base must be an int, not {type(sequence_base).__name__}")
-    if not 0 <= int(sequence_base) < (1 << 62):
-        raise ValueError(f"sequence_base = {sequence_base} is outside 0..2**62-1")
+    base = _check_uint(sequence_base, "sequence_base", 62)
     if not isinstance(stamp, (bool, np.bool_)):
         raise TypeError(f"stamp must be a bool, not {type(stamp).__name__}")
     if into is not None and not isinstance(into, bytearray):
@@ -253,7 +251,7 @@ def encode_entries(
         _per_entry(keys, "keys", n),
         _per_entry(properties, "properties", n),
         _per_entry(sequence_ids, "sequence_ids", n),
-        int(sequence_base),
+        base,
         bool(stamp),
         into,
         hint,

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..producer import Entry, EntryTable
+from ..validation import is_int
 
 __all__ = [
     "MAX_RECORDS",
@@ -46,10 +47,9 @@ def _frozen_bytes(value: Any, name: str) -> bytes:
 def _opt_int(value: Any, name: str, lo: int, hi: int) -> int | None:
     if value is None:
         return None
-    if isinstance(value, np.integer):
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         raise TypeError(f"{name} must be an int or None, not {type(value).__name__}")
+    value = int(value)
     if not lo <= value <= hi:
         raise ValueError(f"{name} must be in {lo}..{hi}, got {value}")
     return value

@@ -11,9 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ..errors import CapabilityError
+from ..validation import is_int
 
 __all__ = [
     "MAX_STREAM_ID",
@@ -384,11 +383,9 @@ def check_ttl(ttl: Any) -> float:
 
 
 def _as_int(value: Any, name: str) -> int:
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    return value
+    return int(value)
 
 
 def check_offset(value: Any, name: str) -> int:
