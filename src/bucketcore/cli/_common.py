@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 __all__ = [
     "CommandError",
     "Parser",
+    "add_entry_limit_arguments",
     "add_workload_arguments",
     "console",
     "float_range",
@@ -245,6 +246,21 @@ def print_json(data: Any) -> None:
     """
     json.dump(data, sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
+
+
+def add_entry_limit_arguments(p: argparse.ArgumentParser) -> None:
+    """The entry limits shared by simulate and tune: ``--max-messages`` and ``--max-bytes``.
+
+    Their defaults are the batcher's own (1000 messages, 131072 bytes per entry).
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+    """
+    p.add_argument(
+        "--max-messages", type=int_at_least(1), default=1000, help="messages per entry at most (default 1000)"
+    )
+    p.add_argument("--max-bytes", type=int_at_least(1), default=131072, help="bytes per entry at most (default 131072)")
 
 
 def add_workload_arguments(p: argparse.ArgumentParser, *, messages: int, keys: int) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ._common import (
     CommandError,
+    add_entry_limit_arguments,
     add_workload_arguments,
     console,
     int_at_least,
@@ -54,10 +55,7 @@ def add_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--policy", choices=("shared", "per_bucket"), default="shared", help="producer batching policy (default shared)"
     )
-    p.add_argument(
-        "--max-messages", type=int_at_least(1), default=1000, help="messages per entry at most (default 1000)"
-    )
-    p.add_argument("--max-bytes", type=int_at_least(1), default=131072, help="bytes per entry at most (default 131072)")
+    add_entry_limit_arguments(p)
     p.add_argument(
         "--chunk",
         type=int_at_least(1),

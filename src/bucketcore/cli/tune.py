@@ -23,6 +23,7 @@ import numpy as np
 
 from ._common import (
     CommandError,
+    add_entry_limit_arguments,
     add_workload_arguments,
     console,
     float_range,
@@ -76,10 +77,7 @@ def add_parser(p: argparse.ArgumentParser) -> None:
         metavar="MSGS_PER_S",
         help="message rate for the entries-per-second column (default 100,000)",
     )
-    p.add_argument(
-        "--max-messages", type=int_at_least(1), default=1000, help="messages per entry at most (default 1000)"
-    )
-    p.add_argument("--max-bytes", type=int_at_least(1), default=131072, help="bytes per entry at most (default 131072)")
+    add_entry_limit_arguments(p)
     p.add_argument("--plot", metavar="FILE.png", help="draw the trade-off curves to this PNG (needs matplotlib)")
     p.add_argument("--json", action="store_true", help="print the sweep and the recommendation as JSON")
 
