@@ -19,8 +19,9 @@ def stream(tmp_path):
     s.create_stream("x")
     session = s.open_session("x", "w1")
     results = [
-        s.append("x", [EntryPayload(b"A" * 64, 2, hash_min=1, hash_max=2), EntryPayload(b"B" * 64, 2)],
-                 session=session),
+        s.append(
+            "x", [EntryPayload(b"A" * 64, 2, hash_min=1, hash_max=2), EntryPayload(b"B" * 64, 2)], session=session
+        ),
         s.append("x", [EntryPayload(b"C" * 64, 3, b"meta-c", 10, 20)], session=session),
         s.append("x", [EntryPayload(b"D" * 64, 1), EntryPayload(b"E" * 64, 1)], session=session),
     ]

@@ -110,8 +110,17 @@ def _crash_in_child(tmp_path, step: int, retry: bool, rng: random.Random) -> Non
         committed = random_entries(rng)
         s.append("x", committed, session=session)
     failing = random_entries(rng)
-    child = run_child("crash", {"path": path, "stream": "x", "writer": "w1", "step": step,
-                                "attempt": "attempt", "entries": [entry_dict(e) for e in failing]})
+    child = run_child(
+        "crash",
+        {
+            "path": path,
+            "stream": "x",
+            "writer": "w1",
+            "step": step,
+            "attempt": "attempt",
+            "entries": [entry_dict(e) for e in failing],
+        },
+    )
     assert child.returncode == EXIT_CODE, child.stderr
     with StreamStore.open(path) as s:
         session = s.open_session("x", "w1")  # the crashed process's session is gone with it
@@ -167,8 +176,17 @@ def _randomized(tmp_path, rounds: int, seed: int) -> None:
         entries = random_entries(rng)
         attempt = f"a{r}"
         if rng.random() < 0.5:
-            child = run_child("crash", {"path": path, "stream": "x", "writer": "w1", "step": step,
-                                        "attempt": attempt, "entries": [entry_dict(e) for e in entries]})
+            child = run_child(
+                "crash",
+                {
+                    "path": path,
+                    "stream": "x",
+                    "writer": "w1",
+                    "step": step,
+                    "attempt": attempt,
+                    "entries": [entry_dict(e) for e in entries],
+                },
+            )
             assert child.returncode == EXIT_CODE, child.stderr
         else:
             with StreamStore.open(path, _fault=raising_hook(step)) as s:
@@ -213,8 +231,17 @@ def test_fault_child_reports_a_clean_append_when_no_fault_is_hit(tmp_path) -> No
     path = str(tmp_path / "s")
     with StreamStore.open(path) as s:
         s.create_stream("x")
-    child = run_child("crash", {"path": path, "stream": "x", "writer": "w1", "step": 99, "attempt": "a",
-                                "entries": [entry_dict(EntryPayload(b"ok", 2))]})
+    child = run_child(
+        "crash",
+        {
+            "path": path,
+            "stream": "x",
+            "writer": "w1",
+            "step": 99,
+            "attempt": "a",
+            "entries": [entry_dict(EntryPayload(b"ok", 2))],
+        },
+    )
     assert child.returncode == 0, child.stderr
     assert json.loads(child.stdout) == {"start": 0, "end": 2}
     with StreamStore.open(path) as s:
@@ -222,6 +249,13 @@ def test_fault_child_reports_a_clean_append_when_no_fault_is_hit(tmp_path) -> No
 
 
 def test_errors_raised_by_the_store_are_stream_errors() -> None:
-    for cls in (st.OffsetMismatchError, st.FencedError, st.CapabilityError, st.InvariantViolationError,
-                st.ChecksumError, st.MissingObjectError, st.UncertainAppendError):
+    for cls in (
+        st.OffsetMismatchError,
+        st.FencedError,
+        st.CapabilityError,
+        st.InvariantViolationError,
+        st.ChecksumError,
+        st.MissingObjectError,
+        st.UncertainAppendError,
+    ):
         assert issubclass(cls, st.StreamError)

@@ -49,6 +49,7 @@ def test_a_session_opened_by_another_process_fences_this_one(path) -> None:
 def test_session_fenced_between_its_check_and_its_cas_commits_nothing(path) -> None:
     # the newer session is opened while the append is between its WAL PUT and its head CAS
     with StreamStore.open(path) as other:
+
         def take_over(step: int) -> None:
             if step == 6:
                 other.open_session("x", "w2")
@@ -89,10 +90,23 @@ def test_two_processes_taking_turns_only_the_newest_session_commits(path, tmp_pa
     outs = [str(tmp_path / f"out{i}.json") for i in range(2)]
     ready = tmp_path / "ready"
     ready.mkdir()
-    children = [spawn_child("contender", {"path": path, "stream": "x", "writer": f"p{i}", "seed": i,
-                                          "rounds": 10_000, "seconds": 1.0, "ready_dir": str(ready),
-                                          "parties": 2, "out": outs[i]})
-                for i in range(2)]
+    children = [
+        spawn_child(
+            "contender",
+            {
+                "path": path,
+                "stream": "x",
+                "writer": f"p{i}",
+                "seed": i,
+                "rounds": 10_000,
+                "seconds": 1.0,
+                "ready_dir": str(ready),
+                "parties": 2,
+                "out": outs[i],
+            },
+        )
+        for i in range(2)
+    ]
     for c in children:
         _, err = c.communicate(timeout=60)
         assert c.returncode == 0, err

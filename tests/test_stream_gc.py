@@ -20,8 +20,7 @@ def store(tmp_path):
     s.create_stream("x")
     session = s.open_session("x", "w1")
     s.keys = []  # type: ignore[attr-defined]
-    for entries in ([EntryPayload(b"a", 3), EntryPayload(b"b", 2)], [EntryPayload(b"c", 1)],
-                    [EntryPayload(b"d", 4)]):
+    for entries in ([EntryPayload(b"a", 3), EntryPayload(b"b", 2)], [EntryPayload(b"c", 1)], [EntryPayload(b"d", 4)]):
         s.keys.append(s.append("x", entries, session=session).read_target.object_key)  # type: ignore[attr-defined]
     yield s
     s.close()

@@ -18,25 +18,28 @@ def store(tmp_path):
     s.close()
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"payload": "text"}, TypeError, "payload must be bytes"),
-    ({"payload": None}, TypeError, "payload must be bytes"),
-    ({"payload": [1, 2]}, TypeError, "payload must be bytes"),
-    ({"payload": b"p", "record_count": 0}, ValueError, "record_count must be in 1"),
-    ({"payload": b"p", "record_count": -3}, ValueError, "record_count must be in 1"),
-    ({"payload": b"p", "record_count": 2**32}, ValueError, "record_count"),
-    ({"payload": b"p", "record_count": 1.0}, TypeError, "record_count must be an int"),
-    ({"payload": b"p", "record_count": True}, TypeError, "record_count must be an int"),
-    ({"payload": b"p", "record_count": None}, TypeError, "record_count"),
-    ({"payload": b"p", "metadata": "m"}, TypeError, "metadata must be bytes"),
-    ({"payload": b"p", "hash_min": 3}, ValueError, "both hash_min and hash_max"),
-    ({"payload": b"p", "hash_max": 3}, ValueError, "both hash_min and hash_max"),
-    ({"payload": b"p", "hash_min": 9, "hash_max": 3}, ValueError, "hash_min 0x0009 > hash_max 0x0003"),
-    ({"payload": b"p", "hash_min": -1, "hash_max": 3}, ValueError, "hash_min must be in 0..65535"),
-    ({"payload": b"p", "hash_min": 1, "hash_max": 0x10000}, ValueError, "hash_max must be in 0..65535"),
-    ({"payload": b"p", "segment_id": -1}, ValueError, "segment_id"),
-    ({"payload": b"p", "bucket": "0"}, TypeError, "bucket must be an int"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"payload": "text"}, TypeError, "payload must be bytes"),
+        ({"payload": None}, TypeError, "payload must be bytes"),
+        ({"payload": [1, 2]}, TypeError, "payload must be bytes"),
+        ({"payload": b"p", "record_count": 0}, ValueError, "record_count must be in 1"),
+        ({"payload": b"p", "record_count": -3}, ValueError, "record_count must be in 1"),
+        ({"payload": b"p", "record_count": 2**32}, ValueError, "record_count"),
+        ({"payload": b"p", "record_count": 1.0}, TypeError, "record_count must be an int"),
+        ({"payload": b"p", "record_count": True}, TypeError, "record_count must be an int"),
+        ({"payload": b"p", "record_count": None}, TypeError, "record_count"),
+        ({"payload": b"p", "metadata": "m"}, TypeError, "metadata must be bytes"),
+        ({"payload": b"p", "hash_min": 3}, ValueError, "both hash_min and hash_max"),
+        ({"payload": b"p", "hash_max": 3}, ValueError, "both hash_min and hash_max"),
+        ({"payload": b"p", "hash_min": 9, "hash_max": 3}, ValueError, "hash_min 0x0009 > hash_max 0x0003"),
+        ({"payload": b"p", "hash_min": -1, "hash_max": 3}, ValueError, "hash_min must be in 0..65535"),
+        ({"payload": b"p", "hash_min": 1, "hash_max": 0x10000}, ValueError, "hash_max must be in 0..65535"),
+        ({"payload": b"p", "segment_id": -1}, ValueError, "segment_id"),
+        ({"payload": b"p", "bucket": "0"}, TypeError, "bucket must be an int"),
+    ],
+)
 def test_malformed_entry_payload_names_the_field(kwargs, error, match) -> None:
     with pytest.raises(error, match=match):
         EntryPayload(**kwargs)
@@ -49,14 +52,17 @@ def test_entry_payload_freezes_its_bytes() -> None:
     assert e.payload == b"abc" and e.metadata == b"m" and type(e.payload) is bytes
 
 
-@pytest.mark.parametrize("entries, error, match", [
-    ([], ValueError, "entries is empty"),
-    ((), ValueError, "entries is empty"),
-    (EntryPayload(b"a"), TypeError, "entries must be a list or tuple"),
-    ([EntryPayload(b"a"), b"raw"], TypeError, r"entries\[1\] must be an EntryPayload, not bytes"),
-    ([{"payload": b"a"}], TypeError, r"entries\[0\] must be an EntryPayload, not dict"),
-    (iter([EntryPayload(b"a")]), TypeError, "entries must be a list or tuple"),
-])
+@pytest.mark.parametrize(
+    "entries, error, match",
+    [
+        ([], ValueError, "entries is empty"),
+        ((), ValueError, "entries is empty"),
+        (EntryPayload(b"a"), TypeError, "entries must be a list or tuple"),
+        ([EntryPayload(b"a"), b"raw"], TypeError, r"entries\[1\] must be an EntryPayload, not bytes"),
+        ([{"payload": b"a"}], TypeError, r"entries\[0\] must be an EntryPayload, not dict"),
+        (iter([EntryPayload(b"a")]), TypeError, "entries must be a list or tuple"),
+    ],
+)
 def test_malformed_entries_write_nothing(store, entries, error, match) -> None:
     session = store.open_session("x", "w1")
     before = snapshot(store.path)
@@ -65,15 +71,18 @@ def test_malformed_entries_write_nothing(store, entries, error, match) -> None:
     assert snapshot(store.path) == before
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"expected_start_offset": -1}, ValueError, "expected_start_offset must be in 0"),
-    ({"expected_start_offset": "2"}, TypeError, "expected_start_offset must be an int"),
-    ({"expected_start_offset": True}, TypeError, "expected_start_offset must be an int"),
-    ({"attempt_id": ""}, ValueError, "attempt_id must be 1..200"),
-    ({"attempt_id": 7}, TypeError, "attempt_id must be a str"),
-    ({"attempt_id": "a\nb"}, ValueError, "non-printable"),
-    ({"session": "w1"}, TypeError, "session must be a Session"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"expected_start_offset": -1}, ValueError, "expected_start_offset must be in 0"),
+        ({"expected_start_offset": "2"}, TypeError, "expected_start_offset must be an int"),
+        ({"expected_start_offset": True}, TypeError, "expected_start_offset must be an int"),
+        ({"attempt_id": ""}, ValueError, "attempt_id must be 1..200"),
+        ({"attempt_id": 7}, TypeError, "attempt_id must be a str"),
+        ({"attempt_id": "a\nb"}, ValueError, "non-printable"),
+        ({"session": "w1"}, TypeError, "session must be a Session"),
+    ],
+)
 def test_malformed_append_arguments_write_nothing(store, kwargs, error, match) -> None:
     session = store.open_session("x", "w1")
     before = snapshot(store.path)
@@ -98,27 +107,34 @@ def test_unknown_stream_is_a_clear_error_and_writes_nothing(store) -> None:
     before = snapshot(store.path)
     with pytest.raises(st.UnknownStreamError, match="'nope'"):
         store.append("nope", [EntryPayload(b"a")], session=forged)
-    for call in (lambda: store.open_session("nope", "w1"), lambda: store.read("nope"),
-                 lambda: store.read_stamps("nope"), lambda: store.trim("nope", 0),
-                 lambda: store.head("nope")):
+    for call in (
+        lambda: store.open_session("nope", "w1"),
+        lambda: store.read("nope"),
+        lambda: store.read_stamps("nope"),
+        lambda: store.trim("nope", 0),
+        lambda: store.head("nope"),
+    ):
         with pytest.raises(st.UnknownStreamError, match="'nope'"):
             call()
     assert snapshot(store.path) == before
 
 
-@pytest.mark.parametrize("stream_id, error, match", [
-    ("a/b", ValueError, "path separator"),
-    ("a\\b", ValueError, "path separator"),
-    ("..", ValueError, r"'\.\.'"),
-    ("a..b", ValueError, r"'\.\.'"),
-    (".hidden", ValueError, "not starting with '.'"),
-    ("", ValueError, "must not be empty"),
-    ("x" * 201, ValueError, "at most 200"),
-    ("sp ace", ValueError, "' '"),
-    ("naïve", ValueError, "'ï'"),
-    (b"bytes", TypeError, "stream_id must be a str"),
-    (None, TypeError, "stream_id must be a str"),
-])
+@pytest.mark.parametrize(
+    "stream_id, error, match",
+    [
+        ("a/b", ValueError, "path separator"),
+        ("a\\b", ValueError, "path separator"),
+        ("..", ValueError, r"'\.\.'"),
+        ("a..b", ValueError, r"'\.\.'"),
+        (".hidden", ValueError, "not starting with '.'"),
+        ("", ValueError, "must not be empty"),
+        ("x" * 201, ValueError, "at most 200"),
+        ("sp ace", ValueError, "' '"),
+        ("naïve", ValueError, "'ï'"),
+        (b"bytes", TypeError, "stream_id must be a str"),
+        (None, TypeError, "stream_id must be a str"),
+    ],
+)
 def test_stream_ids_are_validated(store, stream_id, error, match) -> None:
     before = snapshot(store.path)
     with pytest.raises(error, match=match):
@@ -132,22 +148,25 @@ def test_well_formed_stream_ids_are_accepted(store) -> None:
     assert len(store.streams()) == 5
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda s: s.read("x", -1), ValueError, "from_offset must be in 0"),
-    (lambda s: s.read("x", 0, 0), ValueError, "max_entries must be in 1"),
-    (lambda s: s.read("x", 0, "5"), TypeError, "max_entries must be an int"),
-    (lambda s: s.read_stamps("x", 0, 0), ValueError, "max_entries must be in 1"),
-    (lambda s: s.read("x", 3), st.OffsetOutOfRangeError, r"readable range \[0, 2\]"),
-    (lambda s: s.trim("x", 3), ValueError, "past the committed end 2"),
-    (lambda s: s.trim("x", -1), ValueError, "before_offset"),
-    (lambda s: s.open_session("x", "w1", ttl=0), ValueError, "ttl must be a finite number"),
-    (lambda s: s.open_session("x", "w1", ttl=float("inf")), ValueError, "ttl"),
-    (lambda s: s.open_session("x", "w1", ttl="5"), TypeError, "ttl must be a number"),
-    (lambda s: s.open_session("x", ""), ValueError, "writer must be 1..200"),
-    (lambda s: s.open_session("x", 5), TypeError, "writer must be a str"),
-    (lambda s: s.create_stream("y", profile=None), TypeError, "profile must be a str"),
-    (lambda s: s.gc(temp_grace=-1), ValueError, "temp_grace"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda s: s.read("x", -1), ValueError, "from_offset must be in 0"),
+        (lambda s: s.read("x", 0, 0), ValueError, "max_entries must be in 1"),
+        (lambda s: s.read("x", 0, "5"), TypeError, "max_entries must be an int"),
+        (lambda s: s.read_stamps("x", 0, 0), ValueError, "max_entries must be in 1"),
+        (lambda s: s.read("x", 3), st.OffsetOutOfRangeError, r"readable range \[0, 2\]"),
+        (lambda s: s.trim("x", 3), ValueError, "past the committed end 2"),
+        (lambda s: s.trim("x", -1), ValueError, "before_offset"),
+        (lambda s: s.open_session("x", "w1", ttl=0), ValueError, "ttl must be a finite number"),
+        (lambda s: s.open_session("x", "w1", ttl=float("inf")), ValueError, "ttl"),
+        (lambda s: s.open_session("x", "w1", ttl="5"), TypeError, "ttl must be a number"),
+        (lambda s: s.open_session("x", ""), ValueError, "writer must be 1..200"),
+        (lambda s: s.open_session("x", 5), TypeError, "writer must be a str"),
+        (lambda s: s.create_stream("y", profile=None), TypeError, "profile must be a str"),
+        (lambda s: s.gc(temp_grace=-1), ValueError, "temp_grace"),
+    ],
+)
 def test_malformed_reads_sessions_and_admin_calls(store, call, error, match) -> None:
     before = snapshot(store.path)
     with pytest.raises(error, match=match):
@@ -168,9 +187,14 @@ def test_closed_store_refuses_every_call(store) -> None:
     store.close()  # idempotent
     calls = [
         lambda: store.append("x", [EntryPayload(b"a")], session=session),
-        lambda: store.read("x"), lambda: store.read_stamps("x"), lambda: store.create_stream("y"),
-        lambda: store.open_session("x", "w1"), lambda: store.trim("x", 0), lambda: store.gc(),
-        lambda: store.head("x"), lambda: store.streams(),
+        lambda: store.read("x"),
+        lambda: store.read_stamps("x"),
+        lambda: store.create_stream("y"),
+        lambda: store.open_session("x", "w1"),
+        lambda: store.trim("x", 0),
+        lambda: store.gc(),
+        lambda: store.head("x"),
+        lambda: store.streams(),
     ]
     for call in calls:
         with pytest.raises(st.StoreClosedError, match="closed"):

@@ -17,9 +17,13 @@ from bucketcore.stream import EntryPayload, StreamStore
 
 _entry = stx.builds(
     lambda payload, count, meta, stamp: EntryPayload(payload, count, meta, *stamp),
-    stx.binary(max_size=40), stx.integers(1, 4), stx.binary(max_size=4),
-    stx.one_of(stx.just((None, None)),
-               stx.tuples(stx.integers(0, 0xFFFF), stx.integers(0, 0xFFFF)).map(lambda t: (min(t), max(t)))),
+    stx.binary(max_size=40),
+    stx.integers(1, 4),
+    stx.binary(max_size=4),
+    stx.one_of(
+        stx.just((None, None)),
+        stx.tuples(stx.integers(0, 0xFFFF), stx.integers(0, 0xFFFF)).map(lambda t: (min(t), max(t))),
+    ),
 )
 
 
@@ -50,8 +54,11 @@ class StreamModel(RuleBasedStateMachine):
             self.log.append((self.end, self.end + e.record_count, e))
             self.end += e.record_count
 
-    @rule(entries=stx.lists(_entry, min_size=1, max_size=5), use_expected=stx.booleans(),
-          attempt=stx.one_of(stx.none(), stx.sampled_from(["a", "b", "c"])))
+    @rule(
+        entries=stx.lists(_entry, min_size=1, max_size=5),
+        use_expected=stx.booleans(),
+        attempt=stx.one_of(stx.none(), stx.sampled_from(["a", "b", "c"])),
+    )
     def append(self, entries, use_expected, attempt) -> None:  # type: ignore[no-untyped-def]
         expected = self.end if use_expected else None
         if attempt is not None and attempt in self.attempts:
@@ -64,8 +71,7 @@ class StreamModel(RuleBasedStateMachine):
             except st.InvariantViolationError:
                 return
             raise AssertionError("reusing an attempt id with other entries must be refused")
-        res = self.store.append("m", entries, session=self.session, expected_start_offset=expected,
-                                attempt_id=attempt)
+        res = self.store.append("m", entries, session=self.session, expected_start_offset=expected, attempt_id=attempt)
         assert res.start_offset == self.end
         self._commit(entries)
         assert res.end_offset == self.end == res.committed_end
@@ -75,14 +81,12 @@ class StreamModel(RuleBasedStateMachine):
     @rule(delta=stx.integers(1, 3))
     def append_with_wrong_expected_start(self, delta) -> None:  # type: ignore[no-untyped-def]
         try:
-            self.store.append("m", [EntryPayload(b"x")], session=self.session,
-                              expected_start_offset=self.end + delta)
+            self.store.append("m", [EntryPayload(b"x")], session=self.session, expected_start_offset=self.end + delta)
         except st.OffsetMismatchError:
             return
         raise AssertionError("a wrong expected start must be refused")
 
-    @rule(entries=stx.lists(_entry, min_size=1, max_size=3), step=stx.sampled_from([4, 5, 6, 7]),
-          retry=stx.booleans())
+    @rule(entries=stx.lists(_entry, min_size=1, max_size=3), step=stx.sampled_from([4, 5, 6, 7]), retry=stx.booleans())
     def append_with_a_fault(self, entries, step, retry) -> None:  # type: ignore[no-untyped-def]
         self.faults += 1
         attempt = f"fault-{self.faults}"
@@ -181,6 +185,7 @@ class StreamModel(RuleBasedStateMachine):
             assert {r[3] for r in rows} <= present
 
 
-StreamModel.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None,
-                                         suppress_health_check=[HealthCheck.too_slow])
+StreamModel.TestCase.settings = settings(
+    max_examples=40, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 test_stream_against_a_model = StreamModel.TestCase

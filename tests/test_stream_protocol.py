@@ -27,8 +27,12 @@ def test_seed_example_head_100_then_3_and_2_records_commits_100_to_105(store) ->
     session = store.open_session("orders", "w1")
     store.append("orders", [EntryPayload(b"x", record_count=100)], session=session)
     before = store.head("orders")
-    res = store.append("orders", [EntryPayload(b"kafka-batch-1", 3), EntryPayload(b"kafka-batch-2", 2)],
-                       session=session, expected_start_offset=100)
+    res = store.append(
+        "orders",
+        [EntryPayload(b"kafka-batch-1", 3), EntryPayload(b"kafka-batch-2", 2)],
+        session=session,
+        expected_start_offset=100,
+    )
     assert (res.start_offset, res.end_offset, res.committed_end) == (100, 105, 105)
     assert res.commit_version == before.version + 1
     assert res.record_count == 5 and res.entry_count == 2
@@ -176,8 +180,7 @@ def test_appends_from_many_threads_serialise_in_the_lane(store) -> None:
     def worker(k: int) -> None:
         try:
             for i in range(8):
-                results.append(store.append("orders", [EntryPayload(f"{k}-{i}".encode(), 1 + i % 2)],
-                                            session=session))
+                results.append(store.append("orders", [EntryPayload(f"{k}-{i}".encode(), 1 + i % 2)], session=session))
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 

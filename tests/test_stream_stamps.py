@@ -52,8 +52,10 @@ def test_from_entry_refuses_a_table_view_without_payloads() -> None:
 
 
 def test_append_table_appends_every_entry_of_a_table_in_one_commit(store) -> None:
-    layout = bc.TopicLayout(1, [bc.Segment(0, 0, 0x7FFF, bc.Buckets.equal_width(4)),
-                                bc.Segment(1, 0x8000, 0xFFFF, bc.Buckets.equal_width(2))])
+    layout = bc.TopicLayout(
+        1,
+        [bc.Segment(0, 0, 0x7FFF, bc.Buckets.equal_width(4)), bc.Segment(1, 0x8000, 0xFFFF, bc.Buckets.equal_width(2))],
+    )
     keys = _keys(200)
     payloads = [f"m{i}".encode() for i in range(200)]
     table = bc.bucket_entries(keys, layout, max_messages=7)
@@ -64,7 +66,7 @@ def test_append_table_appends_every_entry_of_a_table_in_one_commit(store) -> Non
     got = read_all(store, "x")
     for i, g in enumerate(got):
         s, c = int(table.start[i]), int(table.count[i])
-        assert unpack_messages(g.payload) == [payloads[j] for j in table.order[s:s + c]]
+        assert unpack_messages(g.payload) == [payloads[j] for j in table.order[s : s + c]]
         assert g.metadata == meta[i]
         assert (g.hash_min, g.hash_max) == (int(table.hash_min[i]), int(table.hash_max[i]))
         assert (g.segment_id, g.bucket) == (int(table.segment_id[i]), int(table.bucket[i]))
@@ -107,9 +109,15 @@ def test_read_stamps_feed_route_entries_directly(store) -> None:
 
 def test_unstamped_entries_route_by_key_hash_with_the_stamped_column(store) -> None:
     buckets = bc.Buckets.equal_width(4)
-    store.append("x", [EntryPayload(b"s", 1, hash_min=0x1000, hash_max=0x1100),
-                       EntryPayload(b"u", 2),
-                       EntryPayload(b"t", 1, hash_min=0xF000, hash_max=0xF001)], session=store.session)
+    store.append(
+        "x",
+        [
+            EntryPayload(b"s", 1, hash_min=0x1000, hash_max=0x1100),
+            EntryPayload(b"u", 2),
+            EntryPayload(b"t", 1, hash_min=0xF000, hash_max=0xF001),
+        ],
+        session=store.session,
+    )
     stamps = store.read_stamps("x")
     assert stamps.stamped.tolist() == [True, False, True]
     assert stamps.hash_min.tolist() == [0x1000, 0, 0xF000]
@@ -170,17 +178,34 @@ def test_pack_and_unpack_messages_round_trip_and_reject_bad_framing() -> None:
 
 
 def test_stream_names_are_reachable_from_the_package() -> None:
-    for name in ("StreamStore", "EntryPayload", "CommittedEntry", "AppendResult", "StampColumns",
-                 "OffsetMismatchError", "FencedError", "CapabilityError", "InvariantViolationError",
-                 "ChecksumError", "HeadStore", "SQLiteHeadStore"):
+    for name in (
+        "StreamStore",
+        "EntryPayload",
+        "CommittedEntry",
+        "AppendResult",
+        "StampColumns",
+        "OffsetMismatchError",
+        "FencedError",
+        "CapabilityError",
+        "InvariantViolationError",
+        "ChecksumError",
+        "HeadStore",
+        "SQLiteHeadStore",
+    ):
         assert hasattr(st, name), name
     assert st.FencedError is bc.errors.FencedError
 
 
 def test_read_stamps_columns_are_named_read_only_and_picklable(store) -> None:
     buckets = bc.Buckets.equal_width(4)
-    store.append("x", [EntryPayload(b"a", 2, hash_min=0x0100, hash_max=0x0200),
-                       EntryPayload(b"b", 1, hash_min=0xC000, hash_max=0xC000)], session=store.session)
+    store.append(
+        "x",
+        [
+            EntryPayload(b"a", 2, hash_min=0x0100, hash_max=0x0200),
+            EntryPayload(b"b", 1, hash_min=0xC000, hash_max=0xC000),
+        ],
+        session=store.session,
+    )
     cols = store.read_stamps("x")
     assert len(cols) == cols.entry_count == 2
     assert cols.start_offset.tolist() == [0, 2] and cols.end_offset.tolist() == [2, 3]

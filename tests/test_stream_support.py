@@ -34,14 +34,17 @@ def raising_hook(step: int, *, times: int = 1) -> Any:
         if done == step and left[0] > 0:
             left[0] -= 1
             raise InjectedFault(f"injected after step {step}")
+
     return hook
 
 
 def exiting_hook(step: int) -> Any:
     """A fault hook that ends the process at once (no cleanup, no flush) after ``step``."""
+
     def hook(done: int) -> None:
         if done == step:
             os._exit(EXIT_CODE)
+
     return hook
 
 
@@ -54,8 +57,17 @@ def random_entries(rng: random.Random, n: int | None = None, *, max_payload: int
         if rng.random() < 0.7:
             lo = rng.randint(0, 0xFFFF)
             hi = rng.randint(lo, 0xFFFF)
-            out.append(EntryPayload(payload, rng.randint(1, 5), rng.randbytes(rng.randint(0, 8)), lo, hi,
-                                    rng.randint(0, 9), rng.randint(0, 63)))
+            out.append(
+                EntryPayload(
+                    payload,
+                    rng.randint(1, 5),
+                    rng.randbytes(rng.randint(0, 8)),
+                    lo,
+                    hi,
+                    rng.randint(0, 9),
+                    rng.randint(0, 63),
+                )
+            )
         else:
             out.append(EntryPayload(payload, rng.randint(1, 5), rng.randbytes(rng.randint(0, 8))))
     return out
@@ -63,22 +75,41 @@ def random_entries(rng: random.Random, n: int | None = None, *, max_payload: int
 
 def entry_dict(e: EntryPayload) -> dict[str, Any]:
     """A JSON-able form of an EntryPayload."""
-    return {"payload": e.payload.hex(), "record_count": e.record_count, "metadata": e.metadata.hex(),
-            "hash_min": e.hash_min, "hash_max": e.hash_max, "segment_id": e.segment_id, "bucket": e.bucket}
+    return {
+        "payload": e.payload.hex(),
+        "record_count": e.record_count,
+        "metadata": e.metadata.hex(),
+        "hash_min": e.hash_min,
+        "hash_max": e.hash_max,
+        "segment_id": e.segment_id,
+        "bucket": e.bucket,
+    }
 
 
 def entry_from_dict(d: dict[str, Any]) -> EntryPayload:
     """Inverse of :func:`entry_dict`."""
-    return EntryPayload(bytes.fromhex(d["payload"]), d["record_count"], bytes.fromhex(d["metadata"]),
-                        d["hash_min"], d["hash_max"], d["segment_id"], d["bucket"])
+    return EntryPayload(
+        bytes.fromhex(d["payload"]),
+        d["record_count"],
+        bytes.fromhex(d["metadata"]),
+        d["hash_min"],
+        d["hash_max"],
+        d["segment_id"],
+        d["bucket"],
+    )
 
 
 def same_entry(read: CommittedEntry, sent: EntryPayload) -> bool:
     """Whether a read entry carries exactly what was appended."""
-    return (read.payload == sent.payload and read.metadata == sent.metadata
-            and read.record_count == sent.record_count and read.hash_min == sent.hash_min
-            and read.hash_max == sent.hash_max and read.segment_id == sent.segment_id
-            and read.bucket == sent.bucket)
+    return (
+        read.payload == sent.payload
+        and read.metadata == sent.metadata
+        and read.record_count == sent.record_count
+        and read.hash_min == sent.hash_min
+        and read.hash_max == sent.hash_max
+        and read.segment_id == sent.segment_id
+        and read.bucket == sent.bucket
+    )
 
 
 def read_all(store: StreamStore, stream_id: str) -> list[CommittedEntry]:
@@ -119,14 +150,20 @@ def snapshot(path: str) -> dict[str, str]:
 
 def run_child(command: str, args: dict[str, Any], *, timeout: float = 60.0) -> subprocess.CompletedProcess:
     """Run this file as a child process with ``command`` and ``args``; returns the finished process."""
-    return subprocess.run([sys.executable, SUPPORT, command, json.dumps(args)], check=False,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, SUPPORT, command, json.dumps(args)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def spawn_child(command: str, args: dict[str, Any]) -> subprocess.Popen:
     """Start this file as a child process (not waited for)."""
-    return subprocess.Popen([sys.executable, SUPPORT, command, json.dumps(args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, SUPPORT, command, json.dumps(args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -186,8 +223,15 @@ def _child_contender(args: dict[str, Any]) -> None:
             except FencedError:
                 outcomes.append({"epoch": session.epoch, "tag": tag.decode(), "ok": False})
                 break
-            outcomes.append({"epoch": session.epoch, "tag": tag.decode(), "ok": True,
-                             "start": res.start_offset, "end": res.end_offset})
+            outcomes.append(
+                {
+                    "epoch": session.epoch,
+                    "tag": tag.decode(),
+                    "ok": True,
+                    "start": res.start_offset,
+                    "end": res.end_offset,
+                }
+            )
             time.sleep(rng.random() * 0.002)
     with open(args["out"], "w") as f:
         json.dump(outcomes, f)

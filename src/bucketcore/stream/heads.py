@@ -29,22 +29,26 @@ from .records import Intent, Session, StreamHead
 __all__ = ["INDEX_COLUMNS", "LOCATION_DTYPE", "STAMP_DTYPE", "HeadStore", "IndexRow"]
 
 #: One record per entry of an index row's ``stamps`` BLOB: what ``read_stamps`` returns.
-STAMP_DTYPE = np.dtype([
-    ("start_offset", "<i8"),
-    ("hash_min", "<u2"),
-    ("hash_max", "<u2"),
-    ("stamped", "u1"),
-    ("segment_id", "<i8"),
-    ("bucket", "<i4"),
-])
+STAMP_DTYPE = np.dtype(
+    [
+        ("start_offset", "<i8"),
+        ("hash_min", "<u2"),
+        ("hash_max", "<u2"),
+        ("stamped", "u1"),
+        ("segment_id", "<i8"),
+        ("bucket", "<i4"),
+    ]
+)
 
 #: One record per entry of an index row's ``locations`` BLOB: where its bytes are in the object.
-LOCATION_DTYPE = np.dtype([
-    ("payload_off", "<i8"),
-    ("payload_len", "<i8"),
-    ("payload_crc", "<u4"),
-    ("meta_off", "<i8"),
-])
+LOCATION_DTYPE = np.dtype(
+    [
+        ("payload_off", "<i8"),
+        ("payload_len", "<i8"),
+        ("payload_crc", "<u4"),
+        ("meta_off", "<i8"),
+    ]
+)
 
 #: The packed columns of an index row that :meth:`HeadStore.scan_index` may be asked for.
 INDEX_COLUMNS = ("stamps", "locations", "metadata")
@@ -163,8 +167,7 @@ class HeadStore(abc.ABC):
     # --- protections and intents ---------------------------------------------------------------
 
     @abc.abstractmethod
-    def protect(self, object_key: str, stream_id: str, commit_id: str, start_offset: int,
-                now: float) -> None:
+    def protect(self, object_key: str, stream_id: str, commit_id: str, start_offset: int, now: float) -> None:
         """Mark ``object_key`` as used by a pending append, so GC keeps it. Idempotent; durable by
         the next durable write at the latest (see the module notes).
 
@@ -220,8 +223,9 @@ class HeadStore(abc.ABC):
     # --- the linearisation point ---------------------------------------------------------------
 
     @abc.abstractmethod
-    def commit_append(self, expected: StreamHead, session: Session, intent: Intent, row: IndexRow,
-                      now: float) -> StreamHead | None:
+    def commit_append(
+        self, expected: StreamHead, session: Session, intent: Intent, row: IndexRow, now: float
+    ) -> StreamHead | None:
         """The head CAS: in one transaction, advance the head if it is still ``expected`` and
         ``session`` still owns it, then index the append, mark the intent committed and drop its
         protection.
@@ -253,8 +257,9 @@ class HeadStore(abc.ABC):
     # --- reads ---------------------------------------------------------------------------------
 
     @abc.abstractmethod
-    def scan_index(self, stream_id: str, from_offset: int, columns: Sequence[str],
-                   batch_rows: int) -> Iterator[list[tuple]]:
+    def scan_index(
+        self, stream_id: str, from_offset: int, columns: Sequence[str], batch_rows: int
+    ) -> Iterator[list[tuple]]:
         """Index rows of committed appends ending after ``from_offset``, in offset order, in batches.
 
         Each row is ``(start_offset, end_offset, entry_count, object_key, object_length,

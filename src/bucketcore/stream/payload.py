@@ -145,12 +145,21 @@ class EntryPayload:
         if not isinstance(entry, Entry):
             raise TypeError(f"entry must be a bucketcore.Entry, not {type(entry).__name__}")
         if entry.payloads is None:
-            raise ValueError("entry carries no payloads (an EntryTable view): append the table "
-                             "with its payloads through StreamStore.append_table instead")
+            raise ValueError(
+                "entry carries no payloads (an EntryTable view): append the table "
+                "with its payloads through StreamStore.append_table instead"
+            )
         if len(entry.payloads) != entry.count:
             raise ValueError(f"entry has {len(entry.payloads)} payloads for {entry.count} messages")
-        return cls(pack_messages(entry.payloads), entry.count, _frozen_bytes(metadata, "metadata"), entry.hash_min,
-                   entry.hash_max, entry.segment_id, entry.bucket)
+        return cls(
+            pack_messages(entry.payloads),
+            entry.count,
+            _frozen_bytes(metadata, "metadata"),
+            entry.hash_min,
+            entry.hash_max,
+            entry.segment_id,
+            entry.bucket,
+        )
 
 
 class CommittedEntry(NamedTuple):
@@ -210,12 +219,20 @@ class StampColumns:
     bucket: np.ndarray
     _NAMES = ("start_offset", "end_offset", "hash_min", "hash_max", "stamped", "segment_id", "bucket")
 
-    def __init__(self, start_offset: np.ndarray, end_offset: np.ndarray, hash_min: np.ndarray,
-                 hash_max: np.ndarray, stamped: np.ndarray, segment_id: np.ndarray,
-                 bucket: np.ndarray) -> None:
+    def __init__(
+        self,
+        start_offset: np.ndarray,
+        end_offset: np.ndarray,
+        hash_min: np.ndarray,
+        hash_max: np.ndarray,
+        stamped: np.ndarray,
+        segment_id: np.ndarray,
+        bucket: np.ndarray,
+    ) -> None:
         setattr_ = object.__setattr__
-        for name, value in zip(self._NAMES, (start_offset, end_offset, hash_min, hash_max, stamped,
-                                             segment_id, bucket), strict=True):
+        for name, value in zip(
+            self._NAMES, (start_offset, end_offset, hash_min, hash_max, stamped, segment_id, bucket), strict=True
+        ):
             setattr_(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -268,9 +285,17 @@ class EntryColumns:
         "stamped",
     )
 
-    def __init__(self, payloads: list[bytes], metadata: list[bytes], record_count: np.ndarray,
-                 stamped: np.ndarray, hash_min: np.ndarray, hash_max: np.ndarray,
-                 segment_id: np.ndarray, bucket: np.ndarray) -> None:
+    def __init__(
+        self,
+        payloads: list[bytes],
+        metadata: list[bytes],
+        record_count: np.ndarray,
+        stamped: np.ndarray,
+        hash_min: np.ndarray,
+        hash_max: np.ndarray,
+        segment_id: np.ndarray,
+        bucket: np.ndarray,
+    ) -> None:
         self.payloads = payloads
         self.metadata = metadata
         self.record_count = record_count
@@ -318,14 +343,14 @@ class EntryColumns:
             stamped,
             np.fromiter((e.hash_min or 0 for e in entries), dtype=np.uint16, count=n),
             np.fromiter((e.hash_max or 0 for e in entries), dtype=np.uint16, count=n),
-            np.fromiter((-1 if e.segment_id is None else e.segment_id for e in entries),
-                        dtype=np.int64, count=n),
+            np.fromiter((-1 if e.segment_id is None else e.segment_id for e in entries), dtype=np.int64, count=n),
             np.fromiter((-1 if e.bucket is None else e.bucket for e in entries), dtype=np.int32, count=n),
         )
 
     @classmethod
-    def from_table(cls, table: EntryTable, payloads: Sequence[Any],
-                   metadata: Sequence[Any] | None = None) -> EntryColumns:
+    def from_table(
+        cls, table: EntryTable, payloads: Sequence[Any], metadata: Sequence[Any] | None = None
+    ) -> EntryColumns:
         """Columns of a producer's :class:`EntryTable` and the payloads of its messages.
 
         Entry ``i`` gets the messages ``payloads[j]`` for ``j`` in
@@ -375,7 +400,7 @@ class EntryColumns:
         order = table.order.tolist()
         start = table.start.tolist()
         count = table.count.tolist()
-        framed = [pack_messages([payloads[j] for j in order[s:s + c]]) for s, c in zip(start, count, strict=True)]
+        framed = [pack_messages([payloads[j] for j in order[s : s + c]]) for s, c in zip(start, count, strict=True)]
         return cls(
             framed,
             meta,
@@ -449,6 +474,6 @@ def unpack_messages(payload: bytes | bytearray | memoryview) -> list[bytes]:
         pos += 4
         if size > end - pos:
             raise ValueError(f"message at byte {pos - 4} declares {size} bytes; only {end - pos} follow")
-        out.append(bytes(data[pos:pos + size]))
+        out.append(bytes(data[pos : pos + size]))
         pos += size
     return out

@@ -50,7 +50,10 @@ def _readable_head(heads: HeadStore, stream_id: str, from_offset: int) -> Stream
     if not head.log_start <= from_offset <= head.committed_end:
         raise OffsetOutOfRangeError(
             f"from_offset {from_offset} is outside stream {stream_id!r}'s readable range "
-            f"[{head.log_start}, {head.committed_end}]", head.log_start, head.committed_end)
+            f"[{head.log_start}, {head.committed_end}]",
+            head.log_start,
+            head.committed_end,
+        )
     return head
 
 
@@ -59,11 +62,15 @@ def _trimmed_meanwhile(heads: HeadStore, stream_id: str, from_offset: int) -> Of
     head = require_head(heads, stream_id)
     return OffsetOutOfRangeError(
         f"from_offset {from_offset} was trimmed while being read; stream {stream_id!r}'s readable "
-        f"range is now [{head.log_start}, {head.committed_end}]", head.log_start, head.committed_end)
+        f"range is now [{head.log_start}, {head.committed_end}]",
+        head.log_start,
+        head.committed_end,
+    )
 
 
-def read_entries(heads: HeadStore, wal: ObjectWal, stream_id: str, from_offset: int,
-                 max_entries: int) -> list[CommittedEntry]:
+def read_entries(
+    heads: HeadStore, wal: ObjectWal, stream_id: str, from_offset: int, max_entries: int
+) -> list[CommittedEntry]:
     """Up to ``max_entries`` committed entries from ``from_offset`` on (arguments already valid).
 
     Parameters
@@ -116,14 +123,14 @@ def _read_row(wal: ObjectWal, row: tuple, from_offset: int, room: int, out: list
     first = max(int(np.searchsorted(stamps["start_offset"], from_offset, side="right")) - 1, 0)
     last = min(n, first + room)
     sl = slice(first, last)
-    starts = stamps["start_offset"][first:last + 1].tolist()
+    starts = stamps["start_offset"][first : last + 1].tolist()
     if last == n:
         starts.append(end)
     locations = np.frombuffer(b_locations, dtype=LOCATION_DTYPE)
     off = locations["payload_off"][sl].tolist()
     size = locations["payload_len"][sl].tolist()
     crc = locations["payload_crc"][sl].tolist()
-    meta_off = locations["meta_off"][first:last + 1].tolist()
+    meta_off = locations["meta_off"][first : last + 1].tolist()
     if last == n:
         meta_off.append(len(metadata))
     stamped = stamps["stamped"][sl].tolist()
@@ -136,12 +143,13 @@ def _read_row(wal: ObjectWal, row: tuple, from_offset: int, room: int, out: list
     append = out.append
     for i in range(last - first):
         p0 = off[i] - lo_b
-        payload = span[p0:p0 + size[i]]
+        payload = span[p0 : p0 + size[i]]
         if crc32c(payload) != crc[i]:
-            raise ChecksumError(f"WAL object {key!r}: the entry at offset {starts[i]} fails its "
-                                f"CRC32C check (recorded {crc[i]:#010x})")
+            raise ChecksumError(
+                f"WAL object {key!r}: the entry at offset {starts[i]} fails its CRC32C check (recorded {crc[i]:#010x})"
+            )
         s, e = starts[i], starts[i + 1]
-        meta = metadata[meta_off[i]:meta_off[i + 1]]
+        meta = metadata[meta_off[i] : meta_off[i + 1]]
         segment = None if seg[i] < 0 else seg[i]
         bkt = None if bucket[i] < 0 else bucket[i]
         if stamped[i]:
@@ -177,8 +185,9 @@ def read_stamp_columns(heads: HeadStore, stream_id: str, from_offset: int, limit
     skip = 0
     first_row = True
     # the first batch is sized for a short read; the head store grows later ones
-    batches = heads.scan_index(stream_id, from_offset, _STAMP_COLUMNS,
-                                     4096 if limit is None else min(4096, 1 + limit // 64))
+    batches = heads.scan_index(
+        stream_id, from_offset, _STAMP_COLUMNS, 4096 if limit is None else min(4096, 1 + limit // 64)
+    )
     try:
         for rows in batches:
             if first_row:
@@ -198,7 +207,7 @@ def read_stamp_columns(heads: HeadStore, stream_id: str, from_offset: int, limit
     if first_row and from_offset < head.committed_end:
         raise _trimmed_meanwhile(heads, stream_id, from_offset)
     fetched = np.frombuffer(b"".join(blobs), dtype=STAMP_DTYPE)
-    records = fetched[skip:None if limit is None else skip + limit]
+    records = fetched[skip : None if limit is None else skip + limit]
     n = records.shape[0]
     starts = np.ascontiguousarray(records["start_offset"])
     ends = np.empty(n, dtype=np.int64)
@@ -207,10 +216,15 @@ def read_stamp_columns(heads: HeadStore, stream_id: str, from_offset: int, limit
         ends[:-1] = starts[1:]
         after = skip + n
         ends[-1] = fetched["start_offset"][after] if after < fetched.shape[0] else last_end
-    cols = [starts, ends, np.ascontiguousarray(records["hash_min"]),
-            np.ascontiguousarray(records["hash_max"]),
-            np.ascontiguousarray(records["stamped"]).view(np.bool_),
-            np.ascontiguousarray(records["segment_id"]), np.ascontiguousarray(records["bucket"])]
+    cols = [
+        starts,
+        ends,
+        np.ascontiguousarray(records["hash_min"]),
+        np.ascontiguousarray(records["hash_max"]),
+        np.ascontiguousarray(records["stamped"]).view(np.bool_),
+        np.ascontiguousarray(records["segment_id"]),
+        np.ascontiguousarray(records["bucket"]),
+    ]
     for c in cols:
         c.setflags(write=False)
     return StampColumns(*cols)

@@ -271,8 +271,9 @@ def check_stream_id(stream_id: Any) -> str:
         raise ValueError(f"stream_id {stream_id!r} holds '..'")
     if not _STREAM_ID.fullmatch(stream_id):
         bad = next((c for c in stream_id if not re.fullmatch(r"[A-Za-z0-9_.:@=+-]", c)), stream_id[0])
-        raise ValueError(f"stream_id {stream_id!r} holds {bad!r}: use ASCII letters, digits and "
-                         f"_ . : @ = + -, not starting with '.'")
+        raise ValueError(
+            f"stream_id {stream_id!r} holds {bad!r}: use ASCII letters, digits and _ . : @ = + -, not starting with '.'"
+        )
     return stream_id
 
 
@@ -299,8 +300,10 @@ def check_profile(profile: Any) -> Profile:
         raise TypeError(f"profile must be a str, not {type(profile).__name__}")
     found = PROFILES.get(profile)
     if found is None:
-        raise CapabilityError(f"profile {profile!r} is not supported: no writer installed for it "
-                              f"(installed: {', '.join(sorted(PROFILES))})")
+        raise CapabilityError(
+            f"profile {profile!r} is not supported: no writer installed for it "
+            f"(installed: {', '.join(sorted(PROFILES))})"
+        )
     return found
 
 

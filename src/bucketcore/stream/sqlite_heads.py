@@ -103,11 +103,15 @@ CREATE UNIQUE INDEX IF NOT EXISTS appends_range ON appends (stream_id, end_offse
 CREATE INDEX IF NOT EXISTS appends_object ON appends (object_key);
 """
 
-_HEAD_COLUMNS = ("stream_id, profile, version, committed_end, logical_size, last_commit_id, epoch, "
-                 "token, writer, lease_expires, log_start")
-_INTENT_COLUMNS = ("commit_id, stream_id, writer, attempt_id, epoch, start_offset, end_offset, "
-                   "record_count, entry_count, logical_bytes, object_key, object_length, object_crc, "
-                   "content_crc, state, commit_version, logical_size")
+_HEAD_COLUMNS = (
+    "stream_id, profile, version, committed_end, logical_size, last_commit_id, epoch, "
+    "token, writer, lease_expires, log_start"
+)
+_INTENT_COLUMNS = (
+    "commit_id, stream_id, writer, attempt_id, epoch, start_offset, end_offset, "
+    "record_count, entry_count, logical_bytes, object_key, object_length, object_crc, "
+    "content_crc, state, commit_version, logical_size"
+)
 _SCANNABLE = frozenset(INDEX_COLUMNS)
 _MAX_BATCH_ROWS = 4096
 _COLLECT_CHUNK = 256
@@ -141,8 +145,7 @@ class SQLiteHeadStore(HeadStore):
     def __init__(self, path: str, *, busy_timeout: float = 30.0) -> None:
         self.path = path
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None,
-                                   check_same_thread=False)
+        self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
@@ -163,8 +166,9 @@ class SQLiteHeadStore(HeadStore):
             if row is None:
                 db.execute("INSERT INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             elif int(row[0]) > SCHEMA_VERSION:
-                raise StreamError(f"{self.path} holds stream-store schema {row[0]}; this build reads "
-                                  f"up to {SCHEMA_VERSION}")
+                raise StreamError(
+                    f"{self.path} holds stream-store schema {row[0]}; this build reads up to {SCHEMA_VERSION}"
+                )
 
     @contextmanager
     def _write(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
@@ -202,7 +206,8 @@ class SQLiteHeadStore(HeadStore):
             try:
                 db.execute(
                     f"INSERT INTO streams ({_HEAD_COLUMNS}) VALUES (?, ?, 0, 0, 0, NULL, 0, '', NULL, 0.0, 0)",
-                    (stream_id, profile))
+                    (stream_id, profile),
+                )
             except sqlite3.IntegrityError:
                 raise StreamExistsError(f"stream {stream_id!r} already exists") from None
             head = self._head(db, stream_id)
@@ -235,34 +240,44 @@ class SQLiteHeadStore(HeadStore):
             epoch = int(row[0]) + 1
             token = secrets.token_hex(16)
             expires = now + ttl
-            db.execute("UPDATE streams SET epoch = ?, token = ?, writer = ?, lease_expires = ? "
-                       "WHERE stream_id = ?", (epoch, token, writer, expires, stream_id))
-            db.execute("INSERT INTO sessions (stream_id, epoch, token, writer, opened_at, expires_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?)", (stream_id, epoch, token, writer, now, expires))
+            db.execute(
+                "UPDATE streams SET epoch = ?, token = ?, writer = ?, lease_expires = ? WHERE stream_id = ?",
+                (epoch, token, writer, expires, stream_id),
+            )
+            db.execute(
+                "INSERT INTO sessions (stream_id, epoch, token, writer, opened_at, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (stream_id, epoch, token, writer, now, expires),
+            )
         return Session(stream_id, epoch, token, writer, expires)
 
     def renew_session(self, session: Session, ttl: float, now: float) -> Session | None:
         """See :meth:`HeadStore.renew_session`."""
         expires = now + ttl
         with self._write() as db:
-            cur = db.execute("UPDATE streams SET lease_expires = ? WHERE stream_id = ? AND epoch = ? "
-                             "AND token = ? AND lease_expires > ?",
-                             (expires, session.stream_id, session.epoch, session.token, now))
+            cur = db.execute(
+                "UPDATE streams SET lease_expires = ? WHERE stream_id = ? AND epoch = ? "
+                "AND token = ? AND lease_expires > ?",
+                (expires, session.stream_id, session.epoch, session.token, now),
+            )
             if cur.rowcount != 1:
                 return None
-            db.execute("UPDATE sessions SET expires_at = ? WHERE stream_id = ? AND epoch = ?",
-                       (expires, session.stream_id, session.epoch))
+            db.execute(
+                "UPDATE sessions SET expires_at = ? WHERE stream_id = ? AND epoch = ?",
+                (expires, session.stream_id, session.epoch),
+            )
         return Session(session.stream_id, session.epoch, session.token, session.writer, expires)
 
     # --- protections and intents ---------------------------------------------------------------
 
-    def protect(self, object_key: str, stream_id: str, commit_id: str, start_offset: int,
-                now: float) -> None:
+    def protect(self, object_key: str, stream_id: str, commit_id: str, start_offset: int, now: float) -> None:
         """See :meth:`HeadStore.protect`."""
         with self._write(durable=False) as db:
-            db.execute("INSERT INTO protections (object_key, stream_id, commit_id, start_offset, created_at) "
-                       "VALUES (?, ?, ?, ?, ?) ON CONFLICT (object_key) DO NOTHING",
-                       (object_key, stream_id, commit_id, start_offset, now))
+            db.execute(
+                "INSERT INTO protections (object_key, stream_id, commit_id, start_offset, created_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (object_key) DO NOTHING",
+                (object_key, stream_id, commit_id, start_offset, now),
+            )
 
     def put_intent(self, intent: Intent, now: float) -> Intent:
         """See :meth:`HeadStore.put_intent`."""
@@ -270,10 +285,27 @@ class SQLiteHeadStore(HeadStore):
             db.execute(
                 f"INSERT INTO intents ({_INTENT_COLUMNS}, created_at) "
                 f"VALUES ({', '.join('?' * 18)}) ON CONFLICT (commit_id) DO NOTHING",
-                (intent.commit_id, intent.stream_id, intent.writer, intent.attempt_id, intent.epoch,
-                 intent.start_offset, intent.end_offset, intent.record_count, intent.entry_count,
-                 intent.logical_bytes, intent.object_key, intent.object_length, intent.object_crc,
-                 intent.content_crc, intent.state, intent.commit_version, intent.logical_size, now))
+                (
+                    intent.commit_id,
+                    intent.stream_id,
+                    intent.writer,
+                    intent.attempt_id,
+                    intent.epoch,
+                    intent.start_offset,
+                    intent.end_offset,
+                    intent.record_count,
+                    intent.entry_count,
+                    intent.logical_bytes,
+                    intent.object_key,
+                    intent.object_length,
+                    intent.object_crc,
+                    intent.content_crc,
+                    intent.state,
+                    intent.commit_version,
+                    intent.logical_size,
+                    now,
+                ),
+            )
             stored = self._intent(db, intent.commit_id)
         assert stored is not None
         return stored
@@ -293,50 +325,82 @@ class SQLiteHeadStore(HeadStore):
         with self._lock:
             row = self._db.execute(
                 f"SELECT {_INTENT_COLUMNS} FROM intents WHERE stream_id = ? AND writer = ? "
-                f"AND attempt_id = ? AND state = 'committed'", (stream_id, writer, attempt_id)).fetchone()
+                f"AND attempt_id = ? AND state = 'committed'",
+                (stream_id, writer, attempt_id),
+            ).fetchone()
         return None if row is None else Intent(*row)
 
     # --- the linearisation point ---------------------------------------------------------------
 
-    def commit_append(self, expected: StreamHead, session: Session, intent: Intent, row: IndexRow,
-                      now: float) -> StreamHead | None:
+    def commit_append(
+        self, expected: StreamHead, session: Session, intent: Intent, row: IndexRow, now: float
+    ) -> StreamHead | None:
         """See :meth:`HeadStore.commit_append`."""
         with self._write() as db:
-            cur = db.execute(_CAS, (row.end_offset, row.logical_bytes, intent.commit_id, expected.stream_id,
-                                    expected.version, expected.committed_end, session.epoch,
-                                    session.token, now))
+            cur = db.execute(
+                _CAS,
+                (
+                    row.end_offset,
+                    row.logical_bytes,
+                    intent.commit_id,
+                    expected.stream_id,
+                    expected.version,
+                    expected.committed_end,
+                    session.epoch,
+                    session.token,
+                    now,
+                ),
+            )
             if cur.rowcount != 1:
                 return None
-            cur = db.execute("UPDATE intents SET state = 'committed', commit_version = ?, logical_size = ? "
-                             "WHERE commit_id = ? AND state = 'pending'",
-                             (expected.version + 1, expected.logical_size + row.logical_bytes,
-                              intent.commit_id))
+            cur = db.execute(
+                "UPDATE intents SET state = 'committed', commit_version = ?, logical_size = ? "
+                "WHERE commit_id = ? AND state = 'pending'",
+                (expected.version + 1, expected.logical_size + row.logical_bytes, intent.commit_id),
+            )
             if cur.rowcount != 1:
                 # leaving the block by raising rolls the head update back
                 raise InvariantViolationError(
-                    f"commit intent {intent.commit_id!r} is not pending; the head was left unchanged")
+                    f"commit intent {intent.commit_id!r} is not pending; the head was left unchanged"
+                )
             db.execute(
                 "INSERT INTO appends (stream_id, end_offset, start_offset, entry_count, record_count, "
                 "logical_bytes, commit_id, object_key, object_length, object_crc, stamps, locations, "
                 "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (row.stream_id, row.end_offset, row.start_offset, row.entry_count, row.record_count,
-                 row.logical_bytes, row.commit_id, row.object_key, row.object_length, row.object_crc,
-                 row.stamps, row.locations, row.metadata))
+                (
+                    row.stream_id,
+                    row.end_offset,
+                    row.start_offset,
+                    row.entry_count,
+                    row.record_count,
+                    row.logical_bytes,
+                    row.commit_id,
+                    row.object_key,
+                    row.object_length,
+                    row.object_crc,
+                    row.stamps,
+                    row.locations,
+                    row.metadata,
+                ),
+            )
             db.execute("DELETE FROM protections WHERE object_key = ?", (row.object_key,))
             head = self._head(db, expected.stream_id)
         return head
 
     # --- reads ---------------------------------------------------------------------------------
 
-    def scan_index(self, stream_id: str, from_offset: int, columns: Sequence[str],
-                   batch_rows: int) -> Iterator[list[tuple]]:
+    def scan_index(
+        self, stream_id: str, from_offset: int, columns: Sequence[str], batch_rows: int
+    ) -> Iterator[list[tuple]]:
         """See :meth:`HeadStore.scan_index`."""
         for c in columns:
             if c not in _SCANNABLE:
                 raise ValueError(f"unknown index column {c!r}")
         extra = "".join(f", {c}" for c in columns)
-        sql = (f"SELECT start_offset, end_offset, entry_count, object_key, object_length{extra} "
-               f"FROM appends WHERE stream_id = ? AND end_offset > ? ORDER BY end_offset")
+        sql = (
+            f"SELECT start_offset, end_offset, entry_count, object_key, object_length{extra} "
+            f"FROM appends WHERE stream_id = ? AND end_offset > ? ORDER BY end_offset"
+        )
         with self._lock:
             cur = self._db.execute(sql, (stream_id, from_offset))
         size = max(1, batch_rows)
@@ -361,14 +425,18 @@ class SQLiteHeadStore(HeadStore):
             if head is None:
                 raise UnknownStreamError(f"no stream {stream_id!r} in this store")
             if before_offset > head.committed_end:
-                raise ValueError(f"before_offset {before_offset} is past the committed end "
-                                 f"{head.committed_end} of stream {stream_id!r}")
+                raise ValueError(
+                    f"before_offset {before_offset} is past the committed end "
+                    f"{head.committed_end} of stream {stream_id!r}"
+                )
             if before_offset <= head.log_start:
                 return head.log_start, 0
             new_start = before_offset
             if before_offset < head.committed_end:
-                row = db.execute("SELECT stamps FROM appends WHERE stream_id = ? AND end_offset > ? "
-                                 "ORDER BY end_offset LIMIT 1", (stream_id, before_offset)).fetchone()
+                row = db.execute(
+                    "SELECT stamps FROM appends WHERE stream_id = ? AND end_offset > ? ORDER BY end_offset LIMIT 1",
+                    (stream_id, before_offset),
+                ).fetchone()
                 if row is not None:
                     starts = np.frombuffer(row[0], dtype=STAMP_DTYPE)["start_offset"]
                     # the entry holding before_offset stays whole
@@ -377,10 +445,13 @@ class SQLiteHeadStore(HeadStore):
             if new_start == head.log_start:
                 return head.log_start, 0
             db.execute("UPDATE streams SET log_start = ? WHERE stream_id = ?", (new_start, stream_id))
-            dropped = db.execute("DELETE FROM appends WHERE stream_id = ? AND end_offset <= ?",
-                                 (stream_id, new_start)).rowcount
-            db.execute("DELETE FROM intents WHERE stream_id = ? AND state = 'committed' AND end_offset <= ?",
-                       (stream_id, new_start))
+            dropped = db.execute(
+                "DELETE FROM appends WHERE stream_id = ? AND end_offset <= ?", (stream_id, new_start)
+            ).rowcount
+            db.execute(
+                "DELETE FROM intents WHERE stream_id = ? AND state = 'committed' AND end_offset <= ?",
+                (stream_id, new_start),
+            )
         return new_start, dropped
 
     def release_dead_protections(self) -> int:
@@ -388,10 +459,12 @@ class SQLiteHeadStore(HeadStore):
         with self._write() as db:
             dropped = db.execute(
                 "DELETE FROM protections WHERE start_offset < (SELECT committed_end FROM streams "
-                "WHERE streams.stream_id = protections.stream_id)").rowcount
+                "WHERE streams.stream_id = protections.stream_id)"
+            ).rowcount
             db.execute(
                 "UPDATE intents SET state = 'abandoned' WHERE state = 'pending' AND start_offset < "
-                "(SELECT committed_end FROM streams WHERE streams.stream_id = intents.stream_id)")
+                "(SELECT committed_end FROM streams WHERE streams.stream_id = intents.stream_id)"
+            )
             # abandoned intents are kept no longer than the protections that pointed at them
             db.execute("DELETE FROM intents WHERE state = 'abandoned'")
         return dropped
@@ -402,7 +475,7 @@ class SQLiteHeadStore(HeadStore):
         # a bounded number of candidates per transaction, so appends wait for gc only briefly
         for i in range(0, len(candidates), _COLLECT_CHUNK):
             with self._write() as db:
-                for key in candidates[i:i + _COLLECT_CHUNK]:
+                for key in candidates[i : i + _COLLECT_CHUNK]:
                     if db.execute("SELECT 1 FROM appends WHERE object_key = ? LIMIT 1", (key,)).fetchone():
                         continue
                     if db.execute("SELECT 1 FROM protections WHERE object_key = ?", (key,)).fetchone():

@@ -93,11 +93,33 @@ def _commit_id(stream_id: str, writer: str, attempt_id: str, start_offset: int) 
 
 def _same_intent(a: Intent, b: Intent) -> bool:
     """Whether two intents describe the same append (the session epoch may differ: a retry)."""
-    return (a.stream_id, a.writer, a.attempt_id, a.start_offset, a.end_offset, a.record_count,
-            a.entry_count, a.logical_bytes, a.object_key, a.object_length, a.object_crc,
-            a.content_crc) == (b.stream_id, b.writer, b.attempt_id, b.start_offset, b.end_offset,
-                               b.record_count, b.entry_count, b.logical_bytes, b.object_key,
-                               b.object_length, b.object_crc, b.content_crc)
+    return (
+        a.stream_id,
+        a.writer,
+        a.attempt_id,
+        a.start_offset,
+        a.end_offset,
+        a.record_count,
+        a.entry_count,
+        a.logical_bytes,
+        a.object_key,
+        a.object_length,
+        a.object_crc,
+        a.content_crc,
+    ) == (
+        b.stream_id,
+        b.writer,
+        b.attempt_id,
+        b.start_offset,
+        b.end_offset,
+        b.record_count,
+        b.entry_count,
+        b.logical_bytes,
+        b.object_key,
+        b.object_length,
+        b.object_crc,
+        b.content_crc,
+    )
 
 
 class StreamStore:
@@ -108,8 +130,9 @@ class StreamStore:
     store's CAS fences them.
     """
 
-    def __init__(self, path: str, heads: HeadStore, wal: ObjectWal, *, owns_heads: bool = True,
-                 _fault: FaultHook | None = None) -> None:
+    def __init__(
+        self, path: str, heads: HeadStore, wal: ObjectWal, *, owns_heads: bool = True, _fault: FaultHook | None = None
+    ) -> None:
         self.path = path
         self._heads = heads
         self._wal = wal
@@ -122,8 +145,9 @@ class StreamStore:
     # --- lifecycle -----------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], heads: HeadStore | str | None = None, *,
-             _fault: FaultHook | None = None) -> StreamStore:
+    def open(
+        cls, path: str | os.PathLike[str], heads: HeadStore | str | None = None, *, _fault: FaultHook | None = None
+    ) -> StreamStore:
         """Open (creating if needed) the store in directory ``path``.
 
         The directory holds ``heads.sqlite3`` (the head store, unless ``heads`` is given) and
@@ -186,8 +210,10 @@ class StreamStore:
                 raise CapabilityError(f"no PostgreSQL head store is installed ({err})") from None
             return PostgresHeadStore(url)
         scheme = url.split(":", 1)[0] if ":" in url else url
-        raise CapabilityError(f"no head store for {scheme!r} is installed (heads=None: the embedded "
-                              f"SQLite head store; heads='postgresql://...': a shared PostgreSQL one)")
+        raise CapabilityError(
+            f"no head store for {scheme!r} is installed (heads=None: the embedded "
+            f"SQLite head store; heads='postgresql://...': a shared PostgreSQL one)"
+        )
 
     def close(self) -> None:
         """Close the store (its head store too, if the store opened it). Idempotent."""
@@ -348,15 +374,26 @@ class StreamStore:
     @staticmethod
     def _fenced(head: StreamHead, session: Session, now: float) -> FencedError:
         if head.epoch != session.epoch or head.token != session.token:
-            return FencedError(f"session epoch {session.epoch} of writer {session.writer!r} is stale: "
-                               f"epoch {head.epoch} (writer {head.writer!r}) owns stream {head.stream_id!r}")
-        return FencedError(f"session epoch {session.epoch} of writer {session.writer!r} expired "
-                           f"{now - head.lease_expires:.3f} s ago on stream {head.stream_id!r}")
+            return FencedError(
+                f"session epoch {session.epoch} of writer {session.writer!r} is stale: "
+                f"epoch {head.epoch} (writer {head.writer!r}) owns stream {head.stream_id!r}"
+            )
+        return FencedError(
+            f"session epoch {session.epoch} of writer {session.writer!r} expired "
+            f"{now - head.lease_expires:.3f} s ago on stream {head.stream_id!r}"
+        )
 
     # --- append --------------------------------------------------------------------------------
 
-    def append(self, stream_id: str, entries: Sequence[Any], *, session: Session,
-               expected_start_offset: int | None = None, attempt_id: str | None = None) -> AppendResult:
+    def append(
+        self,
+        stream_id: str,
+        entries: Sequence[Any],
+        *,
+        session: Session,
+        expected_start_offset: int | None = None,
+        attempt_id: str | None = None,
+    ) -> AppendResult:
         """Append whole entries as one commit: one WAL object and one head transaction.
 
         Parameters
@@ -401,9 +438,17 @@ class StreamStore:
         cols = EntryColumns.from_payloads(entries)
         return self._append(stream_id, cols, session, expected_start_offset, attempt_id)
 
-    def append_table(self, stream_id: str, table: EntryTable, payloads: Sequence[Any], *,
-                     session: Session, metadata: Sequence[Any] | None = None,
-                     expected_start_offset: int | None = None, attempt_id: str | None = None) -> AppendResult:
+    def append_table(
+        self,
+        stream_id: str,
+        table: EntryTable,
+        payloads: Sequence[Any],
+        *,
+        session: Session,
+        metadata: Sequence[Any] | None = None,
+        expected_start_offset: int | None = None,
+        attempt_id: str | None = None,
+    ) -> AppendResult:
         """Append every entry of a producer's :class:`EntryTable` in one commit, stamps included.
 
         Entry ``i`` holds the payloads of its messages (``table.order[start:start+count]``) framed
@@ -433,15 +478,22 @@ class StreamStore:
         cols = EntryColumns.from_table(table, payloads, metadata)
         return self._append(stream_id, cols, session, expected_start_offset, attempt_id)
 
-    def _append(self, stream_id: str, cols: EntryColumns, session: Session,
-                expected_start_offset: int | None, attempt_id: str | None) -> AppendResult:
+    def _append(
+        self,
+        stream_id: str,
+        cols: EntryColumns,
+        session: Session,
+        expected_start_offset: int | None,
+        attempt_id: str | None,
+    ) -> AppendResult:
         check_stream_id(stream_id)
         if not isinstance(session, Session):
             raise TypeError(f"session must be a Session, not {type(session).__name__}")
         if session.stream_id != stream_id:
             raise ValueError(f"session belongs to stream {session.stream_id!r}, not {stream_id!r}")
-        expected = (None if expected_start_offset is None
-                    else check_offset(expected_start_offset, "expected_start_offset"))
+        expected = (
+            None if expected_start_offset is None else check_offset(expected_start_offset, "expected_start_offset")
+        )
         attempt = secrets.token_hex(16) if attempt_id is None else check_attempt_id(attempt_id)
         records = int(cols.record_count.sum())
         lane = self._lane(stream_id)
@@ -456,11 +508,14 @@ class StreamStore:
             if expected is not None and expected != head.committed_end:
                 raise OffsetMismatchError(
                     f"expected_start_offset {expected} but stream {stream_id!r} ends at "
-                    f"{head.committed_end}; nothing was written")
+                    f"{head.committed_end}; nothing was written"
+                )
             # step 2: the profile must have a writer here (fail closed)
             if head.profile not in PROFILES:
-                raise CapabilityError(f"stream {stream_id!r} has profile {head.profile!r}, for which "
-                                      f"no writer is installed; nothing was written")
+                raise CapabilityError(
+                    f"stream {stream_id!r} has profile {head.profile!r}, for which "
+                    f"no writer is installed; nothing was written"
+                )
             # step 3: the lane is held; the session must own the head (the CAS re-checks)
             now = time.time()
             if head.epoch != session.epoch or head.token != session.token or head.lease_expires <= now:
@@ -472,14 +527,28 @@ class StreamStore:
             commit_id = _commit_id(stream_id, session.writer, attempt, start)
             key = commit_id + OBJECT_SUFFIX
             obj = encode_object(stream_id, commit_id, start, cols)
-            intent = Intent(commit_id, stream_id, session.writer, attempt, session.epoch, start, end,
-                            records, len(cols), obj.logical_bytes, key, len(obj.data), obj.object_crc,
-                            obj.content_crc)
+            intent = Intent(
+                commit_id,
+                stream_id,
+                session.writer,
+                attempt,
+                session.epoch,
+                start,
+                end,
+                records,
+                len(cols),
+                obj.logical_bytes,
+                key,
+                len(obj.data),
+                obj.object_crc,
+                obj.content_crc,
+            )
             existing = self._heads.get_intent(commit_id)
             if existing is not None and not _same_intent(existing, intent):
                 raise InvariantViolationError(
                     f"commit intent {commit_id!r} (attempt {attempt!r} of writer {session.writer!r}) "
-                    f"exists with different content; nothing was written")
+                    f"exists with different content; nothing was written"
+                )
             # step 4: the WAL PUT (reuses an identical object left by an earlier try)
             self._wal.put(key, obj.data)
             self._step(4)
@@ -494,7 +563,8 @@ class StreamStore:
             if not _same_intent(stored, intent):
                 raise InvariantViolationError(
                     f"commit intent {commit_id!r} exists with different content; nothing was committed "
-                    f"(the prepared WAL object is left for gc)")
+                    f"(the prepared WAL object is left for gc)"
+                )
             if stored.state == "committed":  # the same attempt committed meanwhile, from elsewhere
                 return self._replay(stored, cols)
             self._step(6)
@@ -509,9 +579,18 @@ class StreamStore:
             # step 8: the object-wal profile completes at the stable head, which the CAS
             # transaction made durable; nothing more to wait for
             # step 9
-            return AppendResult(stream_id, start, end, new_head.committed_end, new_head.logical_size,
-                                new_head.version, commit_id, self._target(key, len(obj.data), obj.object_crc),
-                                records, len(cols))
+            return AppendResult(
+                stream_id,
+                start,
+                end,
+                new_head.committed_end,
+                new_head.logical_size,
+                new_head.version,
+                commit_id,
+                self._target(key, len(obj.data), obj.object_crc),
+                records,
+                len(cols),
+            )
 
     def _step(self, step: int) -> None:
         if self._fault is not None:
@@ -530,7 +609,8 @@ class StreamStore:
         except Exception as exc:
             raise UncertainAppendError(
                 f"an earlier append to stream {stream_id!r} (commit {lane.uncertain!r}) failed at its "
-                f"head CAS and its outcome cannot be read yet: {exc}") from exc
+                f"head CAS and its outcome cannot be read yet: {exc}"
+            ) from exc
         # the head store answers again: the head read next shows whether that append committed
         lane.uncertain = None
 
@@ -540,12 +620,21 @@ class StreamStore:
         if (len(obj.data), obj.object_crc, len(cols)) != (done.object_length, done.object_crc, done.entry_count):
             raise InvariantViolationError(
                 f"attempt {done.attempt_id!r} of writer {done.writer!r} committed different entries "
-                f"at [{done.start_offset}, {done.end_offset}) of stream {done.stream_id!r}")
+                f"at [{done.start_offset}, {done.end_offset}) of stream {done.stream_id!r}"
+            )
         assert done.commit_version is not None and done.logical_size is not None
-        return AppendResult(done.stream_id, done.start_offset, done.end_offset, done.end_offset,
-                            done.logical_size, done.commit_version, done.commit_id,
-                            self._target(done.object_key, done.object_length, done.object_crc),
-                            done.record_count, done.entry_count)
+        return AppendResult(
+            done.stream_id,
+            done.start_offset,
+            done.end_offset,
+            done.end_offset,
+            done.logical_size,
+            done.commit_version,
+            done.commit_id,
+            self._target(done.object_key, done.object_length, done.object_crc),
+            done.record_count,
+            done.entry_count,
+        )
 
     def _cas_refused(self, stream_id: str, session: Session, expected: StreamHead) -> Exception:
         now = time.time()
@@ -555,11 +644,13 @@ class StreamStore:
         return OffsetMismatchError(
             f"stream {stream_id!r} moved from version {expected.version} (end {expected.committed_end}) "
             f"to version {head.version} (end {head.committed_end}) during the append, by another "
-            f"append of the same session; nothing was committed")
+            f"append of the same session; nothing was committed"
+        )
 
     @staticmethod
-    def _index_row(stream_id: str, start: int, end: int, commit_id: str, key: str,
-                   cols: EntryColumns, obj: EncodedObject) -> IndexRow:
+    def _index_row(
+        stream_id: str, start: int, end: int, commit_id: str, key: str, cols: EntryColumns, obj: EncodedObject
+    ) -> IndexRow:
         n = len(cols)
         stamps = np.zeros(n, dtype=STAMP_DTYPE)
         starts = stamps["start_offset"]
@@ -577,8 +668,21 @@ class StreamStore:
         locations["payload_len"] = obj.payload_len
         locations["payload_crc"] = obj.payload_crc
         locations["meta_off"] = obj.meta_off[:-1]
-        return IndexRow(stream_id, start, end, n, end - start, obj.logical_bytes, commit_id, key,
-                        len(obj.data), obj.object_crc, stamps.tobytes(), locations.tobytes(), obj.metadata)
+        return IndexRow(
+            stream_id,
+            start,
+            end,
+            n,
+            end - start,
+            obj.logical_bytes,
+            commit_id,
+            key,
+            len(obj.data),
+            obj.object_crc,
+            stamps.tobytes(),
+            locations.tobytes(),
+            obj.metadata,
+        )
 
     # --- reads ---------------------------------------------------------------------------------
 

@@ -52,17 +52,19 @@ _U32 = struct.Struct("<I")
 _HEAD = struct.Struct("<IQ")
 
 #: One manifest record per entry.
-MANIFEST_DTYPE = np.dtype([
-    ("record_count", "<u4"),
-    ("metadata_len", "<u4"),
-    ("payload_len", "<u8"),
-    ("payload_crc", "<u4"),
-    ("stamped", "u1"),
-    ("hash_min", "<u2"),
-    ("hash_max", "<u2"),
-    ("segment_id", "<i8"),
-    ("bucket", "<i4"),
-])
+MANIFEST_DTYPE = np.dtype(
+    [
+        ("record_count", "<u4"),
+        ("metadata_len", "<u4"),
+        ("payload_len", "<u8"),
+        ("payload_crc", "<u4"),
+        ("stamped", "u1"),
+        ("hash_min", "<u2"),
+        ("hash_max", "<u2"),
+        ("segment_id", "<i8"),
+        ("bucket", "<i4"),
+    ]
+)
 
 
 def crc32c(data: bytes) -> int:
@@ -131,8 +133,7 @@ def encode_object(stream_id: str, commit_id: str, start_offset: int, cols: Entry
     n = len(cols)
     sid = stream_id.encode("utf-8")
     cid = commit_id.encode("ascii")
-    header = b"".join((_HEAD.pack(n, start_offset), struct.pack("<H", len(sid)), sid,
-                       struct.pack("<H", len(cid)), cid))
+    header = b"".join((_HEAD.pack(n, start_offset), struct.pack("<H", len(sid)), sid, struct.pack("<H", len(cid)), cid))
     prefix = MAGIC + _U32.pack(len(header)) + header
     manifest = np.zeros(n, dtype=MANIFEST_DTYPE)
     payload_len = np.fromiter((len(p) for p in cols.payloads), dtype=np.int64, count=n)
@@ -164,8 +165,17 @@ def encode_object(stream_id: str, commit_id: str, start_offset: int, cols: Entry
     data = b"".join((prefix, body, _U32.pack(object_crc)))
     meta_off = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(meta_len, out=meta_off[1:])
-    return EncodedObject(data, object_crc, content_crc, payload_off, payload_len, payload_crc,
-                         meta_off, b"".join(cols.metadata), int(payload_len.sum()))
+    return EncodedObject(
+        data,
+        object_crc,
+        content_crc,
+        payload_off,
+        payload_len,
+        payload_crc,
+        meta_off,
+        b"".join(cols.metadata),
+        int(payload_len.sum()),
+    )
 
 
 def _fsync(fd: int) -> None:
@@ -259,13 +269,13 @@ class ObjectWal:
             with open(self._file(key), "rb") as f:
                 existing = f.read()
         except FileNotFoundError:
-            raise InvariantViolationError(
-                f"WAL object {key!r} vanished while being compared to a new PUT") from None
+            raise InvariantViolationError(f"WAL object {key!r} vanished while being compared to a new PUT") from None
         if existing != data:
             raise InvariantViolationError(
                 f"WAL object {key!r} already exists with different content "
                 f"({len(existing)} bytes, CRC32C {google_crc32c.value(existing[:-4]):#010x}; the new "
-                f"PUT has {len(data)} bytes): immutable keys are never overwritten")
+                f"PUT has {len(data)} bytes): immutable keys are never overwritten"
+            )
 
     def present(self, key: str, length: int) -> bool:
         """Whether the object ``key`` exists with ``length`` bytes (objects are only ever added
@@ -348,8 +358,10 @@ class ObjectWal:
         actual = google_crc32c.value(data[:-4])
         (trailer,) = _U32.unpack_from(data, length - 4)
         if data[:8] != MAGIC or actual != crc or trailer != crc:
-            raise ChecksumError(f"WAL object {key!r} fails validation: CRC32C {actual:#010x}, trailer "
-                                f"{trailer:#010x}, recorded {crc:#010x}")
+            raise ChecksumError(
+                f"WAL object {key!r} fails validation: CRC32C {actual:#010x}, trailer "
+                f"{trailer:#010x}, recorded {crc:#010x}"
+            )
 
     def objects(self) -> list[str]:
         """Names of the published objects (temporary files excluded).
@@ -358,8 +370,7 @@ class ObjectWal:
         -------
         list of str
         """
-        return sorted(n for n in os.listdir(self.path)
-                      if n.endswith(OBJECT_SUFFIX) and not n.startswith("."))
+        return sorted(n for n in os.listdir(self.path) if n.endswith(OBJECT_SUFFIX) and not n.startswith("."))
 
     def stale_temps(self, older_than: float) -> list[str]:
         """Temporary files (of interrupted PUTs) not modified for ``older_than`` seconds.
