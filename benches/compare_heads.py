@@ -94,9 +94,7 @@ def run(path: str, url: str | None, writers: int, shared: bool, seconds: float) 
     out = ctx.Queue()
     go = ctx.Event()
     procs = [
-        ctx.Process(
-            target=_writer, args=(path, url, streams[0] if shared else streams[i], session, go, seconds, out)
-        )
+        ctx.Process(target=_writer, args=(path, url, streams[0] if shared else streams[i], session, go, seconds, out))
         for i in range(writers)
     ]
     for p in procs:
