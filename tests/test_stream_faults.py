@@ -102,6 +102,23 @@ def test_exception_after_each_step_then_retry_or_abandon(tmp_path, step: int, re
         _one_fault_in_process(tmp_path, step, retry, rng)
 
 
+def _append_in_crashing_child(path: str, step: int, attempt: str, entries: list[EntryPayload]) -> None:
+    """Append ``entries`` to stream "x" as writer "w1" in a child process that ends at once
+    (``os._exit``) after ``step`` of the append."""
+    child = run_child(
+        "crash",
+        {
+            "path": path,
+            "stream": "x",
+            "writer": "w1",
+            "step": step,
+            "attempt": attempt,
+            "entries": [entry_dict(e) for e in entries],
+        },
+    )
+    assert child.returncode == EXIT_CODE, child.stderr
+
+
 def _crash_in_child(tmp_path, step: int, retry: bool, rng: random.Random) -> None:
     path = str(tmp_path / f"c{step}{retry}{rng.random()}")
     with StreamStore.open(path) as s:
@@ -110,18 +127,7 @@ def _crash_in_child(tmp_path, step: int, retry: bool, rng: random.Random) -> Non
         committed = random_entries(rng)
         s.append("x", committed, session=session)
     failing = random_entries(rng)
-    child = run_child(
-        "crash",
-        {
-            "path": path,
-            "stream": "x",
-            "writer": "w1",
-            "step": step,
-            "attempt": "attempt",
-            "entries": [entry_dict(e) for e in failing],
-        },
-    )
-    assert child.returncode == EXIT_CODE, child.stderr
+    _append_in_crashing_child(path, step, "attempt", failing)
     with StreamStore.open(path) as s:
         session = s.open_session("x", "w1")  # the crashed process's session is gone with it
         _recover(s, path, session, step, retry, committed, failing)
@@ -176,18 +182,7 @@ def _randomized(tmp_path, rounds: int, seed: int) -> None:
         entries = random_entries(rng)
         attempt = f"a{r}"
         if rng.random() < 0.5:
-            child = run_child(
-                "crash",
-                {
-                    "path": path,
-                    "stream": "x",
-                    "writer": "w1",
-                    "step": step,
-                    "attempt": attempt,
-                    "entries": [entry_dict(e) for e in entries],
-                },
-            )
-            assert child.returncode == EXIT_CODE, child.stderr
+            _append_in_crashing_child(path, step, attempt, entries)
         else:
             with StreamStore.open(path, _fault=raising_hook(step)) as s:
                 session = s.open_session("x", "w1")
