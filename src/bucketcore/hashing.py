@@ -21,7 +21,7 @@ from _bucketcore import _hashing, _pipeline
 from . import arrow as _arrow_io
 from .arrow import ArrowColumns, ArrowKeys
 from .status import Status, check_status
-from .validation import MAX_HASH, index_label, plain_ints, refuse_arrow_nulls
+from .validation import MAX_HASH, index_label, is_int, plain_ints, refuse_arrow_nulls
 
 __all__ = [
     "KeyHashes",
@@ -188,7 +188,7 @@ def select_column(keys: Any, column: str | int | None) -> Any:
     """
     if column is None:
         return keys
-    if isinstance(column, bool) or not isinstance(column, (str, int, np.integer)):
+    if not isinstance(column, str) and not is_int(column):
         raise TypeError(f"column must be a column name (str) or index (int), not {type(column).__name__}")
     if _is_frame(keys):
         names = [str(c) for c in keys.columns]
@@ -357,7 +357,7 @@ def threads_for(threads: int | None, n: int, buffers: bool) -> int:
         # Python objects: the calling thread keeps the GIL so no Python code runs, and one worker
         # reads its share without it (more threads would only wait for the same GIL).
         return 2 if _CPUS >= 2 and n >= AUTO_THREADS_MIN_KEYS else 1
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+    if not is_int(threads):
         raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
     if threads < 1:
         raise ValueError(f"threads must be at least 1, not {threads}")
