@@ -34,8 +34,10 @@ PAYLOAD = 1024
 def make_entries(rng: np.random.Generator, n: int) -> list[EntryPayload]:
     lo = rng.integers(0, 0xFF00, size=n)
     blob = rng.bytes(PAYLOAD * n)
-    return [EntryPayload(blob[i * PAYLOAD:(i + 1) * PAYLOAD], 1, b"", int(lo[i]), int(lo[i]) + 200, 0, int(i % 16))
-            for i in range(n)]
+    return [
+        EntryPayload(blob[i * PAYLOAD : (i + 1) * PAYLOAD], 1, b"", int(lo[i]), int(lo[i]) + 200, 0, int(i % 16))
+        for i in range(n)
+    ]
 
 
 class NaiveLog:
@@ -45,14 +47,18 @@ class NaiveLog:
         self.db = sqlite3.connect(path, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
-        self.db.execute("CREATE TABLE log (offset INTEGER PRIMARY KEY, record_count INTEGER, "
-                        "hash_min INTEGER, hash_max INTEGER, metadata BLOB, payload BLOB)")
+        self.db.execute(
+            "CREATE TABLE log (offset INTEGER PRIMARY KEY, record_count INTEGER, "
+            "hash_min INTEGER, hash_max INTEGER, metadata BLOB, payload BLOB)"
+        )
         self.next = 0
 
     def append(self, e: EntryPayload) -> None:
         self.db.execute("BEGIN IMMEDIATE")
-        self.db.execute("INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)",
-                        (self.next, e.record_count, e.hash_min, e.hash_max, e.metadata, e.payload))
+        self.db.execute(
+            "INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)",
+            (self.next, e.record_count, e.hash_min, e.hash_max, e.metadata, e.payload),
+        )
         self.db.execute("COMMIT")
         self.next += e.record_count
 
@@ -83,8 +89,10 @@ def timed_appends(append_one_call, calls_pool: list, seconds: float, start: int 
 
 def compare_appends(root: str, seconds: float, slices: int) -> None:
     rng = np.random.default_rng(1)
-    print(f"\nappend, fsync on, {PAYLOAD} B payloads (entries/s; x = speed-up over one SQLite "
-          f"transaction per entry, measured in the same run: {slices} alternating slices per side)")
+    print(
+        f"\nappend, fsync on, {PAYLOAD} B payloads (entries/s; x = speed-up over one SQLite "
+        f"transaction per entry, measured in the same run: {slices} alternating slices per side)"
+    )
     print(f"{'entries/call':>12} {'baseline':>10} {'stream':>10} {'x':>7} {'ms/call':>8} {'ms/entry (base)':>16}")
     for per_call in (1, 10, 100, 1000):
         pool = [make_entries(rng, per_call) for _ in range(max(1, 2000 // per_call))]
@@ -113,8 +121,10 @@ def compare_appends(root: str, seconds: float, slices: int) -> None:
         naive.db.close()
         base_rate = b_calls / b_time
         rate = calls * per_call / elapsed
-        print(f"{per_call:>12} {base_rate:>10,.0f} {rate:>10,.0f} {rate / base_rate:>7.1f} "
-              f"{elapsed / calls * 1e3:>8.2f} {b_time / b_calls * 1e3:>16.2f}")
+        print(
+            f"{per_call:>12} {base_rate:>10,.0f} {rate:>10,.0f} {rate / base_rate:>7.1f} "
+            f"{elapsed / calls * 1e3:>8.2f} {b_time / b_calls * 1e3:>16.2f}"
+        )
         shutil.rmtree(base_dir)
         shutil.rmtree(store_dir)
 
@@ -142,8 +152,10 @@ def compare_reads(root: str, n: int) -> None:
             store.append("bench", batch, session=session)
             naive.db.execute("BEGIN")
             for e in batch:
-                naive.db.execute("INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)",
-                                 (naive.next, 1, e.hash_min, e.hash_max, e.metadata, e.payload))
+                naive.db.execute(
+                    "INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)",
+                    (naive.next, 1, e.hash_min, e.hash_max, e.metadata, e.payload),
+                )
                 naive.next += 1
             naive.db.execute("COMMIT")
         total = n // 100 * 100
