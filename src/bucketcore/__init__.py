@@ -34,6 +34,7 @@ from .errors import (
     StaleLayoutError,
 )
 from .hashing import MAX_HASH, KeyHashes, hash_keys, murmur3_32, split_hash
+from .histogram import BucketHistogram, HashHistogram, bucket_histogram
 from .layout import ACTIVE, SEALED, BucketLoad, Buckets, Segment, TopicLayout, buckets_for_budget
 from .producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
 
@@ -51,6 +52,9 @@ __all__ = [
     "hash_keys",
     "murmur3_32",
     "split_hash",
+    "BucketHistogram",
+    "HashHistogram",
+    "bucket_histogram",
     "ACTIVE",
     "SEALED",
     "BucketLoad",
