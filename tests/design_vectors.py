@@ -1,4 +1,4 @@
-"""Hand-computed vectors of DESIGN.md §3.1, shared by the test modules (an oracle, not code)."""
+"""Hand-computed vectors of docs/design.md ("Hashing"), shared by the test modules (an oracle, not code)."""
 
 # raw (unmasked) Murmur3_32, seed 0, of each key's UTF-8 bytes
 MURMUR3_VECTORS = {

@@ -1,4 +1,5 @@
-"""compute_assignment (DESIGN.md §3.6) keeps per-key order on layouts with history: a child is never
+"""compute_assignment (docs/design.md, "Controller assignment") keeps per-key order on layouts
+with history: a child is never
 assigned before its parents drained, and the rule holds as worded on random split/merge chains."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The public API of DESIGN.md §4, called exactly as an external user would: ``import bucketcore as bc``.
+"""The public API of the README's API section, called exactly as an external user would: ``import bucketcore as bc``.
 
-Every name, keyword and return shape below is the one §4 spells. Expected values come from
-independent oracles only: ``mmh3``, the hand vectors of DESIGN.md §3, and slow pure-Python
+Every name, keyword and return shape below is the one the README's API section spells. Expected values come from
+independent oracles only: ``mmh3``, the hand vectors of docs/design.md, and slow pure-Python
 references of the rules written in this file. ``bc.stream`` (the storage core) is not tested here.
 """
 
@@ -13,7 +13,7 @@ from types import ModuleType
 import mmh3
 import numpy as np
 import pytest
-from design_vectors import MURMUR3_VECTORS as VECTORS  # DESIGN.md §3.1
+from design_vectors import MURMUR3_VECTORS as VECTORS  # docs/design.md ("Hashing")
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,7 +78,8 @@ def ref_entries(
     max_bytes: int,
     policy: str,
 ) -> list[tuple[int, int, int, int, list[int], int]]:
-    """Pure-Python batcher of DESIGN.md §3.4 (Java-reference style: dict of per-bucket batches).
+    """Pure-Python batcher of docs/design.md, "Producer bucketing and stamping" (Java-reference
+    style: dict of per-bucket batches).
 
     targets[i] = (segment_id, bucket) of message i. Returns entries as
     (segment_id, bucket, hash_min, hash_max, message indices, nbytes), in emission order.
@@ -752,7 +753,7 @@ def test_stream_consumer_state_exclusive_is_cumulative() -> None:
     assert ack.segment_id == 4 and ack.message_id == 20  # type: ignore[attr-defined]
 
 
-# --- every §4 argument by the keyword §4 gives it -------------------------------------------------
+# --- every API argument by the keyword the README gives it -------------------------------------------------
 
 
 def test_every_argument_by_its_section_4_keyword() -> None:

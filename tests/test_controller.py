@@ -1,4 +1,5 @@
-"""compute_assignment (DESIGN.md §3.6): segments first, buckets absorb the surplus, determinism."""
+"""compute_assignment (docs/design.md, "Controller assignment"): segments first, buckets absorb
+the surplus, determinism."""
 
 from __future__ import annotations
 
@@ -112,11 +113,11 @@ def test_two_consumers_share_an_n4_segment_with_the_full_list_and_the_broker_spl
     layout = tiling_layout([4])
     result = compute_assignment(layout, ["c2", "c1"])
     full = ((0, 0x3FFF), (0x4000, 0x7FFF), (0x8000, 0xBFFF), (0xC000, 0xFFFF))
-    # Normative spec (DESIGN.md §3.6): every sharer gets the full boundary list, not a slice.
+    # Normative spec (docs/design.md, "Controller assignment"): every sharer gets the full boundary list, not a slice.
     assert [a.segments[0].bucket_ranges for a in result.values()] == [full, full]
     assert result["c1"] == result["c2"]
     # The spread the PR's test observed (disjoint contiguous halves tiling the ring) is the
-    # broker's, computed from the declared list and the live membership (§3.5).
+    # broker's, computed from the declared list and the live membership (docs/design.md, "Dispatch").
     selector = EntryBucketSelector(Buckets(result["c1"].segments[0].splits))
     selector.validate(result["c1"].segments[0].splits)
     selector.add_consumer("c1", 1)
@@ -196,7 +197,7 @@ def test_active_children_wait_for_their_parents_to_drain() -> None:
     ids = lambda drained: [s.segment_id for s in assignable_segments(layout, drained)]  # noqa: E731
     # sealed ones replay; no child (sealed or active) before its parents drain; sorted by
     # (hash_start, hash_end, id): 3 [0000-3fff], 1 [0000-7fff], 0 [0000-ffff], 4 [4000-7fff], 2 [8000-ffff]
-    # a drained sealed segment retires (assigned to nobody): DESIGN §3.6
+    # a drained sealed segment retires (assigned to nobody): docs/design.md ("Controller assignment")
     assert ids(set()) == [0]
     assert ids({0}) == [1, 2]
     assert ids([0, 1]) == [3, 4, 2]
@@ -331,7 +332,7 @@ def test_matches_reference_and_ignores_input_order(case, names, seed) -> None:  
 
 
 def test_shared_bucket_ranges_equal_the_buckets_ranges_list() -> None:
-    # DESIGN §3.6: a sharer's bucket_ranges *is* buckets.ranges (a list); the immutable
+    # docs/design.md ("Controller assignment"): a sharer's bucket_ranges *is* buckets.ranges (a list); the immutable
     # assignment keeps a tuple that compares equal to it either way round
     buckets = Buckets.equal_width(4)
     layout = TopicLayout(1, [Segment(0, 0, 0xFFFF, buckets)])

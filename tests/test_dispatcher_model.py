@@ -1,4 +1,4 @@
-"""The Dispatcher agrees with an independent model of DESIGN.md §3.5 under random churn.
+"""The Dispatcher agrees with an independent model of docs/design.md ("Dispatch") under random churn.
 
 The model is written from the specification alone: spread by the formula over the live sharers,
 one bucket's entries in offset order, a moving bucket withheld from its new owner while any other

@@ -1,4 +1,4 @@
-"""Conformance of the hashing API against mmh3, the DESIGN.md vectors and a Java-encoding oracle."""
+"""Conformance of the hashing API against mmh3, the docs/design.md vectors and a Java-encoding oracle."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import ModuleType
 import mmh3
 import numpy as np
 import pytest
-from design_vectors import MURMUR3_VECTORS as DESIGN_VECTORS  # DESIGN.md §3.1
+from design_vectors import MURMUR3_VECTORS as DESIGN_VECTORS  # docs/design.md ("Hashing")
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

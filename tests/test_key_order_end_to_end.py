@@ -1,4 +1,5 @@
-"""Per-key order end to end: controller -> Stream consumer state -> broker Dispatcher (DESIGN.md §3.5-§3.7).
+"""Per-key order end to end: controller -> Stream consumer state -> broker Dispatcher (docs/design.md:
+"Dispatch" to "Consumer rules").
 
 One segment (N=4). Consumers join and leave the subscription; after each change the controller's
 assignment is applied by every client (mode flips Exclusive <-> Key_Shared, removals), the clients

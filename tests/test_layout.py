@@ -1,4 +1,5 @@
-"""Boundary lists, balanced boundaries, segment layouts and routing (DESIGN.md §3.2, §3.3).
+"""Boundary lists, balanced boundaries, segment layouts and routing (docs/design.md:
+"Boundary lists" and "Segments, layouts and routing").
 
 Oracles: the Java reference's facts as vectors, a pure-Python ``bisect`` reference for bucket and
 segment lookup, ``mmh3`` for the hashes, Java's ``signSafeMod`` written out, and brute force for

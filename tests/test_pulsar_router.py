@@ -80,7 +80,7 @@ def legacy_layout(n: int, order: list[int] | None = None) -> bc.TopicLayout:
 
 def test_keyed_messages_go_where_java_murmur3_routing_sends_them():
     router = Murmur3PartitionRouter()
-    # DESIGN vectors: "key-1" -> 0x98b115a0, "ключ" -> 0x9a592042 (raw); Java masks bit 31
+    # docs/design.md vectors: "key-1" -> 0x98b115a0, "ключ" -> 0x9a592042 (raw); Java masks bit 31
     assert router(message("key-1"), 7) == (0x98B115A0 & 0x7FFFFFFF) % 7
     assert router(message("ключ"), 13) == (0x9A592042 & 0x7FFFFFFF) % 13
     for i in range(500):

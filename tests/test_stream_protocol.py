@@ -1,4 +1,4 @@
-"""The append protocol of the stream store (DESIGN.md §3.8): offsets, results, retries, lanes,
+"""The append protocol of the stream store (docs/design.md, "The append protocol"): offsets, results, retries, lanes,
 group commit, fail-closed checks before any I/O."""
 
 from __future__ import annotations

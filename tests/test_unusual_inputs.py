@@ -2,7 +2,7 @@
 lists checked item by item, Arrow integer columns with nulls, ids a layout still names, argument
 checks with precomputed hashes, and no partial effect after an error.
 
-Every expected value comes from an independent oracle (mmh3, or the formulas of DESIGN.md),
+Every expected value comes from an independent oracle (mmh3, or the formulas of docs/design.md),
 never from bucketcore's own output.
 """
 
@@ -124,7 +124,7 @@ def test_canonical_hash_of_a_list() -> None:
     assert bc.Buckets.equal_width(3).canonical_hash([2, 0, np.int64(1)]).tolist() == [43690, 1, 21845]
 
 
-# --- producer: the batcher's first argument is called `buckets` (DESIGN.md §4) --------------------
+# --- producer: the batcher's first argument is called `buckets` (see the README's API section) --------------------
 
 
 def test_batcher_takes_buckets_by_keyword() -> None:

@@ -1,4 +1,5 @@
-/* Bucket lookup over a boundary list: bucket_of(h) = number of splits <= h (DESIGN.md §3.2). */
+/* Bucket lookup over a boundary list: bucket_of(h) = number of splits <= h
+ * (docs/design.md, "Boundary lists"). */
 #ifndef BUCKETCORE_LOOKUP_H
 #define BUCKETCORE_LOOKUP_H
 

@@ -1,4 +1,5 @@
-/* The routing rule of a producer (DESIGN.md §3.3), written once for every kernel that routes:
+/* The routing rule of a producer (docs/design.md, "Segments, layouts and routing"), written once
+ * for every kernel that routes:
  * - keyed, one segment per hash range: the active segment whose range holds the high 16 bits of
  *   the raw hash (the number of active-segment starts, segment 0 excluded, <= segment_hash);
  * - keyed, all-legacy layout: signSafeMod(raw & 0x7FFFFFFF, n) over the legacy segments in layout

@@ -1,4 +1,5 @@
-/* An entry's stamp: the min and max of its messages' bucket hashes (DESIGN.md §3.4). */
+/* An entry's stamp: the min and max of its messages' bucket hashes
+ * (docs/design.md, "Producer bucketing and stamping"). */
 #ifndef BUCKETCORE_STAMP_H
 #define BUCKETCORE_STAMP_H
 

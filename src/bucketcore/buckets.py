@@ -1,4 +1,4 @@
-"""Boundary lists: the buckets of one segment (DESIGN.md §3.2).
+"""Boundary lists: the buckets of one segment (docs/design.md, "Boundary lists").
 
 :class:`Buckets` is a validated, immutable boundary list with a vectorised :meth:`Buckets.bucket_of`
 and :meth:`Buckets.canonical_hash`; :meth:`Buckets.equal_width` is the reference's list and

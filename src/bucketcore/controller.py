@@ -1,10 +1,10 @@
-"""The controller's segment assignment for one Stream subscription (DESIGN.md §3.6).
+"""The controller's segment assignment for one Stream subscription (docs/design.md, "Controller assignment").
 
 "Segments first, buckets absorb the surplus": while consumers do not outnumber the assignable
 segments every segment has exactly one owner, which consumes it whole (Exclusive). Surplus
 consumers join segments as extra sharers, at most one sharer per bucket; a shared segment is
 consumed Key_Shared and every sharer is handed the segment's *full* boundary list (the broker,
-not the controller, spreads buckets over sharers, §3.5). Consumers beyond the total bucket
+not the controller, spreads buckets over sharers: docs/design.md, "Dispatch"). Consumers beyond the total bucket
 capacity stay idle.
 
 This is control-plane logic run once per membership or layout change, so it is plain Python; the
@@ -32,7 +32,7 @@ __all__ = [
 class BucketRanges(tuple[tuple[int, int], ...]):
     """A boundary list as inclusive ``(start, end)`` pairs: an immutable, hashable tuple that also
     equals a list of the same pairs, so ``bucket_ranges == buckets.ranges`` (a list) holds as
-    DESIGN §3.6 states it."""
+    docs/design.md ("Controller assignment") states it."""
 
     __slots__ = ()
 
@@ -284,7 +284,7 @@ def _check_drained(drained: object, layout: TopicLayout) -> frozenset[int]:
 
 
 def assignable_segments(layout: TopicLayout, drained: Iterable[int] = frozenset()) -> tuple[Segment, ...]:
-    """The segments a subscription may be assigned, in assignment order (DESIGN.md §3.6).
+    """The segments a subscription may be assigned, in assignment order (docs/design.md, "Controller assignment").
 
     A segment is assignable once every parent still present in the layout is drained, so a
     key's older messages in the parent are consumed before its newer ones in the child (also

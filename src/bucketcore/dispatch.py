@@ -1,4 +1,4 @@
-"""Broker side of entry-bucketing: whole entries to the consumers that own their buckets (DESIGN.md §3.5).
+"""Broker side of entry-bucketing: whole entries to the consumers that own their buckets (docs/design.md, "Dispatch").
 
 Three layers, each usable alone, each in its own module and re-exported here:
 

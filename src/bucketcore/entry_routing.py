@@ -1,4 +1,4 @@
-"""Vectorised, GIL-free routing of entry columns to a selector's consumers (DESIGN.md §3.5).
+"""Vectorised, GIL-free routing of entry columns to a selector's consumers (docs/design.md, "Dispatch").
 
 :func:`route_entries` routes whole entries (stamped: by the bucket of ``hash_min``; unstamped:
 by the bucket of the key's low 16 bits) to indexes into ``selector.consumers``;

@@ -1,4 +1,4 @@
-"""Step 1 of the data flow: keys to Murmur3 hashes (DESIGN.md §3.1).
+"""Step 1 of the data flow: keys to Murmur3 hashes (docs/design.md, "Hashing").
 
 Validates and classifies the key column here, then hands its buffers to the compiled kernel
 in :mod:`_bucketcore._hashing`, which hashes with the GIL released and builds no object per key.

@@ -1,4 +1,5 @@
-"""Step 2 of the data flow: boundary lists, segment layouts and routing (DESIGN.md §3.2, §3.3).
+"""Step 2 of the data flow: boundary lists, segment layouts and routing (docs/design.md:
+"Boundary lists" and "Segments, layouts and routing").
 
 The names live in three modules, one job each, and are re-exported here:
 

@@ -1,4 +1,5 @@
-"""Segments: one inclusive range of segment hashes with its boundary list, state and lineage (DESIGN.md §3.3).
+"""Segments: one inclusive range of segment hashes with its boundary list, state and lineage
+(docs/design.md, "Segments, layouts and routing").
 
 :class:`Segment` is an immutable, validated value; :class:`bucketcore.TopicLayout`
 (:mod:`bucketcore.topic_layout`) holds the segments of one epoch.

@@ -1,4 +1,5 @@
-"""Topic layouts: a scalable topic's segments at one epoch, routing, and transitions (DESIGN.md §3.3).
+"""Topic layouts: a scalable topic's segments at one epoch, routing, and transitions
+(docs/design.md, "Segments, layouts and routing").
 
 :class:`TopicLayout` holds the segments of one epoch, checks that the active ranges tile the
 ring, routes key hashes to active segments (keyed by segment hash, keyless round-robin, or v4
@@ -576,7 +577,7 @@ def _check_lineage(segs: tuple[Segment, ...], by_id: dict[int, Segment]) -> None
     """Parent and child ids that name a segment present in the layout must agree with it.
 
     Ids of segments no longer in the layout are allowed: a drained sealed segment is
-    garbage-collected while its successors keep naming it (DESIGN.md §3.6, "parents present in
+    garbage-collected while its successors keep naming it (docs/design.md ("Controller assignment"), "parents present in
     the layout").
     """
     for seg in segs:

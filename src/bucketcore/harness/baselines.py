@@ -1,4 +1,4 @@
-"""The per-message / per-entry Python baselines bucketcore is measured against (DESIGN §5).
+"""The per-message / per-entry Python baselines bucketcore is measured against (see the README's Speed section).
 
 Each is written the way code without bucketcore does the job: a list comprehension over
 ``mmh3.hash``; a producer batcher with a dict of per-bucket lists per segment window (the Java

@@ -1,4 +1,4 @@
-"""Best-of-N wall-clock timing and the per-CPU calm check (DESIGN §5: side by side, same data)."""
+"""Best-of-N wall-clock timing and the per-CPU calm check (the README's Speed section: side by side, same data)."""
 
 from __future__ import annotations
 

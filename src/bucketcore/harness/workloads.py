@@ -1,4 +1,4 @@
-"""Deterministic workloads of DESIGN §5 and of the ``bucketcore`` commands.
+"""Deterministic workloads of the README's Speed section and of the ``bucketcore`` commands.
 
 Two kinds of thing live here:
 

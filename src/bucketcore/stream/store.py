@@ -1,4 +1,5 @@
-"""The stream store: the fenced append protocol (DESIGN.md §3.8) over a head store and an object WAL.
+"""The stream store: the fenced append protocol (docs/design.md, "The append protocol") over a
+head store and an object WAL.
 
 One append, in order:
 
