@@ -51,6 +51,7 @@ from .hashing import (
     key_columns,
     replaces_surrogates,
     run_parts,
+    select_column,
     shared_pool,
     threads_for,
 )
@@ -274,6 +275,7 @@ def bucket_entries(
     round_robin: int = 0,
     errors: str = "strict",
     threads: int | None = None,
+    column: str | int | None = None,
     _pipeline_levels: tuple[str, ...] | None = None,
 ) -> EntryTable:
     """Group a message stream into stamped single-(segment, bucket) entries; see the module doc.
@@ -300,6 +302,9 @@ def bucket_entries(
         How many threads share a large key stream (None: automatic). Two run a pipeline (a
         worker groups in stream order while the calling thread hashes and routes ahead); more
         split the hashing of Arrow or numpy keys. The result never depends on it.
+    column : str, int or None
+        A table's key column (name or index), as in :func:`hash_keys`; a one-column table needs
+        none.
 
     Returns
     -------
@@ -312,6 +317,8 @@ def bucket_entries(
         A bad argument, key or size, named (with its index); every argument is checked before
         any work.
     """
+    if column is not None:
+        keys_or_hashes = select_column(keys_or_hashes, column)
     max_messages = check_int(max_messages, "max_messages", lo=1, hi=_INT64_MAX)
     max_bytes = check_int(max_bytes, "max_bytes", lo=1, hi=_INT64_MAX)
     code = _check_policy(policy)
