@@ -935,3 +935,19 @@ def test_fused_kernel_wide_tables_match_staged_path() -> None:
         staged = bucket_entries(bc.hash_keys(keys), layout, max_messages=50, round_robin=1)
         assert as_tuples(fused) == as_tuples(staged)
         assert fused.next_round_robin == staged.next_round_robin
+
+
+def test_batcher_takes_every_key_form_and_every_missing_value_as_keyless() -> None:
+    """add accepts what hash_keys accepts: bytes-like keys hash as their bytes, and a missing
+    value (None, NaN) is keyless like None; anything else is a TypeError naming its type."""
+    b = EntryBucketBatcher(Buckets.equal_width(4))
+    for key in (bytearray(b"k"), memoryview(b"k"), b"k", "k"):
+        b.add(key, b"p")
+    for missing in (None, float("nan")):
+        b.add(missing, b"p")
+    with pytest.raises(TypeError, match="not float"):
+        b.add(1.5, b"p")
+    keyed, keyless = b.flush()
+    assert (keyed.hash_min, keyed.count) == (mmh3.hash(b"k", 0, False) & 0xFFFF, 4)
+    assert (keyless.hash_min, keyless.count) == (0, 2)
+    assert b.pending == 0

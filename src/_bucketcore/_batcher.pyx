@@ -121,7 +121,8 @@ cdef class Grouper:
     def add_key(self, object key, int64_t size, bint replace, int64_t round_robin):
         """Hash, route, look up and scan one message (the per-send path, one C call).
 
-        key: str, bytes or None (keyless: bucket hash 0, segment by round-robin). Returns
+        key: str, bytes, bytearray, memoryview, or a missing value (None, NaN, pandas.NA: keyless,
+        bucket hash 0, segment by round-robin). Returns
         (status, emitted, next_round_robin, global_bucket); a status other than BC_OK (the key's
         type, a surrogate under strict, a key too long) changes nothing. global_bucket is
         bucket_offsets[segment] + bucket, the message's (segment, bucket) as one index.
@@ -140,14 +141,17 @@ cdef class Grouper:
         if round_robin < 0:
             raise ValueError("round_robin must be >= 0")
         if key is None:
+            k.kind = BC_KEY_NONE
+        else:
+            rc = bc_describe_key(<PyObject *>key, &k)
+            if rc != BC_OK:
+                return rc, False, round_robin, -1
+        if k.kind == BC_KEY_NONE:  # a missing key (None, NaN, pandas.NA): keyless
             idx = <int32_t>(round_robin % nseg)
             round_robin = bc_next_turn(idx, nseg)
             if self.legacy_order != NULL:
                 idx = self.legacy_order[idx]
         else:
-            rc = bc_describe_key(<PyObject *>key, &k)
-            if rc != BC_OK or k.kind == BC_KEY_NONE:
-                return (rc if rc != BC_OK else BC_ERR_KEY_TYPE), False, round_robin, -1
             rc = bc_hash_key(&k, replace, &self.scratch, &raw)
             if rc == BC_ERR_NOMEM:
                 raise MemoryError()

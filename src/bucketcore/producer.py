@@ -599,8 +599,9 @@ class EntryBucketBatcher:
 
         Parameters
         ----------
-        key : str, bytes or None
-            The message key (``None``: keyless, round-robin over the segments).
+        key : str, bytes, bytearray, memoryview or a missing value
+            The message key; a missing one (``None``, NaN, ``pandas.NA``) is keyless, round-robin
+            over the segments.
         payload : bytes, bytearray or memoryview
             Its payload; its byte size counts toward ``max_bytes``. A mutable buffer is copied
             (the entry keeps what was sent, whatever the caller does to it afterwards).
@@ -630,7 +631,10 @@ class EntryBucketBatcher:
                     batch.append(payload)
                 return self._drain() if emitted else []
         if status == Status.BC_ERR_KEY_TYPE:
-            raise TypeError(f"key must be str, bytes or None, not {type(key).__name__}")
+            raise TypeError(
+                f"key must be str, bytes, bytearray, memoryview or a missing value (None, NaN, pandas.NA), "
+                f"not {type(key).__name__}"
+            )
         check_status(status, 0, keys=[key])
 
     def add_many(self, keys: Any, payloads: Sequence[Any]) -> list[Entry]:
