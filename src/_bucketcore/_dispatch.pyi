@@ -1,10 +1,16 @@
 """Type stub of _dispatch.pyx: the broker dispatch kernels. Statuses returned are bc_status values
 (_bucketcore._status) as ints."""
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
 NO_CONSUMER: int
+
+def bind(deliveries: type) -> None:
+    """Give the kernel the Deliveries class its polls build."""
+
 MALFORMED: int
 
 def route(
@@ -59,9 +65,9 @@ class DispatchCore:
     def offer_one(self, entry_id: int, bucket: int, hash: int, msgs: int) -> bool: ...
     def ack(self, key: int, ids: npt.NDArray[np.int64]) -> tuple[int, int, int]: ...
     def ack_one(self, key: int, entry_id: int) -> int: ...
-    def take_outbox(
-        self,
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.uint16], npt.NDArray[np.bool_]]: ...
+    def ack_array(self, key: int, ids: object) -> int: ...
+    def take_deliveries(self) -> list[tuple[int, Any]]: ...
+    def take_deliveries_of(self, key: int) -> Any: ...
     def take_outbox_of(
         self, key: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint16], npt.NDArray[np.bool_]]: ...

@@ -13,6 +13,10 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 cimport numpy as cnp
 
 from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.ref cimport Py_DECREF
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.object cimport PyObject, PyTypeObject
+from libc.string cimport memcpy, memset
 
 from _bucketcore._status cimport *
 import numpy as np
@@ -210,11 +214,104 @@ def spread(int32_t[::1] owner not None, Py_ssize_t consumers):
                     owner[b] = <int32_t>j
 
 
+cdef str _BUCKETS = "buckets"
+cdef str _OLD_OWNER = "old_owner"
+cdef str _NEW_OWNER = "new_owner"
+
+
+cdef object new_move(type move_class, Py_ssize_t start, Py_ssize_t end, object old, object new):
+    """A BucketMove(range(start, end), old, new) built without running the dataclass ``__init__``."""
+    cdef object move = <object>PyType_GenericAlloc(<PyTypeObject *>move_class, 0)
+    Py_DECREF(move)      # the cast took a second reference to the new object
+    PyObject_GenericSetAttr(move, _BUCKETS, range(start, end))
+    PyObject_GenericSetAttr(move, _OLD_OWNER, old)
+    PyObject_GenericSetAttr(move, _NEW_OWNER, new)
+    return move
+
+
+def owner_moves(type move_class, tuple everyone, const int32_t[::1] old_owner not None,
+                const int32_t[::1] old_code not None, const int32_t[::1] new_owner not None,
+                const int32_t[::1] new_code not None):
+    """The buckets whose owner changed between two spreads, as ``move_class`` objects (slotted
+    ``buckets``, ``old_owner``, ``new_owner``), one per run of buckets with the same change,
+    by first bucket; one pass over the buckets.
+
+    ``old_owner`` / ``new_owner`` hold per bucket a slot (-1: none); ``old_code`` / ``new_code``
+    map a slot to an index into ``everyone`` (the consumers of both spreads).
+    """
+    cdef Py_ssize_t n = old_owner.shape[0], b, start = -1
+    cdef int32_t o, w, run_o = -1, run_w = -1, slot
+    cdef Py_ssize_t n_old = old_code.shape[0], n_new = new_code.shape[0], n_all = len(everyone)
+    cdef list out = []
+    if new_owner.shape[0] != n:
+        raise ValueError("the two spreads have different bucket counts")
+    for b in range(n):
+        slot = old_owner[b]
+        if slot >= n_old:
+            raise ValueError(f"bucket {b}: old slot {slot} has no code")
+        o = old_code[slot] if slot >= 0 else -1
+        slot = new_owner[b]
+        if slot >= n_new:
+            raise ValueError(f"bucket {b}: new slot {slot} has no code")
+        w = new_code[slot] if slot >= 0 else -1
+        if o >= n_all or w >= n_all:
+            raise ValueError(f"bucket {b}: a code outside the consumers")
+        if start >= 0 and (o != run_o or w != run_w):
+            out.append(new_move(move_class, start, b, None if run_o < 0 else everyone[run_o],
+                                None if run_w < 0 else everyone[run_w]))
+            start = -1
+        if start < 0 and o != w:
+            start = b
+            run_o = o
+            run_w = w
+    if start >= 0:
+        out.append(new_move(move_class, start, n, None if run_o < 0 else everyone[run_o],
+                            None if run_w < 0 else everyone[run_w]))
+    return tuple(out)
+
+
 # ---------------------------------------------------------------------------------------------
 # The Dispatcher's state machine (bucketcore.dispatch.Dispatcher validates, routes and keeps the
 # consumer names; this keeps every per-entry and per-bucket structure in C arrays).
 
 # Columns of the per-consumer counters, in the order key_stats returns them.
+cdef extern from "Python.h":
+    PyObject *PyType_GenericAlloc(PyTypeObject *type, Py_ssize_t nitems) except NULL
+    int PyObject_GenericSetAttr(object obj, object name, object value) except -1
+
+
+cdef type _deliveries_class = None     # bucketcore.dispatcher.Deliveries, set by bind()
+cdef str _ENTRY_IDS = "entry_ids"
+cdef str _HASHES = "hashes"
+cdef str _REDELIVERED = "redelivered"
+
+
+def bind(type deliveries) -> None:
+    """Give the kernel the class ``take_deliveries`` builds (a slotted dataclass of
+    ``entry_ids``, ``hashes`` and ``redelivered``); dispatcher.py calls it once at import."""
+    global _deliveries_class
+    _deliveries_class = deliveries
+
+
+cdef object new_deliveries(object ids, object hashes, object redelivered):
+    """A Deliveries of three fresh columns, built without running the dataclass ``__init__``."""
+    cdef object out = <object>PyType_GenericAlloc(<PyTypeObject *>_deliveries_class, 0)
+    Py_DECREF(out)       # the cast took a second reference to the new object
+    PyObject_GenericSetAttr(out, _ENTRY_IDS, ids)
+    PyObject_GenericSetAttr(out, _HASHES, hashes)
+    PyObject_GenericSetAttr(out, _REDELIVERED, redelivered)
+    return out
+
+
+# One consumer key's outbox: delivered rows not yet polled, in delivery order.
+cdef struct Outbox:
+    int64_t *ids
+    uint16_t *hashes
+    uint8_t *redelivered
+    Py_ssize_t len, cap
+    int listed          # in the core's list of keys with rows
+
+
 cdef enum:
     K_DELIVERED = 0
     K_DELIVERED_MESSAGES = 1
@@ -255,12 +352,14 @@ cdef class DispatchCore:
     cdef readonly int64_t last_id   # the last entry id offered, -1 before the first
     # per consumer key
     cdef int64_t[:, ::1] kstats
-    # outbox rows, in delivery order
-    cdef int32_t[::1] ob_key
-    cdef int64_t[::1] ob_id
-    cdef uint16_t[::1] ob_hash
-    cdef uint8_t[::1] ob_redelivered
-    cdef readonly Py_ssize_t ob_len
+    # per consumer key: its outbox; ``listed`` keys (those given rows since the last poll of all)
+    cdef Outbox *boxes
+    cdef Py_ssize_t n_boxes
+    cdef int32_t *listed
+    cdef Py_ssize_t n_listed
+    # scratch of ``ack``: the log positions of the ids being acked
+    cdef int64_t *ack_pos
+    cdef Py_ssize_t ack_cap
 
     def __init__(self, const uint16_t[::1] table not None, Py_ssize_t n_buckets):
         if table.shape[0] != 65536 or <Py_ssize_t>table[65535] + 1 != n_buckets:
@@ -279,8 +378,90 @@ cdef class DispatchCore:
         self.base = self.end = 0
         self.last_id = -1
         self.kstats = np.zeros((16, NKSTATS), dtype=np.int64)
-        self._alloc_outbox(1024)
-        self.ob_len = 0
+        self._grow_boxes(16)
+
+    def __dealloc__(self):
+        cdef Py_ssize_t k
+        for k in range(self.n_boxes):
+            PyMem_Free(self.boxes[k].ids)
+            PyMem_Free(self.boxes[k].hashes)
+            PyMem_Free(self.boxes[k].redelivered)
+        PyMem_Free(self.boxes)
+        PyMem_Free(self.listed)
+        PyMem_Free(self.ack_pos)
+
+    cdef int _grow_boxes(self, Py_ssize_t cap) except -1:
+        """Room for the outboxes of keys 0..cap-1 (new ones empty)."""
+        cdef Outbox *boxes
+        cdef int32_t *listed
+        if cap <= self.n_boxes:
+            return 0
+        boxes = <Outbox *>PyMem_Realloc(self.boxes, cap * sizeof(Outbox))
+        if boxes == NULL:
+            raise MemoryError("dispatcher: no memory for the outboxes")
+        self.boxes = boxes
+        memset(&boxes[self.n_boxes], 0, (cap - self.n_boxes) * sizeof(Outbox))
+        listed = <int32_t *>PyMem_Realloc(self.listed, cap * sizeof(int32_t))
+        if listed == NULL:
+            raise MemoryError("dispatcher: no memory for the outboxes")
+        self.listed = listed
+        self.n_boxes = cap
+        return 0
+
+    cdef int _push_row(self, int32_t k, int64_t entry_id, uint16_t hash, uint8_t redelivered) except -1:
+        """Append a row to key k's outbox (growing it) and list k if it had none."""
+        cdef Outbox *box = &self.boxes[k]
+        cdef Py_ssize_t cap
+        cdef void *p
+        if box.len == box.cap:
+            cap = 8 if box.cap == 0 else 2 * box.cap
+            p = PyMem_Realloc(box.ids, cap * sizeof(int64_t))
+            if p == NULL:
+                raise MemoryError("dispatcher: no memory for an outbox")
+            box.ids = <int64_t *>p
+            p = PyMem_Realloc(box.hashes, cap * sizeof(uint16_t))
+            if p == NULL:
+                raise MemoryError("dispatcher: no memory for an outbox")
+            box.hashes = <uint16_t *>p
+            p = PyMem_Realloc(box.redelivered, cap)
+            if p == NULL:
+                raise MemoryError("dispatcher: no memory for an outbox")
+            box.redelivered = <uint8_t *>p
+            box.cap = cap
+        box.ids[box.len] = entry_id
+        box.hashes[box.len] = hash
+        box.redelivered[box.len] = redelivered
+        box.len += 1
+        if not box.listed:
+            box.listed = 1
+            self.listed[self.n_listed] = k
+            self.n_listed += 1
+        return 0
+
+    cdef object _take_box(self, int32_t k, bint as_deliveries):
+        """Key k's outbox rows as (entry ids, hashes, redelivered) columns, or a Deliveries of
+        them; the outbox empties."""
+        cdef Outbox *box = &self.boxes[k]
+        cdef cnp.npy_intp n = box.len
+        ids = cnp.PyArray_SimpleNew(1, &n, cnp.NPY_INT64)
+        hashes = cnp.PyArray_SimpleNew(1, &n, cnp.NPY_UINT16)
+        red = cnp.PyArray_SimpleNew(1, &n, cnp.NPY_BOOL)
+        if n:
+            memcpy(cnp.PyArray_DATA(ids), box.ids, n * sizeof(int64_t))
+            memcpy(cnp.PyArray_DATA(hashes), box.hashes, n * sizeof(uint16_t))
+            memcpy(cnp.PyArray_DATA(red), box.redelivered, n)
+        box.len = 0
+        if as_deliveries:
+            return new_deliveries(ids, hashes, red)
+        return ids, hashes, red
+
+    @property
+    def ob_len(self) -> int:
+        """Outbox rows waiting, over every key."""
+        cdef Py_ssize_t k, n = 0
+        for k in range(self.n_boxes):
+            n += self.boxes[k].len
+        return n
 
     cdef void _alloc_log(self, Py_ssize_t cap) except *:
         self.ids = np.empty(cap, np.int64)
@@ -297,35 +478,9 @@ cdef class DispatchCore:
                 np.asarray(self.bucket), np.asarray(self.holder_log), np.asarray(self.hashes),
                 np.asarray(self.state), np.asarray(self.redelivered)]
 
-    cdef void _alloc_outbox(self, Py_ssize_t cap) except *:
-        self.ob_key = np.empty(cap, np.int32)
-        self.ob_id = np.empty(cap, np.int64)
-        self.ob_hash = np.empty(cap, np.uint16)
-        self.ob_redelivered = np.empty(cap, np.uint8)
-
-    # -- small helpers ---------------------------------------------------------------------------
-
-    cdef inline void _move_outbox_row(self, Py_ssize_t i, Py_ssize_t j) noexcept:
-        """Outbox row i to slot j (j <= i: compacting the outbox in place)."""
-        self.ob_key[j] = self.ob_key[i]
-        self.ob_id[j] = self.ob_id[i]
-        self.ob_hash[j] = self.ob_hash[i]
-        self.ob_redelivered[j] = self.ob_redelivered[i]
-
     cdef inline void _update_ready(self, Py_ssize_t b) noexcept:
         cdef int32_t o = self.owner[b], h = self.holder[b]
         self.ready[b] = o >= 0 and (h < 0 or h == o)
-
-    cdef int _grow_outbox(self) except -1:
-        cdef Py_ssize_t n = self.ob_len
-        old = (np.asarray(self.ob_key), np.asarray(self.ob_id), np.asarray(self.ob_hash),
-               np.asarray(self.ob_redelivered))
-        self._alloc_outbox(2 * self.ob_key.shape[0])
-        np.asarray(self.ob_key)[:n] = old[0][:n]
-        np.asarray(self.ob_id)[:n] = old[1][:n]
-        np.asarray(self.ob_hash)[:n] = old[2][:n]
-        np.asarray(self.ob_redelivered)[:n] = old[3][:n]
-        return 0
 
     cdef int _deliver(self, Py_ssize_t pos) except -1:
         """Hand a queued log position to its bucket's owner (the bucket must be ready)."""
@@ -341,13 +496,7 @@ cdef class DispatchCore:
         self.kstats[k, K_REDELIVERED] += self.redelivered[pos]
         self.kstats[k, K_PENDING] += 1
         self.kstats[k, K_PENDING_MESSAGES] += self.msgs[pos]
-        if self.ob_len == self.ob_key.shape[0]:
-            self._grow_outbox()
-        self.ob_key[self.ob_len] = k
-        self.ob_id[self.ob_len] = self.ids[pos]
-        self.ob_hash[self.ob_len] = self.hashes[pos]
-        self.ob_redelivered[self.ob_len] = self.redelivered[pos]
-        self.ob_len += 1
+        self._push_row(k, self.ids[pos], self.hashes[pos], self.redelivered[pos])
         return 0
 
     cdef int _release(self, Py_ssize_t b) except -1:
@@ -362,29 +511,45 @@ cdef class DispatchCore:
             self.q_tail[b] = -1
         return 0
 
-    def release_all(self):
-        """Deliver the queues of every ready bucket, merged in log (offset) order."""
-        cdef Py_ssize_t b, count = 0, i = 0
+    cdef int _release_buckets(self, const int32_t *buckets, Py_ssize_t m) except -1:
+        """Deliver the queues of these ready buckets, merged in log (offset) order."""
+        cdef Py_ssize_t i, j = 0, count = 0
+        cdef int32_t b
         cdef int64_t pos
-        for b in range(self.n_buckets):
-            if self.ready[b] and self.q_head[b] >= 0:
-                count += self.b_queued[b]
+        for i in range(m):
+            count += self.b_queued[buckets[i]]
         if count == 0:
-            return
+            return 0
         positions = np.empty(count, dtype=np.int64)
         cdef int64_t[::1] p = positions
-        for b in range(self.n_buckets):
-            if self.ready[b] and self.q_head[b] >= 0:
-                pos = self.q_head[b]
-                while pos >= 0:
-                    p[i] = pos
-                    i += 1
-                    pos = self.qnext[pos]
-                self.q_head[b] = self.q_tail[b] = -1
-                self.b_queued[b] = 0
+        for i in range(m):
+            b = buckets[i]
+            pos = self.q_head[b]
+            while pos >= 0:
+                p[j] = pos
+                j += 1
+                pos = self.qnext[pos]
+            self.q_head[b] = self.q_tail[b] = -1
+            self.b_queued[b] = 0
         positions.sort()
         for i in range(count):
             self._deliver(p[i])
+        return 0
+
+    def release_all(self):
+        """Deliver the queues of every ready bucket, merged in log (offset) order."""
+        cdef Py_ssize_t b, m = 0
+        cdef int32_t *todo = <int32_t *>PyMem_Malloc(max(self.n_buckets, 1) * sizeof(int32_t))
+        if todo == NULL:
+            raise MemoryError("dispatcher: no memory to release the queues")
+        try:
+            for b in range(self.n_buckets):
+                if self.ready[b] and self.q_head[b] >= 0:
+                    todo[m] = <int32_t>b
+                    m += 1
+            self._release_buckets(todo, m)
+        finally:
+            PyMem_Free(todo)
 
     # -- membership ------------------------------------------------------------------------------
 
@@ -398,21 +563,55 @@ cdef class DispatchCore:
             grown[:self.kstats.shape[0]] = np.asarray(self.kstats)
             self.kstats = grown
         self.kstats[key, :] = 0
+        if key >= self.n_boxes:
+            self._grow_boxes(max(key + 1, 2 * self.n_boxes))
+        self.boxes[key].len = 0
 
     def set_owners(self, const int32_t[::1] owner_key not None):
         """New spread (per bucket: owner key or -1); queues of buckets that became ready flow."""
         if owner_key.shape[0] != self.n_buckets:
             raise ValueError("owner_key must have one item per bucket")
-        cdef Py_ssize_t b
-        for b in range(self.n_buckets):
-            self.owner[b] = owner_key[b]
-            self._update_ready(b)
-        self.release_all()
+        self._set_owners(&owner_key[0], False, NULL, 0)
+
+    def set_owner_slots(self, const int32_t[::1] slots not None, const int32_t[::1] slot_keys not None):
+        """New spread given per bucket as a slot (-1: none) and per slot its consumer key; only
+        buckets whose owner changed are touched, and only their queues can flow."""
+        if slots.shape[0] != self.n_buckets:
+            raise ValueError("slots must have one item per bucket")
+        self._set_owners(&slots[0], True, &slot_keys[0] if slot_keys.shape[0] else NULL, slot_keys.shape[0])
+
+    cdef int _set_owners(self, const int32_t *per_bucket, bint by_slot, const int32_t *slot_keys,
+                         Py_ssize_t n_slots) except -1:
+        cdef Py_ssize_t b, m = 0
+        cdef int32_t k
+        cdef int32_t *todo = <int32_t *>PyMem_Malloc(max(self.n_buckets, 1) * sizeof(int32_t))
+        if todo == NULL:
+            raise MemoryError("dispatcher: no memory to release the queues")
+        try:
+            for b in range(self.n_buckets):
+                k = per_bucket[b]
+                if by_slot and k >= 0:
+                    if k >= n_slots:
+                        raise ValueError(f"bucket {b}: slot {k} has no consumer key")
+                    k = slot_keys[k]
+                elif k < 0:
+                    k = -1
+                if k == self.owner[b]:
+                    continue
+                self.owner[b] = k
+                self._update_ready(b)
+                if self.ready[b] and self.q_head[b] >= 0:
+                    todo[m] = <int32_t>b
+                    m += 1
+            self._release_buckets(todo, m)
+        finally:
+            PyMem_Free(todo)
+        return 0
 
     def requeue(self, int32_t key):
         """A consumer crashed: its unacked entries go back to the front of their queues, in order,
         flagged redelivered; its undelivered outbox rows are dropped. Returns how many."""
-        cdef Py_ssize_t pos, b, count = 0, i, j = 0
+        cdef Py_ssize_t pos, b, count = 0
         for pos in range(self.end - 1, self.base - 1, -1):  # descending + prepend = ascending
             if self.state[pos] != PENDING or self.holder_log[pos] != key:
                 continue
@@ -431,11 +630,7 @@ cdef class DispatchCore:
             count += 1
         self.kstats[key, K_PENDING] = 0
         self.kstats[key, K_PENDING_MESSAGES] = 0
-        for i in range(self.ob_len):
-            if self.ob_key[i] != key:
-                self._move_outbox_row(i, j)
-                j += 1
-        self.ob_len = j
+        self.boxes[key].len = 0
         self.release_all()
         return count
 
@@ -544,18 +739,25 @@ cdef class DispatchCore:
             return lo
         return -1
 
-    def ack(self, int32_t key, const int64_t[::1] ids not None):
-        """Individual acks from consumer ``key``; all or nothing.
+    cdef int64_t *_ack_room(self, Py_ssize_t n) except NULL:
+        """The scratch for n log positions (grown, never shrunk)."""
+        cdef int64_t *p
+        if n > self.ack_cap or self.ack_pos == NULL:
+            p = <int64_t *>PyMem_Realloc(self.ack_pos, max(n, 16) * sizeof(int64_t))
+            if p == NULL:
+                raise MemoryError("dispatcher: no memory for an ack")
+            self.ack_pos = p
+            self.ack_cap = max(n, 16)
+        return self.ack_pos
 
-        Returns ``(status, index, detail)``: BC_OK, or the first failing id's index and why
-        (detail: the holder key for BC_ERR_ACK_OTHER)."""
-        cdef Py_ssize_t n = ids.shape[0], i, pos
+    cdef int _ack_ids(self, int32_t key, const int64_t *ids, Py_ssize_t n, Py_ssize_t *bad,
+                      int32_t *detail) except -1:
+        """Ack n ids all or nothing: BC_OK, or the status of the first failing one (its index in
+        ``bad``, the holder key for BC_ERR_ACK_OTHER in ``detail``) with nothing changed."""
+        cdef Py_ssize_t i, pos, j
         cdef int status = BC_OK
-        cdef Py_ssize_t bad = -1
-        cdef int32_t detail = -1
         cdef int8_t st
-        positions = np.empty(n, dtype=np.int64)
-        cdef int64_t[::1] p = positions
+        cdef int64_t *p = self._ack_room(n)
         for i in range(n):
             pos = self._find(ids[i])
             if pos < 0:
@@ -570,17 +772,53 @@ cdef class DispatchCore:
                     status = BC_ERR_ACK_QUEUED
                 elif self.holder_log[pos] != key:
                     status = BC_ERR_ACK_OTHER
-                    detail = self.holder_log[pos]
+                    detail[0] = self.holder_log[pos]
             if status != BC_OK:
-                bad = i
-                for pos in range(i):  # undo the marks
-                    self.state[p[pos]] = PENDING
-                return status, bad, detail
+                bad[0] = i
+                for j in range(i):  # undo the marks
+                    self.state[p[j]] = PENDING
+                return status
             self.state[pos] = ACKING
             p[i] = pos
         for i in range(n):
             self._commit_ack(key, p[i])
-        return BC_OK, -1, -1
+        return BC_OK
+
+    def ack(self, int32_t key, const int64_t[::1] ids not None):
+        """Individual acks from consumer ``key``; all or nothing.
+
+        Returns ``(status, index, detail)``: BC_OK, or the first failing id's index and why
+        (detail: the holder key for BC_ERR_ACK_OTHER)."""
+        cdef Py_ssize_t bad = -1
+        cdef int32_t detail = -1
+        cdef int status
+        if ids.shape[0] == 0:
+            return BC_OK, -1, -1
+        status = self._ack_ids(key, &ids[0], ids.shape[0], &bad, &detail)
+        return status, bad, detail
+
+    def ack_array(self, int32_t key, object ids):
+        """Acks given as a one-dimensional C-contiguous ``np.int64`` array of ids >= 0, all or
+        nothing: the count acked, or -1 when ``ids`` is not such an array or an ack fails (then
+        nothing changed and the caller's general path names what is wrong)."""
+        cdef cnp.ndarray arr
+        cdef Py_ssize_t n, i, bad = -1
+        cdef int32_t detail = -1
+        cdef const int64_t *p
+        if type(ids) is not cnp.ndarray:
+            return -1
+        arr = <cnp.ndarray>ids
+        if (cnp.PyArray_NDIM(arr) != 1 or cnp.PyArray_TYPE(arr) != cnp.NPY_INT64
+                or not cnp.PyArray_ISCARRAY_RO(arr) or not cnp.PyArray_ISNOTSWAPPED(arr)):
+            return -1
+        n = cnp.PyArray_DIM(arr, 0)
+        p = <const int64_t *>cnp.PyArray_DATA(arr)
+        for i in range(n):
+            if p[i] < 0:
+                return -1
+        if n == 0 or self._ack_ids(key, p, n, &bad, &detail) != BC_OK:
+            return -1 if n else 0
+        return n
 
     def ack_one(self, int32_t key, int64_t entry_id):
         """One individual ack; returns a status as :meth:`ack` does (the holder of an entry held
@@ -615,36 +853,27 @@ cdef class DispatchCore:
 
     # -- outboxes and views ----------------------------------------------------------------------
 
-    def take_outbox(self):
-        """Every outbox row (keys, entry ids, hashes, redelivered flags), emptied."""
-        cdef Py_ssize_t n = self.ob_len
-        self.ob_len = 0
-        return (np.asarray(self.ob_key)[:n].copy(), np.asarray(self.ob_id)[:n].copy(),
-                np.asarray(self.ob_hash)[:n].copy(), np.asarray(self.ob_redelivered)[:n].astype(np.bool_))
-
     def take_outbox_of(self, int32_t key):
         """One consumer's outbox rows (entry ids, hashes, redelivered), removed; the rest stay."""
-        cdef Py_ssize_t i, j = 0, m = 0, n = self.ob_len
-        for i in range(n):
-            m += self.ob_key[i] == key
-        out_id = np.empty(m, np.int64)
-        out_hash = np.empty(m, np.uint16)
-        out_red = np.empty(m, np.bool_)
-        cdef int64_t[::1] oi = out_id
-        cdef uint16_t[::1] oh = out_hash
-        cdef uint8_t[::1] orr = out_red.view(np.uint8)
-        m = 0
-        for i in range(n):
-            if self.ob_key[i] == key:
-                oi[m] = self.ob_id[i]
-                oh[m] = self.ob_hash[i]
-                orr[m] = self.ob_redelivered[i]
-                m += 1
-            else:
-                self._move_outbox_row(i, j)
-                j += 1
-        self.ob_len = j
-        return out_id, out_hash, out_red
+        return self._take_box(key, False)
+
+    def take_deliveries_of(self, int32_t key):
+        """One consumer's outbox as a Deliveries (maybe empty), removed."""
+        return self._take_box(key, True)
+
+    def take_deliveries(self):
+        """Every non-empty outbox as ``[(key, Deliveries), ...]`` (in the order the keys were first
+        given rows), all emptied. Costs in proportion to the keys with rows, not to all keys."""
+        cdef Py_ssize_t i
+        cdef int32_t k
+        cdef list out = []
+        for i in range(self.n_listed):
+            k = self.listed[i]
+            self.boxes[k].listed = 0
+            if self.boxes[k].len:
+                out.append((k, self._take_box(k, True)))
+        self.n_listed = 0
+        return out
 
     def key_stats(self, Py_ssize_t key):
         return tuple(np.asarray(self.kstats[key]).tolist())

@@ -9,6 +9,7 @@ live here.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,7 @@ from .validation import INT64_MAX, MAX_HASH, MAX_RAW_HASH, first_outside, int_co
 __all__ = ["Deliveries", "ConsumerStats", "BucketStats", "Dispatcher"]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class Deliveries:
     """What a consumer is to be sent, in order: ``entry_ids`` (``np.int64``), ``hashes`` (the
     entries' sticky hashes, ``np.uint16``, 0 nudged to 1) and ``redelivered`` (``np.bool_``: a
@@ -78,6 +79,9 @@ class BucketStats:
     paused: np.ndarray
 
 
+_dispatch.bind(Deliveries)
+
+
 class _Member:
     __slots__ = ("key", "consumer", "leaving")
 
@@ -85,6 +89,10 @@ class _Member:
         self.key = key
         self.consumer = consumer
         self.leaving = False
+
+
+def _first(pair: tuple[Consumer, Deliveries]) -> Consumer:
+    return pair[0]
 
 
 def _paused(owner: np.ndarray, holder: np.ndarray) -> np.ndarray:
@@ -190,6 +198,8 @@ class Dispatcher:
         self._core = _dispatch.DispatchCore(self._selector._table, self._n)
         self._members: dict[Consumer, _Member] = {}
         self._by_key: dict[int, _Member] = {}
+        # the consumer key of each active member, in the selector's (sorted) order
+        self._slot_keys: list[int] = []
         self._next_key = 0
         self.offered_entries = 0
         self.straddling_entries = 0
@@ -373,6 +383,7 @@ class Dispatcher:
         self._core.add_key(m.key)
         self._members[consumer] = m
         self._by_key[m.key] = m
+        self._slot_keys.insert(bisect.bisect_left(self._selector.consumers, consumer), m.key)
         self._refresh_owners()
         return moves
 
@@ -416,6 +427,7 @@ class Dispatcher:
                 )
             moves: tuple[BucketMove, ...] = ()
         else:
+            del self._slot_keys[bisect.bisect_left(self._selector.consumers, m.consumer)]
             moves = self._selector.remove_consumer(name, consumer_id)
             self._refresh_owners()
         if crash:
@@ -433,8 +445,7 @@ class Dispatcher:
         del self._by_key[m.key]
 
     def _refresh_owners(self) -> None:
-        keys = np.array([self._members[c].key for c in self._selector.consumers] + [-1], dtype=np.int32)
-        self._core.set_owners(np.ascontiguousarray(keys[self._selector.owner_slots]))
+        self._core.set_owner_slots(self._selector.owner_slots, np.array(self._slot_keys, dtype=np.int32))
 
     # -- entries, acks, delivery --------------------------------------------------------------
 
@@ -582,6 +593,11 @@ class Dispatcher:
         m = self._members.get((name, consumer_id)) if type(name) is str and type(consumer_id) is int else None
         if m is None:
             m = self._member(name, consumer_id)
+        acked = self._core.ack_array(m.key, entry_ids)  # an int64 column, checked and acked in one call
+        if acked >= 0:
+            if m.leaving and self._pending_of(m) == 0:
+                self._forget(m)
+            return acked
         if is_int(entry_ids) and 0 <= entry_ids <= INT64_MAX:
             entry = int(entry_ids)
             status = self._core.ack_one(m.key, entry)
@@ -703,19 +719,17 @@ class Dispatcher:
             The consumer is not connected.
         """
         if name is not None or consumer_id is not None:
-            m = self._member(name, consumer_id)
-            return Deliveries(*self._core.take_outbox_of(m.key))
-        keys, entry_ids, hashes, redelivered = self._core.take_outbox()
-        if keys.size == 0:
-            return {}
-        order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
-        cuts = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
-        out = {}
-        for group in np.split(order, cuts):
-            consumer = self._by_key[int(keys[group[0]])].consumer
-            out[consumer] = Deliveries(entry_ids[group], hashes[group], redelivered[group])
-        return dict(sorted(out.items()))
+            m = self._members.get((name, consumer_id)) if type(name) is str and type(consumer_id) is int else None
+            if m is None:
+                m = self._member(name, consumer_id)
+            return self._core.take_deliveries_of(m.key)
+        # only the consumers given entries since the last poll are visited
+        taken = self._core.take_deliveries()
+        by_key = self._by_key
+        if len(taken) == 1:
+            key, deliveries = taken[0]
+            return {by_key[key].consumer: deliveries}
+        return dict(sorted([(by_key[key].consumer, deliveries) for key, deliveries in taken], key=_first))
 
     def __repr__(self) -> str:
         pending, queued = self._core.totals()

@@ -9,6 +9,7 @@ its canonical hash 1) and checks the list each sharer declares.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ Consumer = tuple[str, int]
 BucketsLike = Buckets | Sequence[int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BucketMove:
     """Buckets that changed owner in one membership change.
 
@@ -154,11 +155,24 @@ class EntryBucketSelector:
         """Read-only ``np.int32`` array: per bucket, the owner's index in :attr:`consumers`, or -1."""
         return self._owner
 
-    def _change(self, consumers: tuple[Consumer, ...]) -> tuple[BucketMove, ...]:
+    def _change(self, consumers: tuple[Consumer, ...], index: int, joined: bool) -> tuple[BucketMove, ...]:
+        """Take the membership ``consumers``: the old one with the consumer at ``index`` of the
+        new one added (``joined``) or at ``index`` of the old one removed."""
         old_consumers, old_owner = self._consumers, self._owner
         new_owner = self._spread(len(consumers))
         self._consumers, self._owner = consumers, new_owner
-        return _moves(old_consumers, old_owner, consumers, new_owner)
+        # codes into the larger of the two memberships (the other one lacks one consumer)
+        if joined:
+            everyone = consumers
+            old_code = np.arange(len(old_consumers), dtype=np.int32)
+            old_code[index:] += 1
+            new_code = np.arange(len(consumers), dtype=np.int32)
+        else:
+            everyone = old_consumers
+            old_code = np.arange(len(old_consumers), dtype=np.int32)
+            new_code = np.arange(len(consumers), dtype=np.int32)
+            new_code[index:] += 1
+        return _dispatch.owner_moves(BucketMove, everyone, old_owner, old_code, new_owner, new_code)
 
     def add_consumer(self, name: str, consumer_id: int, *, declared: Any = None) -> tuple[BucketMove, ...]:
         """Add a sharer.
@@ -187,11 +201,13 @@ class EntryBucketSelector:
             As :meth:`validate`.
         """
         consumer = _check_consumer(name, consumer_id)
-        if consumer in self._consumers:
+        members = self._consumers
+        i = bisect.bisect_left(members, consumer)
+        if i < len(members) and members[i] == consumer:
             raise ValueError(f"consumer {consumer!r} is already a member")
         if declared is not None:
             self.validate(declared)
-        return self._change(tuple(sorted(self._consumers + (consumer,))))
+        return self._change(members[:i] + (consumer,) + members[i:], i, True)
 
     def remove_consumer(self, name: str, consumer_id: int) -> tuple[BucketMove, ...]:
         """Remove a sharer.
@@ -214,9 +230,11 @@ class EntryBucketSelector:
             The consumer is not a member.
         """
         consumer = _check_consumer(name, consumer_id)
-        if consumer not in self._consumers:
+        members = self._consumers
+        i = bisect.bisect_left(members, consumer)
+        if i == len(members) or members[i] != consumer:
             raise KeyError(f"consumer {consumer!r} is not a member")
-        return self._change(tuple(c for c in self._consumers if c != consumer))
+        return self._change(members[:i] + members[i + 1 :], i, False)
 
     def buckets_of(self, name: str, consumer_id: int) -> range:
         """The contiguous range of buckets a member owns (empty for an idle one).
@@ -238,10 +256,9 @@ class EntryBucketSelector:
             The consumer is not a member.
         """
         consumer = _check_consumer(name, consumer_id)
-        try:
-            j = self._consumers.index(consumer)
-        except ValueError:
-            raise KeyError(f"consumer {consumer!r} is not a member") from None
+        j = bisect.bisect_left(self._consumers, consumer)
+        if j == len(self._consumers) or self._consumers[j] != consumer:
+            raise KeyError(f"consumer {consumer!r} is not a member")
         k = len(self._consumers)
         return range(j * self._n // k, (j + 1) * self._n // k)
 
@@ -316,30 +333,3 @@ class EntryBucketSelector:
 
     def __repr__(self) -> str:
         return f"EntryBucketSelector(buckets={self._n}, consumers={len(self._consumers)})"
-
-
-def _moves(
-    old_consumers: tuple[Consumer, ...],
-    old_owner: np.ndarray,
-    new_consumers: tuple[Consumer, ...],
-    new_owner: np.ndarray,
-) -> tuple[BucketMove, ...]:
-    everyone = sorted(set(old_consumers) | set(new_consumers))
-    code = {c: i for i, c in enumerate(everyone)}
-    # Slot -1 indexes the appended -1: "no owner".
-    old_codes = np.array([code[c] for c in old_consumers] + [-1], dtype=np.int64)[old_owner]
-    new_codes = np.array([code[c] for c in new_consumers] + [-1], dtype=np.int64)[new_owner]
-    changed = old_codes != new_codes
-    if not changed.any():
-        return ()
-    pair = (old_codes + 1) * (len(everyone) + 1) + (new_codes + 1)
-    pair = np.where(changed, pair, -1)
-    starts = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
-    ends = np.append(starts[1:], pair.size)
-    moves = []
-    for s, e in zip(starts.tolist(), ends.tolist(), strict=False):
-        if pair[s] < 0:
-            continue
-        o, nw = int(old_codes[s]), int(new_codes[s])
-        moves.append(BucketMove(range(s, e), None if o < 0 else everyone[o], None if nw < 0 else everyone[nw]))
-    return tuple(moves)
