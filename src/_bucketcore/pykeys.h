@@ -9,6 +9,12 @@
 #include <string.h>
 #include "keys.h"
 
+#if defined(_MSC_VER) && !defined(__clang__)
+#define BC_NOINLINE __declspec(noinline)
+#else
+#define BC_NOINLINE __attribute__((noinline))
+#endif
+
 /* Whether o is pandas.NA: an object of the type pandas names NAType ("NAType", or
  * "pandas._libs.missing.NAType" before pandas 3). Only asked of objects that are no key type, so
  * it costs nothing on keys; bucketcore never imports pandas to compare with its singleton. */
@@ -31,18 +37,10 @@ static inline void bc_key_none(bc_key *k)
  * BC_KEY_MAX_BYTES; BC_ERR_NEEDS_GIL: a legacy str that is not ready and may_ready is 0 (readying
  * it writes to it: that needs the GIL; only before Python 3.12); -1: Python error set. Without may_ready this
  * only reads the object, so a thread without the GIL may call it while the GIL holder runs no Python code. */
-static inline int bc_describe_key_as(PyObject *o, bc_key *k, int may_ready)
+/* bc_describe_key_as for everything but an exact compact-ASCII str: out of line, so the usual key
+ * keeps the describing loop small. */
+static BC_NOINLINE int bc_describe_other_key(PyObject *o, bc_key *k, int may_ready)
 {
-    /* The common key: an exact, compact ASCII str, whose chars are its UTF-8 bytes. */
-    if (PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o)) {
-        Py_ssize_t units = PyUnicode_GET_LENGTH(o);
-        if ((uint64_t)units > BC_KEY_MAX_BYTES)
-            return BC_ERR_KEY_TOO_LONG;
-        k->data = (const void *)(((PyASCIIObject *)o) + 1);
-        k->len = (uint32_t)units;
-        k->kind = BC_KEY_BYTES;
-        return BC_OK;
-    }
     if (PyUnicode_Check(o)) {
 #if PY_VERSION_HEX < 0x030C0000
         if (!PyUnicode_IS_READY(o)) {
@@ -111,6 +109,21 @@ static inline int bc_describe_key_as(PyObject *o, bc_key *k, int may_ready)
     return BC_ERR_KEY_TYPE;
 }
 
+static inline int bc_describe_key_as(PyObject *o, bc_key *k, int may_ready)
+{
+    /* The common key: an exact, compact ASCII str, whose chars are its UTF-8 bytes. */
+    if (PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o)) {
+        Py_ssize_t units = PyUnicode_GET_LENGTH(o);
+        if ((uint64_t)units > BC_KEY_MAX_BYTES)
+            return BC_ERR_KEY_TOO_LONG;
+        k->data = (const void *)(((PyASCIIObject *)o) + 1);
+        k->len = (uint32_t)units;
+        k->kind = BC_KEY_BYTES;
+        return BC_OK;
+    }
+    return bc_describe_other_key(o, k, may_ready);
+}
+
 static inline int bc_describe_key(PyObject *o, bc_key *k)
 {
     return bc_describe_key_as(o, k, 1);
@@ -124,6 +137,29 @@ static inline int bc_describe_key(PyObject *o, bc_key *k)
  * when items is NULL the object pointers at base + j * stride (a field of a structured array may leave them
  * unaligned). Returns BC_OK, or the bc_describe_key_as status of the item at *at (held too). *nheld
  * is the number held; *plain is whether every key is bytes (nothing to encode, no None). */
+/* Hold an item that is not an exact str or bytes into *slot: a bytearray or memoryview through a
+ * memoryview export of it (so it cannot be resized or released while a thread without the GIL
+ * reads its bytes; *o becomes the export), anything else as it is. A released memoryview cannot be
+ * exported and is held as it is (describing refuses it). -1: Python error set, nothing held. Out
+ * of line: the describing loop stays a leaf for the usual keys. */
+static BC_NOINLINE int bc_hold_item(PyObject **o, void **slot)
+{
+    if (PyByteArray_Check(*o) || PyMemoryView_Check(*o)) {
+        PyObject *export_ = PyMemoryView_FromObject(*o);
+        if (export_ != NULL) {
+            *slot = (void *)export_;
+            *o = export_;
+            return 0;
+        }
+        if (!PyErr_ExceptionMatches(PyExc_ValueError))
+            return -1;
+        PyErr_Clear();
+    }
+    Py_INCREF(*o);
+    *slot = (void *)*o;
+    return 0;
+}
+
 static inline int bc_describe_objects(PyObject *const *items, const char *base, Py_ssize_t stride, size_t n,
                                       bc_key *keys, void **held, size_t *nheld, size_t *at, int *plain,
                                       int may_ready)
@@ -137,27 +173,14 @@ static inline int bc_describe_objects(PyObject *const *items, const char *base, 
             memcpy(&o, base + (Py_ssize_t)j * stride, sizeof o);
         if (held) {
             /* a str or bytes (the usual key) is held as it is, without the buffer-type tests */
-            if (!PyUnicode_CheckExact(o) && !PyBytes_CheckExact(o) &&
-                (PyByteArray_Check(o) || PyMemoryView_Check(o))) {
-                PyObject *export_ = PyMemoryView_FromObject(o);
-                if (export_ == NULL) {
-                    /* a released memoryview cannot be exported: describe it as it is (refused) */
-                    if (!PyErr_ExceptionMatches(PyExc_ValueError)) {
-                        *nheld = j;
-                        *at = j;
-                        *plain = 0;
-                        return -1;
-                    }
-                    PyErr_Clear();
-                    Py_INCREF(o);
-                    held[j] = (void *)o;
-                } else {
-                    held[j] = (void *)export_;
-                    o = export_;
-                }
-            } else {
+            if (PyUnicode_CheckExact(o) || PyBytes_CheckExact(o)) {
                 Py_INCREF(o);
                 held[j] = (void *)o;
+            } else if (bc_hold_item(&o, &held[j]) < 0) {
+                *nheld = j;
+                *at = j;
+                *plain = 0;
+                return -1;
             }
         }
         int rc = bc_describe_key_as(o, &keys[j], may_ready);
