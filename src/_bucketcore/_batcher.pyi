@@ -51,3 +51,22 @@ class Grouper:
     ]: ...
 
 def payload_sizes(payloads: list[Any] | tuple[Any, ...], out: npt.NDArray[np.int64]) -> int: ...
+
+class BatcherLock:
+    """A mutex whose uncontended acquire is one C call; a context manager."""
+
+    def __enter__(self) -> BatcherLock: ...
+    def __exit__(self, *exc_info: object) -> bool: ...
+
+class BatcherCore:
+    """The per-send half of EntryBucketBatcher."""
+
+    _grouper: Grouper
+    _open: list[list[Any] | None]
+    _lock: BatcherLock
+    _round_robin: int
+    _replace: bool
+    def add(self, key: Any, payload: Any) -> list[Any]:
+        """Add one message; the entries that became ready (often none)."""
+    def _add_checked(self, key: Any, payload: Any) -> list[Any]: ...
+    def _drain(self) -> list[Any]: ...

@@ -10,6 +10,10 @@ from cpython.bytearray cimport PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
 from cpython.object cimport PyObject
+from cpython.pythread cimport (
+    NOWAIT_LOCK, WAIT_LOCK, PyThread_acquire_lock, PyThread_allocate_lock, PyThread_free_lock,
+    PyThread_release_lock, PyThread_type_lock,
+)
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t
 
 cimport numpy as cnp
@@ -127,12 +131,22 @@ cdef class Grouper:
         type, a surrogate under strict, a key too long) changes nothing. global_bucket is
         bucket_offsets[segment] + bucket, the message's (segment, bucket) as one index.
         """
+        cdef int32_t g = -1
+        cdef int rc = self.add_one(key, size, replace, &round_robin, &g)
+        if rc != BC_OK:
+            return rc, False, round_robin, -1
+        return BC_OK, self.st.nrec > 0, round_robin, g
+
+    cdef int add_one(self, object key, int64_t size, bint replace, int64_t *rr, int32_t *g_out) except -1:
+        """``add_key`` in C: the status; on BC_OK the round-robin position in ``rr`` is advanced
+        (keyless) and the message's global bucket is in ``g_out``; otherwise nothing changed."""
         self.check()
         if not self.routed:
             raise RuntimeError("add_key needs set_routing first")
         if size < 0:
             raise ValueError(f"size {size} is negative")
         cdef int64_t nseg = self.st.nseg
+        cdef int64_t round_robin = rr[0]
         cdef bc_key k
         cdef uint32_t raw = 0
         cdef int rc
@@ -145,7 +159,7 @@ cdef class Grouper:
         else:
             rc = bc_describe_key(<PyObject *>key, &k)
             if rc != BC_OK:
-                return rc, False, round_robin, -1
+                return rc
         if k.kind == BC_KEY_NONE:  # a missing key (None, NaN, pandas.NA): keyless
             idx = <int32_t>(round_robin % nseg)
             round_robin = bc_next_turn(idx, nseg)
@@ -156,7 +170,7 @@ cdef class Grouper:
             if rc == BC_ERR_NOMEM:
                 raise MemoryError()
             if rc != BC_OK:
-                return rc, False, round_robin, -1
+                return rc
             if self.legacy_order != NULL:
                 idx = self.legacy_order[bc_legacy_slot(raw, <uint32_t>nseg)]
             else:
@@ -173,7 +187,9 @@ cdef class Grouper:
         self.pending_bucket[self.npending] = g
         self.pending_position[self.npending] = first
         self.npending += 1
-        return BC_OK, self.st.nrec > 0, round_robin, g
+        rr[0] = round_robin
+        g_out[0] = g
+        return BC_OK
 
     cdef check(self):
         if not self.ready:
@@ -334,3 +350,95 @@ def payload_sizes(object payloads, int64_t[::1] out):
         else:
             return i
     return -1
+
+
+cdef class BatcherLock:
+    """A mutex whose uncontended acquire is one C call; a contended one waits with the GIL
+    released (the holder may need it to finish). Not reentrant. A context manager."""
+
+    cdef PyThread_type_lock lock
+
+    def __cinit__(self):
+        self.lock = PyThread_allocate_lock()
+        if self.lock == NULL:
+            raise MemoryError("no memory for a lock")
+
+    def __dealloc__(self):
+        if self.lock != NULL:
+            PyThread_free_lock(self.lock)
+
+    cdef inline int take(self) except -1:
+        if not PyThread_acquire_lock(self.lock, NOWAIT_LOCK):
+            with nogil:
+                PyThread_acquire_lock(self.lock, WAIT_LOCK)
+        return 0
+
+    cdef inline void give(self) noexcept:
+        PyThread_release_lock(self.lock)
+
+    def __enter__(self) -> BatcherLock:
+        self.take()
+        return self
+
+    def __exit__(self, *exc_info: object) -> bool:
+        self.give()
+        return False
+
+
+cdef class BatcherCore:
+    """The per-send half of ``EntryBucketBatcher``: ``add`` of a bytes payload runs here (hash,
+    route, scan, keep the payload in its bucket's list) under the batcher's lock. A subclass
+    provides ``_add_checked`` (every other payload, and the errors) and ``_drain``."""
+
+    cdef public Grouper _grouper
+    cdef public list _open          # per global bucket: payloads of its open batch in send order, or None
+    cdef public BatcherLock _lock
+    cdef public int64_t _round_robin
+    cdef public bint _replace
+
+    def add(self, object key, object payload) -> list:
+        """Add one message: one kernel call hashes, routes, looks up and batches it.
+
+        Parameters
+        ----------
+        key : str, bytes or None
+            The message key (``None``: keyless, round-robin over the segments).
+        payload : bytes, bytearray or memoryview
+            Its payload; its byte size counts toward ``max_bytes``. A mutable buffer is copied
+            (the entry keeps what was sent, whatever the caller does to it afterwards).
+
+        Returns
+        -------
+        list of Entry
+            The entries that became ready (often none).
+
+        Raises
+        ------
+        TypeError
+            A key or payload of another type.
+        KeyEncodingError
+            A str key with a surrogate under ``errors="strict"``.
+        """
+        cdef Grouper grouper = self._grouper
+        cdef int64_t rr = self._round_robin
+        cdef int32_t g = -1
+        cdef int status
+        cdef object batch
+        if type(payload) is not bytes or grouper is None:
+            return self._add_checked(key, payload)
+        self._lock.take()
+        try:
+            status = grouper.add_one(key, PyBytes_GET_SIZE(payload), self._replace, &rr, &g)
+            if status == BC_OK:
+                self._round_robin = rr
+                batch = self._open[g]   # g < len(_open): the list has one slot per bucket of the layout
+                if batch is None:
+                    self._open[g] = [payload]
+                else:
+                    (<list>batch).append(payload)
+                if grouper.st.nrec > 0:
+                    return self._drain()
+                return []
+        finally:
+            self._lock.give()
+        return self._add_checked(key, payload)  # nothing changed: the checked path names the error

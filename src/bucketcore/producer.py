@@ -33,7 +33,6 @@ Batching rules (both the one-shot :func:`bucket_entries` and the streaming
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -505,7 +504,7 @@ def _frozen_payload(payload: Any, name: str) -> bytes | memoryview:
     raise TypeError(f"{name} must be bytes, bytearray or memoryview, not {type(payload).__name__}")
 
 
-class EntryBucketBatcher:
+class EntryBucketBatcher(_batcher.BatcherCore):
     """The per-send container of an SDK: feed messages, get the entries that became ready.
 
     Same semantics as :func:`bucket_entries` over the concatenated stream: ``add`` /
@@ -569,10 +568,11 @@ class EntryBucketBatcher:
         )
         # payloads of the open batches, per (segment, bucket) as bucket_offsets[segment] + bucket,
         # in send order: an emitted entry takes its count from the front of its bucket's list
-        self._open: dict[int, list[Any]] = {}
+        self._open: list[list[Any] | None] = [None] * int(self._plan.bucket_offsets[-1])
         # an SDK may share a producer between threads: calls are serialised (the kernel releases
-        # the GIL while it scans, and its state must not be entered twice)
-        self._lock = threading.Lock()
+        # the GIL while it scans, and its state must not be entered twice); uncontended, taking
+        # this lock is one C call
+        self._lock = _batcher.BatcherLock()
 
     @property
     def layout(self) -> Buckets | TopicLayout:
@@ -594,37 +594,17 @@ class EntryBucketBatcher:
         """Messages added so far (the message index the next one gets)."""
         return int(self._grouper.position)
 
-    def add(self, key: str | bytes | None, payload: bytes | bytearray | memoryview) -> list[Entry]:
-        """Add one message: one kernel call hashes, routes, looks up and batches it.
-
-        Parameters
-        ----------
-        key : str, bytes, bytearray, memoryview or a missing value
-            The message key; a missing one (``None``, NaN, ``pandas.NA``) is keyless, round-robin
-            over the segments.
-        payload : bytes, bytearray or memoryview
-            Its payload; its byte size counts toward ``max_bytes``. A mutable buffer is copied
-            (the entry keeps what was sent, whatever the caller does to it afterwards).
-
-        Returns
-        -------
-        list of Entry
-            The entries that became ready (often none).
-
-        Raises
-        ------
-        TypeError
-            A key or payload of another type.
-        KeyEncodingError
-            A str key with a surrogate under ``errors="strict"``.
-        """
+    # ``add`` (documented on BatcherCore) runs in the kernel for a bytes payload; every other
+    # payload, and every key the kernel refuses, lands here, which copies mutable buffers and
+    # raises the errors.
+    def _add_checked(self, key: Any, payload: Any) -> list[Entry]:
         if type(payload) is not bytes:
             payload = _frozen_payload(payload, "payload")
         size = len(payload)
         with self._lock:
             status, emitted, self._round_robin, g = self._grouper.add_key(key, size, self._replace, self._round_robin)
             if not status:
-                batch = self._open.get(g)
+                batch = self._open[g]
                 if batch is None:
                     self._open[g] = [payload]
                 else:
@@ -681,7 +661,7 @@ class EntryBucketBatcher:
             global_bucket = bucket if seg is None else self._plan.bucket_offsets[seg] + bucket
             open_batches = self._open
             for g, payload in zip(global_bucket.tolist(), payloads):
-                batch = open_batches.get(g)
+                batch = open_batches[g]
                 if batch is None:
                     open_batches[g] = [payload]
                 else:
@@ -720,7 +700,7 @@ class EntryBucketBatcher:
             batch = open_batches[g]
             payloads = batch[:c]
             if len(batch) == c:
-                del open_batches[g]
+                open_batches[g] = None
             else:
                 del batch[:c]
             entries.append(Entry(s, b, lo, hi, index[st : st + c], nb, payloads))
