@@ -214,8 +214,9 @@ def callgrind(row: str, calls: int) -> float:
             env=env,
             capture_output=True,
             text=True,
-            check=True,
         )
+        if done.returncode:
+            raise SystemExit(f"{row}: the run of {n} calls failed:\n{done.stderr[-2000:]}")
         totals.append(int(re.search(r"Collected : (\d+)", done.stderr).group(1)))  # type: ignore[union-attr]
     return (totals[1] - totals[0]) / calls
 
