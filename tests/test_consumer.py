@@ -1,4 +1,4 @@
-"""StreamConsumerState (DESIGN.md §3.7): mode selection, drains, ack translation, idempotence."""
+"""StreamConsumerState (docs/design.md, "Consumer rules"): mode selection, drains, ack translation, idempotence."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ FULL = 0xFFFF
 
 
 def ranges_of(splits: list[int]) -> tuple[tuple[int, int], ...]:
-    """Independent construction of a boundary list's inclusive ranges (DESIGN.md §3.2)."""
+    """Independent construction of a boundary list's inclusive ranges (docs/design.md, "Boundary lists")."""
     starts = [0, *splits]
     ends = [s - 1 for s in splits] + [FULL]
     return tuple(zip(starts, ends, strict=False))

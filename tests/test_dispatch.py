@@ -1,6 +1,6 @@
 """Broker dispatch: the selector's spread, vectorised routing, fits_one_bucket and the Dispatcher.
 
-Oracles are written here in slow pure Python (DESIGN.md §3.2/§3.5): bucket_of as a count of
+Oracles are written here in slow pure Python (docs/design.md, "Boundary lists" and "Dispatch"): bucket_of as a count of
 splits <= h, the spread formula, a per-entry routing loop, and for the Dispatcher a model of the
 consumers that checks per-key order and handoff safety at every delivery.
 """

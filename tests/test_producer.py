@@ -1,4 +1,5 @@
-"""Producer bucketing and stamping (DESIGN.md §3.4) against a slow pure-Python reference batcher.
+"""Producer bucketing and stamping (docs/design.md, "Producer bucketing and stamping") against a
+slow pure-Python reference batcher.
 
 The reference below is written the way the Java producer batches: a per-segment window (shared
 policy) or per-bucket batches (per_bucket policy) holding a dict of per-bucket message lists;
@@ -620,7 +621,7 @@ def test_unpaired_surrogate_keys() -> None:
     with pytest.raises(bc.KeyEncodingError, match="index 1"):
         batcher.add_many(keys, [b"", b"", b""])
     assert batcher.pending == 0 and batcher.position == 0
-    # errors="replace": '?' like Java's getBytes(UTF_8) (0x11508252 in DESIGN.md)
+    # errors="replace": '?' like Java's getBytes(UTF_8) (0x11508252 in docs/design.md)
     replaced = bucket_entries(keys, layout, errors="replace", max_messages=1)
     assert (int(replaced.hash_min[1]), int(replaced.segment_id[1])) == (0x8252, 0)
     one = EntryBucketBatcher(layout, errors="replace", max_messages=1)

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""The per-message calls of the Stream consumer's state (DESIGN.md §3.7) in C.
+"""The per-message calls of the Stream consumer's state (docs/design.md, "Consumer rules") in C.
 
 ``SegmentTrack`` is one open per-segment consumer: its subscribe, drain status, the shape of its
 message ids and its delivered-but-unacked ids (an array kept ascending from ``head`` on, with a

@@ -195,7 +195,7 @@ def fits(const uint16_t[::1] splits not None, const uint16_t[::1] table,
 
 
 def spread(int32_t[::1] owner not None, Py_ssize_t consumers):
-    """Fill ``owner`` (one slot per bucket) with the spread of DESIGN.md §3.5.
+    """Fill ``owner`` (one slot per bucket) with the spread of docs/design.md ("Dispatch").
 
     Consumer j of k owns buckets ``[j*N//k, (j+1)*N//k)``; with no consumer every bucket gets -1.
     """

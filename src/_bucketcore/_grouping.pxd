@@ -1,5 +1,6 @@
-# The batch state machine of the producer (DESIGN.md §3.4): per (segment, bucket) open batches,
-# emitted entry records, and the drain that places buffered messages into their entries.
+# The batch state machine of the producer (docs/design.md, "Producer bucketing and stamping"):
+# per (segment, bucket) open batches, emitted entry records, and the drain that places buffered
+# messages into their entries.
 from libc.stdint cimport int32_t, int64_t, uint16_t
 
 cimport numpy as cnp
@@ -9,7 +10,8 @@ from _bucketcore._hashing cimport CHUNK
 cdef extern from "stamp.h" nogil:
     void bc_stamp(const uint16_t *h, size_t n, uint16_t *lo, uint16_t *hi)
 
-# Batching policies (DESIGN.md §3.4): the limits apply to the window of a segment or to a bucket.
+# Batching policies (docs/design.md, "Producer bucketing and stamping"): the limits apply to the
+# window of a segment or to a bucket.
 cpdef enum Policy:
     POLICY_SHARED = 0
     POLICY_PER_BUCKET = 1

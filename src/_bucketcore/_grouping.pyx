@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""The producer's batch state machine (DESIGN.md §3.4), shared by every way of making entries.
+"""The producer's batch state machine (docs/design.md, "Producer bucketing and stamping"), shared
+by every way of making entries.
 
 A message reaches it as its *global bucket index* (its segment's first index + its bucket):
 

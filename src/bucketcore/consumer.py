@@ -1,4 +1,4 @@
-"""The Stream consumer's client-side rules for entry-bucketing (DESIGN.md §3.7).
+"""The Stream consumer's client-side rules for entry-bucketing (docs/design.md, "Consumer rules").
 
 :class:`StreamConsumerState` is a pure state machine: it performs no I/O. The client feeds it the
 controller's assignments, the deliveries it hands the application and the application's acks; it

@@ -1,4 +1,4 @@
-"""The stateful broker dispatcher of one shared segment (DESIGN.md §3.5).
+"""The stateful broker dispatcher of one shared segment (docs/design.md, "Dispatch").
 
 :class:`Dispatcher` delivers committed entries in offset order, each whole to the owner of its
 bucket, tracks what each consumer holds unacknowledged, and drains a bucket before it flows to a
@@ -149,7 +149,7 @@ def _entry_id_column(values: Any, name: str = "entry_ids") -> np.ndarray:
 
 
 class Dispatcher:
-    """Stateful broker dispatcher of one shared segment (DESIGN.md §3.5).
+    """Stateful broker dispatcher of one shared segment (docs/design.md, "Dispatch").
 
     Drive it with committed entries in offset order and with acks; every call that can make
     entries deliverable puts them in the consumers' outboxes, which :meth:`poll` empties::

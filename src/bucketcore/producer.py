@@ -1,4 +1,5 @@
-"""Step 3 of the data flow: messages to stamped single-bucket entries (DESIGN.md §3.4).
+"""Step 3 of the data flow: messages to stamped single-bucket entries
+(docs/design.md, "Producer bucketing and stamping").
 
 Every message is routed to a segment (:meth:`TopicLayout.route_index`; a bare :class:`Buckets`
 is one segment), its bucket is looked up in that segment's boundary list, and messages are
@@ -554,7 +555,7 @@ class EntryBucketBatcher(_batcher.BatcherCore):
         round_robin = check_int(round_robin, "round_robin", lo=0, hi=_INT64_MAX)
         self._replace = replaces_surrogates(errors)
         self._errors = errors
-        # `buckets`, as DESIGN.md §4 names it: a Buckets (one segment) or a whole TopicLayout
+        # `buckets`, as the README's API section names it: a Buckets (one segment) or a whole TopicLayout
         self._plan = _plan_for(buckets, "buckets")
         self._target = buckets
         # kept normalised (mod the active segment count), as EntryTable.next_round_robin is

@@ -1,4 +1,4 @@
-"""The bucket spread of one shared segment: which sharer owns which bucket (DESIGN.md §3.5).
+"""The bucket spread of one shared segment: which sharer owns which bucket (docs/design.md, "Dispatch").
 
 :class:`EntryBucketSelector` keeps the live membership of one shared segment and spreads its
 buckets deterministically over the sharers (consumers sorted by ``(name, id)``, consumer ``j`` of
@@ -97,7 +97,7 @@ def _declared_splits(declared: Any) -> tuple[int, ...]:
 
 
 class EntryBucketSelector:
-    """Live sharers of one segment and the bucket -> consumer spread of DESIGN.md §3.5.
+    """Live sharers of one segment and the bucket -> consumer spread of docs/design.md ("Dispatch").
 
     Consumers are kept sorted by ``(name, consumer_id)``; consumer ``j`` of ``k`` owns buckets
     ``[j*N//k, (j+1)*N//k)``. With more consumers than buckets, ``k - N`` of them own an empty
