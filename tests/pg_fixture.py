@@ -79,7 +79,7 @@ class PgServer:
     def _run(self, tool: str, *args: str) -> None:
         cmd = [os.path.join(self.bindir, tool), *args]
         if self._as_root:
-            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+            cmd = [_runuser(), "-u", "postgres", "--", *cmd]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             log = open(self.log).read()[-2000:] if os.path.exists(self.log) else ""
@@ -132,6 +132,17 @@ class PgServer:
 _schemas = itertools.count()
 
 
+def _runuser() -> str:
+    """util-linux's runuser, which starts a command as another user (root may not run PostgreSQL),
+    wherever it is: a restricted PATH may not hold the sbin directories."""
+    found = shutil.which("runuser") or next(
+        (p for p in ("/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser") if os.access(p, os.X_OK)), None
+    )
+    if found is None:
+        raise FileNotFoundError("runuser")
+    return found
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     """A running throw-away PostgreSQL server for the whole session (skips, saying how to get one)."""
@@ -143,6 +154,8 @@ def pg_server() -> Iterator[PgServer]:
         server = PgServer(bindir)
     except KeyError:
         pytest.skip("running as root, the PostgreSQL tests need the 'postgres' system user: " + HOW_TO_GET)
+    except FileNotFoundError:
+        pytest.skip("running as root, the PostgreSQL tests need runuser (util-linux) to start the server as 'postgres'")
     try:
         yield server
     finally:

@@ -16,7 +16,7 @@ wheel="$(ls "$work"/dist/bucketcore-*.whl)"
 case "$wheel" in *-none-any.whl) echo "not a binary wheel: $wheel" >&2; exit 1 ;; esac
 
 python3 -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install "$wheel" pytest hypothesis mmh3 pyarrow
+"$work/venv/bin/python" -m pip install "$wheel[test]"  # the test extra: what the suite needs
 
 cp -r "$work/src/tests" "$work/tests"
 cd "$work"
