@@ -25,6 +25,11 @@ def _pyarrow_version() -> str | None:
     return str(pyarrow.__version__)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # also declared in pyproject.toml; here too for a copy of tests/ run outside the source tree
+    config.addinivalue_line("markers", "slow: long soak or stress runs, opt in with -m slow")
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     version = _pyarrow_version()
     if version is None:
