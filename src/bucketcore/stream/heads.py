@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -52,6 +52,23 @@ LOCATION_DTYPE = np.dtype(
 
 #: The packed columns of an index row that :meth:`HeadStore.scan_index` may be asked for.
 INDEX_COLUMNS = ("stamps", "locations", "metadata")
+
+# What every head store's tables hold, in the order its SQL reads and writes them: a stream's
+# head, and an intent (its fields, in the order of :class:`Intent`).
+HEAD_COLUMNS = (
+    "stream_id, profile, version, committed_end, logical_size, last_commit_id, epoch, "
+    "token, writer, lease_expires, log_start"
+)
+INTENT_FIELDS = tuple(f.name for f in fields(Intent))
+INTENT_COLUMNS = ", ".join(INTENT_FIELDS)
+#: Index rows a scan reads per statement, and objects a collection removes per transaction.
+MAX_BATCH_ROWS = 4096
+COLLECT_CHUNK = 256
+
+
+def intent_row(intent: Intent) -> tuple[object, ...]:
+    """The intent's fields in ``INTENT_COLUMNS`` order, as a head store's INSERT takes them."""
+    return tuple(getattr(intent, name) for name in INTENT_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)

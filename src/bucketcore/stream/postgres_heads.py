@@ -42,7 +42,17 @@ from ..errors import (
     UncertainAppendError,
     UnknownStreamError,
 )
-from .heads import INDEX_COLUMNS, STAMP_DTYPE, HeadStore, IndexRow
+from .heads import (
+    COLLECT_CHUNK,
+    HEAD_COLUMNS,
+    INDEX_COLUMNS,
+    INTENT_COLUMNS,
+    MAX_BATCH_ROWS,
+    STAMP_DTYPE,
+    HeadStore,
+    IndexRow,
+    intent_row,
+)
 from .records import Intent, Session, StreamHead
 
 try:
@@ -133,18 +143,7 @@ CREATE TABLE IF NOT EXISTS appends (
 CREATE INDEX IF NOT EXISTS appends_object ON appends (object_key)
 """
 
-_HEAD_COLUMNS = (
-    "stream_id, profile, version, committed_end, logical_size, last_commit_id, epoch, "
-    "token, writer, lease_expires, log_start"
-)
-_INTENT_COLUMNS = (
-    "commit_id, stream_id, writer, attempt_id, epoch, start_offset, end_offset, "
-    "record_count, entry_count, logical_bytes, object_key, object_length, object_crc, "
-    "content_crc, state, commit_version, logical_size"
-)
 _SCANNABLE = frozenset(INDEX_COLUMNS)
-_MAX_BATCH_ROWS = 4096
-_COLLECT_CHUNK = 256
 
 # The head CAS, the append's linearisation point: the SQLite store's conditional UPDATE, with
 # the new head returned by the same statement.
@@ -153,7 +152,7 @@ UPDATE streams
    SET version = version + 1, committed_end = %s, logical_size = logical_size + %s, last_commit_id = %s
  WHERE stream_id = %s AND version = %s AND committed_end = %s AND epoch = %s AND token = %s
    AND lease_expires > %s
-RETURNING {_HEAD_COLUMNS}
+RETURNING {HEAD_COLUMNS}
 """
 
 
@@ -286,8 +285,8 @@ class PostgresHeadStore(HeadStore):
         """See :meth:`HeadStore.create_stream`."""
         with self._tx() as cur:
             row = cur.execute(
-                f"INSERT INTO streams ({_HEAD_COLUMNS}) VALUES (%s, %s, 0, 0, 0, NULL, 0, '', NULL, 0.0, 0) "
-                f"ON CONFLICT (stream_id) DO NOTHING RETURNING {_HEAD_COLUMNS}",
+                f"INSERT INTO streams ({HEAD_COLUMNS}) VALUES (%s, %s, 0, 0, 0, NULL, 0, '', NULL, 0.0, 0) "
+                f"ON CONFLICT (stream_id) DO NOTHING RETURNING {HEAD_COLUMNS}",
                 (stream_id, profile),
             ).fetchone()
         if row is None:
@@ -297,7 +296,7 @@ class PostgresHeadStore(HeadStore):
     def read_head(self, stream_id: str) -> StreamHead | None:
         """See :meth:`HeadStore.read_head`."""
         with self._tx(read_only=True) as cur:
-            row = cur.execute(f"SELECT {_HEAD_COLUMNS} FROM streams WHERE stream_id = %s", (stream_id,)).fetchone()
+            row = cur.execute(f"SELECT {HEAD_COLUMNS} FROM streams WHERE stream_id = %s", (stream_id,)).fetchone()
         return None if row is None else StreamHead(*row)
 
     def stream_ids(self) -> list[str]:
@@ -359,17 +358,12 @@ class PostgresHeadStore(HeadStore):
         """See :meth:`HeadStore.put_intent`."""
         with self._tx(durable=False) as cur:
             cur.execute(
-                f"INSERT INTO intents ({_INTENT_COLUMNS}, created_at) "
+                f"INSERT INTO intents ({INTENT_COLUMNS}, created_at) "
                 f"VALUES ({', '.join(['%s'] * 18)}) ON CONFLICT (commit_id) DO NOTHING",
-                (
-                    intent.commit_id, intent.stream_id, intent.writer, intent.attempt_id, intent.epoch,
-                    intent.start_offset, intent.end_offset, intent.record_count, intent.entry_count,
-                    intent.logical_bytes, intent.object_key, intent.object_length, intent.object_crc,
-                    intent.content_crc, intent.state, intent.commit_version, intent.logical_size, now,
-                ),
-            )  # fmt: skip
+                (*intent_row(intent), now),
+            )
             row = cur.execute(
-                f"SELECT {_INTENT_COLUMNS} FROM intents WHERE commit_id = %s", (intent.commit_id,)
+                f"SELECT {INTENT_COLUMNS} FROM intents WHERE commit_id = %s", (intent.commit_id,)
             ).fetchone()
         assert row is not None
         return Intent(*row)
@@ -377,14 +371,14 @@ class PostgresHeadStore(HeadStore):
     def get_intent(self, commit_id: str) -> Intent | None:
         """See :meth:`HeadStore.get_intent`."""
         with self._tx(read_only=True) as cur:
-            row = cur.execute(f"SELECT {_INTENT_COLUMNS} FROM intents WHERE commit_id = %s", (commit_id,)).fetchone()
+            row = cur.execute(f"SELECT {INTENT_COLUMNS} FROM intents WHERE commit_id = %s", (commit_id,)).fetchone()
         return None if row is None else Intent(*row)
 
     def committed_attempt(self, stream_id: str, writer: str, attempt_id: str) -> Intent | None:
         """See :meth:`HeadStore.committed_attempt`."""
         with self._tx(read_only=True) as cur:
             row = cur.execute(
-                f"SELECT {_INTENT_COLUMNS} FROM intents WHERE stream_id = %s AND writer = %s "
+                f"SELECT {INTENT_COLUMNS} FROM intents WHERE stream_id = %s AND writer = %s "
                 f"AND attempt_id = %s AND state = 'committed'",
                 (stream_id, writer, attempt_id),
             ).fetchone()
@@ -466,7 +460,7 @@ class PostgresHeadStore(HeadStore):
             if len(rows) < size:
                 return
             after = rows[-1][1]
-            size = min(2 * size, _MAX_BATCH_ROWS)
+            size = min(2 * size, MAX_BATCH_ROWS)
 
     # --- retention and GC ----------------------------------------------------------------------
 
@@ -474,7 +468,7 @@ class PostgresHeadStore(HeadStore):
         """See :meth:`HeadStore.trim`."""
         with self._tx() as cur:
             found = cur.execute(
-                f"SELECT {_HEAD_COLUMNS} FROM streams WHERE stream_id = %s FOR UPDATE", (stream_id,)
+                f"SELECT {HEAD_COLUMNS} FROM streams WHERE stream_id = %s FOR UPDATE", (stream_id,)
             ).fetchone()
             if found is None:
                 raise UnknownStreamError(f"no stream {stream_id!r} in this store")
@@ -528,8 +522,8 @@ class PostgresHeadStore(HeadStore):
         """See :meth:`HeadStore.collect`."""
         removed: list[str] = []
         # a bounded number of candidates per transaction, so appends wait for gc only briefly
-        for i in range(0, len(candidates), _COLLECT_CHUNK):
-            chunk = list(candidates[i : i + _COLLECT_CHUNK])
+        for i in range(0, len(candidates), COLLECT_CHUNK):
+            chunk = list(candidates[i : i + COLLECT_CHUNK])
             with self._tx() as cur:
                 # no protection or index row can be written until this transaction ends
                 cur.execute("LOCK TABLE appends, protections IN EXCLUSIVE MODE")

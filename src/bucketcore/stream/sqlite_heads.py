@@ -21,7 +21,17 @@ from ..errors import (
     StreamExistsError,
     UnknownStreamError,
 )
-from .heads import INDEX_COLUMNS, STAMP_DTYPE, HeadStore, IndexRow
+from .heads import (
+    COLLECT_CHUNK,
+    HEAD_COLUMNS,
+    INDEX_COLUMNS,
+    INTENT_COLUMNS,
+    MAX_BATCH_ROWS,
+    STAMP_DTYPE,
+    HeadStore,
+    IndexRow,
+    intent_row,
+)
 from .records import Intent, Session, StreamHead
 
 __all__ = ["SCHEMA_VERSION", "SQLiteHeadStore"]
@@ -103,18 +113,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS appends_range ON appends (stream_id, end_offse
 CREATE INDEX IF NOT EXISTS appends_object ON appends (object_key);
 """
 
-_HEAD_COLUMNS = (
-    "stream_id, profile, version, committed_end, logical_size, last_commit_id, epoch, "
-    "token, writer, lease_expires, log_start"
-)
-_INTENT_COLUMNS = (
-    "commit_id, stream_id, writer, attempt_id, epoch, start_offset, end_offset, "
-    "record_count, entry_count, logical_bytes, object_key, object_length, object_crc, "
-    "content_crc, state, commit_version, logical_size"
-)
 _SCANNABLE = frozenset(INDEX_COLUMNS)
-_MAX_BATCH_ROWS = 4096
-_COLLECT_CHUNK = 256
 
 # The head CAS: the append's linearisation point. One conditional UPDATE; a head store on another
 # database keeps exactly this shape.
@@ -205,7 +204,7 @@ class SQLiteHeadStore(HeadStore):
         with self._write() as db:
             try:
                 db.execute(
-                    f"INSERT INTO streams ({_HEAD_COLUMNS}) VALUES (?, ?, 0, 0, 0, NULL, 0, '', NULL, 0.0, 0)",
+                    f"INSERT INTO streams ({HEAD_COLUMNS}) VALUES (?, ?, 0, 0, 0, NULL, 0, '', NULL, 0.0, 0)",
                     (stream_id, profile),
                 )
             except sqlite3.IntegrityError:
@@ -216,7 +215,7 @@ class SQLiteHeadStore(HeadStore):
 
     @staticmethod
     def _head(db: sqlite3.Connection, stream_id: str) -> StreamHead | None:
-        row = db.execute(f"SELECT {_HEAD_COLUMNS} FROM streams WHERE stream_id = ?", (stream_id,)).fetchone()
+        row = db.execute(f"SELECT {HEAD_COLUMNS} FROM streams WHERE stream_id = ?", (stream_id,)).fetchone()
         return None if row is None else StreamHead(*row)
 
     def read_head(self, stream_id: str) -> StreamHead | None:
@@ -283,28 +282,9 @@ class SQLiteHeadStore(HeadStore):
         """See :meth:`HeadStore.put_intent`."""
         with self._write(durable=False) as db:
             db.execute(
-                f"INSERT INTO intents ({_INTENT_COLUMNS}, created_at) "
+                f"INSERT INTO intents ({INTENT_COLUMNS}, created_at) "
                 f"VALUES ({', '.join('?' * 18)}) ON CONFLICT (commit_id) DO NOTHING",
-                (
-                    intent.commit_id,
-                    intent.stream_id,
-                    intent.writer,
-                    intent.attempt_id,
-                    intent.epoch,
-                    intent.start_offset,
-                    intent.end_offset,
-                    intent.record_count,
-                    intent.entry_count,
-                    intent.logical_bytes,
-                    intent.object_key,
-                    intent.object_length,
-                    intent.object_crc,
-                    intent.content_crc,
-                    intent.state,
-                    intent.commit_version,
-                    intent.logical_size,
-                    now,
-                ),
+                (*intent_row(intent), now),
             )
             stored = self._intent(db, intent.commit_id)
         assert stored is not None
@@ -312,7 +292,7 @@ class SQLiteHeadStore(HeadStore):
 
     @staticmethod
     def _intent(db: sqlite3.Connection, commit_id: str) -> Intent | None:
-        row = db.execute(f"SELECT {_INTENT_COLUMNS} FROM intents WHERE commit_id = ?", (commit_id,)).fetchone()
+        row = db.execute(f"SELECT {INTENT_COLUMNS} FROM intents WHERE commit_id = ?", (commit_id,)).fetchone()
         return None if row is None else Intent(*row)
 
     def get_intent(self, commit_id: str) -> Intent | None:
@@ -324,7 +304,7 @@ class SQLiteHeadStore(HeadStore):
         """See :meth:`HeadStore.committed_attempt`."""
         with self._lock:
             row = self._db.execute(
-                f"SELECT {_INTENT_COLUMNS} FROM intents WHERE stream_id = ? AND writer = ? "
+                f"SELECT {INTENT_COLUMNS} FROM intents WHERE stream_id = ? AND writer = ? "
                 f"AND attempt_id = ? AND state = 'committed'",
                 (stream_id, writer, attempt_id),
             ).fetchone()
@@ -411,7 +391,7 @@ class SQLiteHeadStore(HeadStore):
                 if not rows:
                     return
                 yield rows
-                size = min(2 * size, _MAX_BATCH_ROWS)
+                size = min(2 * size, MAX_BATCH_ROWS)
         finally:
             with self._lock:
                 cur.close()
@@ -473,9 +453,9 @@ class SQLiteHeadStore(HeadStore):
         """See :meth:`HeadStore.collect`."""
         removed: list[str] = []
         # a bounded number of candidates per transaction, so appends wait for gc only briefly
-        for i in range(0, len(candidates), _COLLECT_CHUNK):
+        for i in range(0, len(candidates), COLLECT_CHUNK):
             with self._write() as db:
-                for key in candidates[i : i + _COLLECT_CHUNK]:
+                for key in candidates[i : i + COLLECT_CHUNK]:
                     if db.execute("SELECT 1 FROM appends WHERE object_key = ? LIMIT 1", (key,)).fetchone():
                         continue
                     if db.execute("SELECT 1 FROM protections WHERE object_key = ?", (key,)).fetchone():
