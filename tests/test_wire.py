@@ -397,3 +397,65 @@ def test_a_buffer_that_outgrows_its_estimate_is_grown():
     decoded = wire.decode_entries(enc)
     assert [m.key for d in decoded for m in d.messages] == [keys[i] for e in entries for i in e.message_indices]
     assert all(m.properties == props[0] for d in decoded for m in d.messages)
+
+
+def _stamp_fields(lo: int | None, hi: int | None) -> bytes:
+    """The stamp fields of a MessageMetadata, each only when given (tags of fields 33 and 34)."""
+
+    def varint(v: int) -> bytes:
+        out = bytearray()
+        while v >= 0x80:
+            out.append(v & 0x7F | 0x80)
+            v >>= 7
+        return bytes(out) + bytes([v])
+
+    return (b"" if lo is None else b"\x88\x02" + varint(lo)) + (b"" if hi is None else b"\x90\x02" + varint(hi))
+
+
+def _entry_with_stamp(lo: int | None, hi: int | None) -> bytes:
+    """A checksummed entry of one keyless message b"p" whose metadata ends with the given stamp fields."""
+    # producer_name "p", sequence_id 0, publish_time 1, uncompressed_size 9, num_messages_in_batch 1
+    metadata = b"\x0a\x01p\x10\x00\x18\x01\x48\x09\x58\x01" + _stamp_fields(lo, hi)
+    payload = b"\x00\x00\x00\x04\x18\x01\x40\x00p"  # SingleMessageMetadata(payload_size 1, sequence_id 0), b"p"
+    body = struct.pack(">I", len(metadata)) + metadata + payload
+    return b"\x0e\x01" + struct.pack(">I", wire.checksum(body)) + body
+
+
+BAD_STAMPS = [
+    (1, 0, r"entry_hash_min \(field 33\) = 1 is above entry_hash_max \(field 34\) = 0: .*not a hash range"),
+    (0, 0x10000, r"entry_hash_max \(field 34\) = 65536 is above 0xFFFF: .*not a hash range"),
+    (0x10000, 0x10001, r"entry_hash_min \(field 33\) = 65536 is above 0xFFFF"),
+    (7, None, r"entry_hash_min \(field 33\) = 7 without entry_hash_max \(field 34\): half a stamp"),
+    (None, 7, r"entry_hash_max \(field 34\) = 7 without entry_hash_min \(field 33\): half a stamp"),
+]
+
+
+def test_a_well_formed_stamp_decodes_the_same_on_every_reader():
+    data = _entry_with_stamp(5, 0xFFFF)
+    decoded = wire.decode_entry(data)
+    assert (decoded.hash_min, decoded.hash_max) == (5, 0xFFFF)
+    assert [m.payload for m in decoded.messages] == [b"p"]
+    assert wire.read_stamp(wire.metadata_of(data)) == (5, 0xFFFF)
+    stamps = wire.read_stamps((data, np.array([0, len(data)])))
+    assert (stamps.hash_min.tolist(), stamps.hash_max.tolist(), stamps.stamped.tolist()) == ([5], [0xFFFF], [True])
+    unstamped = _entry_with_stamp(None, None)
+    assert wire.decode_entry(unstamped).hash_min is None
+    assert wire.read_stamp(wire.metadata_of(unstamped)) is None
+
+
+@pytest.mark.parametrize("lo,hi,match", BAD_STAMPS)
+def test_every_reader_refuses_a_stamp_that_breaks_the_stamp_rule_naming_the_field(lo, hi, match):
+    data = _entry_with_stamp(lo, hi)
+    metadata_at = 10  # magic, checksum, metadata size
+    with pytest.raises(WireFormatError, match=match) as info:
+        wire.read_stamp(wire.metadata_of(data))
+    assert info.value.offset == 0
+    with pytest.raises(WireFormatError, match=match) as info:
+        wire.decode_entry(data)
+    assert info.value.offset == metadata_at
+    with pytest.raises(WireFormatError, match="entry 1: " + match) as info:
+        good = _entry_with_stamp(1, 2)
+        wire.read_stamps((good + data, np.array([0, len(good), len(good) + len(data)])))
+    assert (info.value.index, info.value.offset) == (1, metadata_at)
+    with pytest.raises(WireFormatError, match="entry 0: MessageMetadata: " + match):
+        wire.decode_entries(wire.EncodedEntries(data, np.array([0, len(data)], dtype=np.int64)))

@@ -68,6 +68,12 @@ cdef extern from "wire.h" nogil:
                        size_t *payload, size_t *err_at)
     int bc_wire_stamp(const uint8_t *buf, size_t len, uint64_t *hash_min, uint64_t *hash_max, int *found,
                       size_t *err_at)
+    int bc_wire_stamp_check(int found, uint64_t hash_min, uint64_t hash_max)
+    int BC_WIRE_BAD_STAMP
+    int BC_STAMP_MIN_ALONE
+    int BC_STAMP_MAX_ALONE
+    int BC_STAMP_MIN_RANGE
+    int BC_STAMP_MAX_RANGE
     uint32_t bc_get_be32(const uint8_t *p)
 
 ctypedef uint32_t (*crc_extend_fn)(uint32_t crc, const uint8_t *data, size_t n) noexcept nogil
@@ -85,6 +91,7 @@ STATUS_TEXT = {
     6: "a field number 0",
     7: "too few bytes for a 4-byte size",
     8: "a known field with a wire type or value it cannot have",
+    9: "a stamp that is not a hash range",
 }
 
 cdef crc_extend_fn _crc = NULL
@@ -488,10 +495,26 @@ cdef inline object _fail(int status, size_t at, str where):
     return _WireFormatError(f"{where}: {STATUS_TEXT.get(status, 'malformed')} at byte {at}", at)
 
 
+cdef str _stamp_problem(int problem, uint64_t lo, uint64_t hi):
+    """What bc_wire_stamp_check found wrong with a stamp, naming the field."""
+    cdef str lo_name = f"entry_hash_min (field {BC_WIRE_FIELD_HASH_MIN})"
+    cdef str hi_name = f"entry_hash_max (field {BC_WIRE_FIELD_HASH_MAX})"
+    if problem == BC_STAMP_MIN_ALONE:
+        return f"{lo_name} = {lo} without {hi_name}: half a stamp"
+    if problem == BC_STAMP_MAX_ALONE:
+        return f"{hi_name} = {hi} without {lo_name}: half a stamp"
+    if problem == BC_STAMP_MIN_RANGE:
+        return f"{lo_name} = {lo} is above 0xFFFF: the stamp ({lo}, {hi}) is not a hash range"
+    if problem == BC_STAMP_MAX_RANGE:
+        return f"{hi_name} = {hi} is above 0xFFFF: the stamp ({lo}, {hi}) is not a hash range"
+    return f"{lo_name} = {lo} is above {hi_name} = {hi}: the stamp ({lo}, {hi}) is not a hash range"
+
+
 def read_stamp(const uint8_t[::1] metadata):
-    """(hash_min, hash_max) of a MessageMetadata's bytes, None for each field that is absent."""
+    """(hash_min, hash_max) of a MessageMetadata's bytes, or None when it has neither field; a stamp
+    that breaks the stamp rule (wire.h bc_wire_stamp_check) raises, naming the field."""
     cdef uint64_t lo = 0, hi = 0
-    cdef int found = 0
+    cdef int found = 0, problem
     cdef size_t at = 0
     cdef int st
     with nogil:
@@ -499,21 +522,27 @@ def read_stamp(const uint8_t[::1] metadata):
                            &found, &at)
     if st:
         raise _fail(st, at, "MessageMetadata")
-    return (lo if found & 1 else None), (hi if found & 2 else None)
+    problem = bc_wire_stamp_check(found, lo, hi)
+    if problem:
+        raise _WireFormatError(f"MessageMetadata: {_stamp_problem(problem, lo, hi)}", 0)
+    if not found:
+        return None
+    return lo, hi
 
 
 def read_stamps(const uint8_t[::1] buf, const int64_t[::1] offsets, uint16_t[::1] hash_min, uint16_t[::1] hash_max,
                 uint8_t[::1] stamped):
     """The stamp of every entry buf[offsets[i]:offsets[i + 1]] into the columns (stamped 1; an
-    entry without both fields: 0 and zero hashes). Half a stamp, a value above 0xFFFF or
-    min > max is status 8 at the metadata's offset.
+    entry without both fields: 0 and zero hashes). A stamp that breaks the stamp rule (wire.h
+    bc_wire_stamp_check) is status 9 at the metadata's offset.
 
-    Returns (-1, 0, 0) or the failing entry's (index, status, offset inside it).
+    Returns (-1, 0, 0, "") or the failing entry's (index, status, offset inside it, what is wrong);
+    status -1: its offsets are not an ascending range inside the buffer.
     """
     cdef Py_ssize_t n = offsets.shape[0] - 1, i
     cdef size_t start, end, crc_at, meta, meta_len, payload, at = 0
-    cdef uint64_t lo, hi
-    cdef int found, st
+    cdef uint64_t lo = 0, hi = 0
+    cdef int found, st = 0, problem = 0
     cdef const uint8_t *base = &buf[0] if buf.shape[0] else NULL
     cdef Py_ssize_t bad = -1
     with nogil:
@@ -531,9 +560,11 @@ def read_stamps(const uint8_t[::1] buf, const int64_t[::1] offsets, uint16_t[::1
                 hi = 0
                 st = bc_wire_stamp(base + start + meta, meta_len, &lo, &hi, &found, &at)
                 at += meta
-            if st == 0 and found != 0 and not (found == 3 and lo <= hi and hi <= 0xFFFF):
-                st = 8  # half a stamp, or not a hash range
-                at = meta
+            if st == 0:
+                problem = bc_wire_stamp_check(found, lo, hi)
+                if problem:
+                    st = BC_WIRE_BAD_STAMP
+                    at = meta
             if st:
                 bad = i
                 break
@@ -541,8 +572,10 @@ def read_stamps(const uint8_t[::1] buf, const int64_t[::1] offsets, uint16_t[::1
             hash_max[i] = <uint16_t>hi
             stamped[i] = found == 3
     if bad >= 0:
-        return bad, st, at
-    return -1, 0, 0
+        if st == BC_WIRE_BAD_STAMP:
+            return bad, st, at, _stamp_problem(problem, lo, hi)
+        return bad, st, at, STATUS_TEXT.get(st, "malformed")
+    return -1, 0, 0, ""
 
 
 cdef object _text(const uint8_t *buf, bc_pb_field *f, str what, size_t base):
@@ -589,6 +622,8 @@ def decode_entry(const uint8_t[::1] data, bint verify):
     cdef list messages = []
     cdef dict msg
     cdef int64_t count, k
+    cdef int found, problem
+    cdef uint64_t stamp_lo, stamp_hi
     st = bc_wire_locate(buf, n, &crc_at, &meta, &meta_len, &payload, &at)
     if st:
         raise _fail(st, at, "entry header")
@@ -619,6 +654,13 @@ def decode_entry(const uint8_t[::1] data, bint verify):
             if f.wire_type != 2:
                 raise _fail(8, p, "MessageMetadata properties")
             _key_value(buf, &f, md["properties"], "MessageMetadata properties", 0)
+    # the stamp rule of the fast paths (wire.h bc_wire_stamp_check), so every reader agrees
+    found = (1 if BC_WIRE_FIELD_HASH_MIN in md else 0) | (2 if BC_WIRE_FIELD_HASH_MAX in md else 0)
+    stamp_lo = md.get(BC_WIRE_FIELD_HASH_MIN, 0)
+    stamp_hi = md.get(BC_WIRE_FIELD_HASH_MAX, 0)
+    problem = bc_wire_stamp_check(found, stamp_lo, stamp_hi)
+    if problem:
+        raise _WireFormatError(f"MessageMetadata: {_stamp_problem(problem, stamp_lo, stamp_hi)}", meta)
     for k, name in ((1, "producer_name"), (2, "sequence_id"), (3, "publish_time")):
         if k not in md:
             raise _WireFormatError(f"the MessageMetadata lacks its required field {name} ({k})", meta)

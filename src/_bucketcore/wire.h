@@ -71,6 +71,17 @@ enum bc_wire_status {
     BC_WIRE_FIELD_ZERO = 6,       /* field number 0 */
     BC_WIRE_SHORT_HEADER = 7,     /* fewer bytes than a 4-byte size needs */
     BC_WIRE_BAD_VALUE = 8,        /* a known field with a wire type or value it cannot have */
+    BC_WIRE_BAD_STAMP = 9,        /* stamp fields that break the stamp rule (bc_wire_stamp_check) */
+};
+
+/* What is wrong with a stamp (bc_wire_stamp_check); BC_STAMP_OK = 0. */
+enum bc_wire_stamp_problem {
+    BC_STAMP_OK = 0,
+    BC_STAMP_MIN_ALONE = 1, /* entry_hash_min without entry_hash_max */
+    BC_STAMP_MAX_ALONE = 2, /* entry_hash_max without entry_hash_min */
+    BC_STAMP_MIN_RANGE = 3, /* entry_hash_min above 0xFFFF */
+    BC_STAMP_MAX_RANGE = 4, /* entry_hash_max above 0xFFFF */
+    BC_STAMP_REVERSED = 5,  /* entry_hash_min above entry_hash_max */
 };
 
 /* ---- writing ---------------------------------------------------------------------------- */
@@ -448,6 +459,27 @@ static inline int bc_wire_stamp(const uint8_t *buf, size_t len, uint64_t *hash_m
         }
     }
     return BC_WIRE_OK;
+}
+
+/* The stamp rule, the one every reader applies (the stamp fast paths and the full decoder): both
+ * stamp fields or neither, each in 0..0xFFFF, entry_hash_min <= entry_hash_max. `found` has bit 0
+ * set when entry_hash_min is present and bit 1 for entry_hash_max, as bc_wire_stamp sets it.
+ * Returns BC_STAMP_OK or the first problem found, in the enum's order. */
+static inline int bc_wire_stamp_check(int found, uint64_t hash_min, uint64_t hash_max)
+{
+    if (found == 1)
+        return BC_STAMP_MIN_ALONE;
+    if (found == 2)
+        return BC_STAMP_MAX_ALONE;
+    if (found == 0)
+        return BC_STAMP_OK;
+    if (hash_min > 0xFFFF)
+        return BC_STAMP_MIN_RANGE;
+    if (hash_max > 0xFFFF)
+        return BC_STAMP_MAX_RANGE;
+    if (hash_min > hash_max)
+        return BC_STAMP_REVERSED;
+    return BC_STAMP_OK;
 }
 
 #endif

@@ -369,7 +369,9 @@ def decode_entry(data: bytes | bytearray | memoryview, *, verify_checksum: bool 
     ------
     WireFormatError
         Malformed bytes (truncated varints, lengths past the end, missing fields, a checksum
-        mismatch, a compressed batch): the message and ``offset`` name where.
+        mismatch, a compressed batch) or a stamp :func:`read_stamp` refuses (half a stamp, a value
+        above 0xFFFF, ``hash_min > hash_max``: the same rule, named by field): the message and
+        ``offset`` name where.
     TypeError
         ``data`` is not bytes-like.
     """
@@ -474,17 +476,10 @@ def read_stamp(metadata: bytes | bytearray | memoryview) -> tuple[int, int] | No
     ------
     WireFormatError
         Malformed protobuf (named with its offset), half a stamp, or a stamp that is not a hash
-        range (values above 0xFFFF, min > max).
+        range (values above 0xFFFF, min > max), naming the field. :func:`read_stamps` and
+        :func:`decode_entry` apply the same rule.
     """
-    lo, hi = _wire.read_stamp(_contiguous(metadata, "metadata"))
-    if lo is None and hi is None:
-        return None
-    if lo is None or hi is None:
-        which = "entry_hash_max" if lo is None else "entry_hash_min"
-        raise WireFormatError(f"the MessageMetadata has {which} alone: half a stamp", 0)
-    if not lo <= hi <= 0xFFFF:
-        raise WireFormatError(f"the stamp ({lo}, {hi}) is not a hash range in 0..0xFFFF", 0)
-    return int(lo), int(hi)
+    return _wire.read_stamp(_contiguous(metadata, "metadata"))
 
 
 class WireStamps(NamedTuple):
@@ -536,7 +531,7 @@ def read_stamps(encoded: EncodedEntries | tuple[Any, Any]) -> WireStamps:
     lo = np.zeros(n, dtype=np.uint16)
     hi = np.zeros(n, dtype=np.uint16)
     stamped = np.zeros(n, dtype=np.uint8)
-    index, status, at = _wire.read_stamps(buffer, offsets, lo, hi, stamped)
+    index, status, at, text = _wire.read_stamps(buffer, offsets, lo, hi, stamped)
     if index >= 0:
         if status < 0:
             raise WireFormatError(
@@ -545,6 +540,5 @@ def read_stamps(encoded: EncodedEntries | tuple[Any, Any]) -> WireStamps:
                 0,
                 index,
             )
-        text = _wire.STATUS_TEXT.get(status, "malformed")
         raise WireFormatError(f"entry {index}: {text} at byte {at}", at, index)
     return WireStamps(lo, hi, stamped.view(np.bool_))
