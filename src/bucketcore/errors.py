@@ -28,6 +28,7 @@ __all__ = [
     "OffsetOutOfRangeError",
     "StoreClosedError",
     "UncertainAppendError",
+    "CorruptionError",
 ]
 
 
@@ -148,3 +149,14 @@ class UncertainAppendError(StreamError):
     """An earlier append on this stream's lane failed at an unknown point and its outcome could not
     be resolved yet (the head store did not answer); later appends wait for the answer rather than
     guess the next offset."""
+
+
+class CorruptionError(StreamError):
+    """What the head store holds is damaged: its database cannot be read (a SQLite file that is
+    not a database or is malformed, text that is not UTF-8, a row PostgreSQL reports corrupt), or
+    an entry-index row breaks its own structure or fails its checksum.
+
+    The message names the file (or server) and, for an index row, the stream, the row (by its
+    first offset) and the field. Nothing is guessed or repaired: the damaged part stays unreadable
+    until it is restored; the rest of the store stays usable where it does not depend on it.
+    """

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..errors import (
     CapabilityError,
     ChecksumError,
+    CorruptionError,
     FencedError,
     InvariantViolationError,
     MissingObjectError,
@@ -49,6 +50,7 @@ __all__ = [
     "CapabilityError",
     "ChecksumError",
     "CommittedEntry",
+    "CorruptionError",
     "EntryPayload",
     "FencedError",
     "HeadStore",

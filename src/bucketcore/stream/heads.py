@@ -50,8 +50,9 @@ LOCATION_DTYPE = np.dtype(
     ]
 )
 
-#: The packed columns of an index row that :meth:`HeadStore.scan_index` may be asked for.
-INDEX_COLUMNS = ("stamps", "locations", "metadata")
+#: The packed columns of an index row that :meth:`HeadStore.scan_index` may be asked for: the
+#: BLOBs, and their checksums (``rows.row_checksums``; NULL in rows written before schema 2).
+INDEX_COLUMNS = ("stamps", "locations", "metadata", "stamps_crc", "locations_crc")
 
 # What every head store's tables hold, in the order its SQL reads and writes them: a stream's
 # head, and an intent (its fields, in the order of :class:`Intent`).
@@ -78,6 +79,9 @@ class IndexRow:
     ``stamps`` holds ``entry_count`` records of :data:`STAMP_DTYPE` and ``locations`` as many of
     :data:`LOCATION_DTYPE` (little-endian, packed); ``metadata`` is every entry's metadata
     concatenated (entry ``i``'s runs from its ``meta_off`` to the next one's, or to the end).
+    ``stamps_crc`` is the CRC32C of the row's range, entry count, object and ``stamps``;
+    ``locations_crc`` continues it over ``locations`` and ``metadata`` (``rows.row_checksums``),
+    so a reader of the stamps alone can check them without reading the rest.
     """
 
     stream_id: str
@@ -93,6 +97,8 @@ class IndexRow:
     stamps: bytes
     locations: bytes
     metadata: bytes
+    stamps_crc: int
+    locations_crc: int
 
 
 class HeadStore(abc.ABC):

@@ -20,9 +20,10 @@ The tables and the transaction discipline are those of the SQLite store
 Tables live in the first schema of the connection's ``search_path`` (choose one per store with
 ``?options=-csearch_path%3Dname`` in the URL). A dropped connection is reopened by the next call;
 a head CAS whose connection dropped raises :class:`UncertainAppendError` (it may have
-committed: a retry with the same attempt id resolves it); every other failure — an unreachable
+committed: a retry with the same attempt id resolves it); data the server reports corrupt, or
+text that is not UTF-8, a :class:`CorruptionError`; every other failure — an unreachable
 server, a statement the server refused (its transaction rolled back) — a :class:`StreamError`
-naming the server.
+naming the server. Index rows are checked as the SQLite store's are (``rows.py``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import (
+    CorruptionError,
     InvariantViolationError,
     StreamError,
     StreamExistsError,
@@ -48,12 +50,12 @@ from .heads import (
     INDEX_COLUMNS,
     INTENT_COLUMNS,
     MAX_BATCH_ROWS,
-    STAMP_DTYPE,
     HeadStore,
     IndexRow,
     intent_row,
 )
 from .records import Intent, Session, StreamHead
+from .rows import checked_stamps, schema_version
 
 try:
     import psycopg
@@ -62,8 +64,9 @@ except ImportError as _err:  # pragma: no cover - exercised only without the ext
 
 __all__ = ["SCHEMA_VERSION", "PostgresHeadStore", "is_postgres_url"]
 
-#: Version of the table layout this module writes and reads (the SQLite store's layout).
-SCHEMA_VERSION = 1
+#: Version of the table layout this module writes and reads (the SQLite store's layout; schema 2
+#: added the index rows' checksums, and a schema-1 database is upgraded when opened).
+SCHEMA_VERSION = 2
 
 # Any key serialises the schema creation of concurrent first openers (CREATE ... IF NOT EXISTS
 # alone races on the catalogs).
@@ -135,12 +138,16 @@ CREATE TABLE IF NOT EXISTS appends (
     object_key TEXT NOT NULL,
     object_length BIGINT NOT NULL,
     object_crc BIGINT NOT NULL,
+    stamps_crc BIGINT,
+    locations_crc BIGINT,
     stamps BYTEA NOT NULL,
     locations BYTEA NOT NULL,
     metadata BYTEA NOT NULL,
     PRIMARY KEY (stream_id, end_offset)
 );
-CREATE INDEX IF NOT EXISTS appends_object ON appends (object_key)
+CREATE INDEX IF NOT EXISTS appends_object ON appends (object_key);
+ALTER TABLE appends ADD COLUMN IF NOT EXISTS stamps_crc BIGINT;
+ALTER TABLE appends ADD COLUMN IF NOT EXISTS locations_crc BIGINT
 """
 
 _SCANNABLE = frozenset(INDEX_COLUMNS)
@@ -215,24 +222,29 @@ class PostgresHeadStore(HeadStore):
             present = cur.execute("SELECT to_regclass('meta') IS NOT NULL AND to_regclass('appends') IS NOT NULL")
             if present.fetchone()[0]:
                 row = cur.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-                if row is not None:
-                    self._check_version(row[0])
+                if row is not None and self._check_version(row[0]) == SCHEMA_VERSION:
                     return
         with self._tx() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            has_meta = cur.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]
+            row = cur.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() if has_meta else None
+            if row is not None:
+                self._check_version(row[0])  # a newer schema is refused before anything changes
+            # creates what is missing and adds the schema-2 checksum columns to a schema-1 table
             cur.execute(_SCHEMA)  # one round trip: statements without parameters
-            row = cur.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if row is None:
-                cur.execute("INSERT INTO meta (key, value) VALUES ('schema', %s)", (str(SCHEMA_VERSION),))
-            else:
-                self._check_version(row[0])
+            cur.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema', %s) ON CONFLICT (key) DO UPDATE SET value = %s",
+                (str(SCHEMA_VERSION), str(SCHEMA_VERSION)),
+            )
 
-    def _check_version(self, stored: str) -> None:
-        if int(stored) > SCHEMA_VERSION:
+    def _check_version(self, stored: object) -> int:
+        version = schema_version(stored, f"at {self._where}")
+        if version > SCHEMA_VERSION:
             raise StreamError(
                 f"the head store at {self._where} holds stream-store schema {stored}; this build "
                 f"reads up to {SCHEMA_VERSION}"
             )
+        return version
 
     @contextmanager
     def _tx(self, durable: bool = True, uncertain: bool = False, read_only: bool = False) -> Iterator[Any]:
@@ -268,9 +280,15 @@ class PostgresHeadStore(HeadStore):
                         f"lost the connection to the head store at {self._where}: {_first_line(err)}"
                     ) from err
                 raise StreamError(f"the head store at {self._where} failed: {_first_line(err)}") from err
+            except (psycopg.errors.DataCorrupted, psycopg.errors.IndexCorrupted) as err:
+                raise CorruptionError(f"the head store at {self._where} is damaged: {_first_line(err)}") from err
             except psycopg.Error as err:
                 # the transaction was rolled back: nothing of it happened
                 raise StreamError(f"the head store at {self._where} failed: {_first_line(err)}") from err
+            except UnicodeDecodeError as err:
+                raise CorruptionError(
+                    f"the head store at {self._where} is damaged: it holds text that is not UTF-8 ({err.reason})"
+                ) from err
 
     def close(self) -> None:
         """Close the connection. Idempotent."""
@@ -421,11 +439,12 @@ class PostgresHeadStore(HeadStore):
             cur.execute(
                 "INSERT INTO appends (stream_id, end_offset, start_offset, entry_count, record_count, "
                 "logical_bytes, commit_id, object_key, object_length, object_crc, stamps, locations, "
-                "metadata) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                "metadata, stamps_crc, locations_crc) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (
                     row.stream_id, row.end_offset, row.start_offset, row.entry_count, row.record_count,
                     row.logical_bytes, row.commit_id, row.object_key, row.object_length, row.object_crc,
-                    row.stamps, row.locations, row.metadata,
+                    row.stamps, row.locations, row.metadata, row.stamps_crc, row.locations_crc,
                 ),
             )  # fmt: skip
             cur.execute("DELETE FROM protections WHERE object_key = %s", (row.object_key,))
@@ -483,11 +502,14 @@ class PostgresHeadStore(HeadStore):
             new_start = before_offset
             if before_offset < head.committed_end:
                 row = cur.execute(
-                    "SELECT stamps FROM appends WHERE stream_id = %s AND end_offset > %s ORDER BY end_offset LIMIT 1",
+                    "SELECT start_offset, end_offset, entry_count, object_key, object_length, stamps, stamps_crc "
+                    "FROM appends "
+                    "WHERE stream_id = %s AND end_offset > %s ORDER BY end_offset LIMIT 1",
                     (stream_id, before_offset),
                 ).fetchone()
                 if row is not None:
-                    starts = np.frombuffer(bytes(row[0]), dtype=STAMP_DTYPE)["start_offset"]
+                    row = tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
+                    starts = checked_stamps(stream_id, [row], 5, 6)["start_offset"]
                     # the entry holding before_offset stays whole
                     new_start = int(starts[np.searchsorted(starts, before_offset, side="right") - 1])
             new_start = max(new_start, head.log_start)

@@ -1,7 +1,8 @@
 """The read side of the stream store: committed entries and their stamp columns, from the entry index.
 
-Reads see only what a head CAS committed (the index rows it inserted). An entry's payload is
-checked against its CRC32C and its object's declared length; stamps come from the index alone.
+Reads see only what a head CAS committed (the index rows it inserted). Every index row is checked
+(``rows.py``) before anything is taken from it; an entry's payload is checked against its CRC32C
+and its object's declared length; stamps come from the index alone.
 """
 
 from __future__ import annotations
@@ -9,17 +10,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ChecksumError, MissingObjectError, OffsetOutOfRangeError, UnknownStreamError
-from .heads import LOCATION_DTYPE, STAMP_DTYPE, HeadStore
+from .heads import STAMP_DTYPE, HeadStore
 from .payload import CommittedEntry, StampColumns
 from .records import StreamHead
+from .rows import check_follows, checked_locations, checked_stamps
 from .wal import ObjectWal, crc32c
 
 __all__ = ["require_head", "read_entries", "read_stamp_columns"]
 
-_READ_COLUMNS = ("stamps", "locations", "metadata")
+# positions in the scanned rows: 5 onwards, in this order
+_READ_COLUMNS = ("stamps", "locations", "metadata", "stamps_crc", "locations_crc")
 # CommittedEntry is a named tuple: built straight from its fields' tuple in the per-entry loop
 _new = tuple.__new__
-_STAMP_COLUMNS = ("stamps",)
+_STAMP_COLUMNS = ("stamps", "stamps_crc")
 
 
 def require_head(heads: HeadStore, stream_id: str) -> StreamHead:
@@ -87,22 +90,28 @@ def read_entries(
 
     Raises
     ------
-    UnknownStreamError, OffsetOutOfRangeError, ChecksumError, MissingObjectError
+    UnknownStreamError, OffsetOutOfRangeError, ChecksumError, MissingObjectError, CorruptionError
         As :meth:`StreamStore.read`.
     """
     head = _readable_head(heads, stream_id, from_offset)
     out: list[CommittedEntry] = []
     seen = False
+    prev: tuple | None = None
     batches = heads.scan_index(stream_id, from_offset, _READ_COLUMNS, 2)
     try:
         for rows in batches:
+            check_follows(stream_id, prev, rows[0])
+            records = checked_stamps(stream_id, rows, 5, 8)
             if not seen:
                 seen = True
                 if rows[0][0] > from_offset:
                     raise _trimmed_meanwhile(heads, stream_id, from_offset)
+            at = 0
             for row in rows:
+                stamps = records[at : at + row[2]]
+                at += row[2]
                 try:
-                    _read_row(wal, row, from_offset, max_entries - len(out), out)
+                    _read_row(stream_id, wal, row, stamps, from_offset, max_entries - len(out), out)
                 except MissingObjectError:
                     # trimmed and collected after the scan found it, or really lost
                     if require_head(heads, stream_id).log_start >= row[1]:
@@ -110,6 +119,7 @@ def read_entries(
                     raise
                 if len(out) >= max_entries:
                     return out
+            prev = rows[-1]
     finally:
         batches.close()  # type: ignore[attr-defined]
     if not seen and from_offset < head.committed_end:
@@ -117,16 +127,23 @@ def read_entries(
     return out
 
 
-def _read_row(wal: ObjectWal, row: tuple, from_offset: int, room: int, out: list[CommittedEntry]) -> None:
-    _, end, n, key, length, b_stamps, b_locations, metadata = row
-    stamps = np.frombuffer(b_stamps, dtype=STAMP_DTYPE)
+def _read_row(
+    stream_id: str,
+    wal: ObjectWal,
+    row: tuple,
+    stamps: np.ndarray,
+    from_offset: int,
+    room: int,
+    out: list[CommittedEntry],
+) -> None:
+    _, end, n, key, length, _, b_locations, metadata, stamps_crc, locations_crc = row
+    locations = checked_locations(stream_id, row, b_locations, metadata, stamps_crc, locations_crc)
     first = max(int(np.searchsorted(stamps["start_offset"], from_offset, side="right")) - 1, 0)
     last = min(n, first + room)
     sl = slice(first, last)
     starts = stamps["start_offset"][first : last + 1].tolist()
     if last == n:
         starts.append(end)
-    locations = np.frombuffer(b_locations, dtype=LOCATION_DTYPE)
     off = locations["payload_off"][sl].tolist()
     size = locations["payload_len"][sl].tolist()
     crc = locations["payload_crc"][sl].tolist()
@@ -175,38 +192,43 @@ def read_stamp_columns(heads: HeadStore, stream_id: str, from_offset: int, limit
 
     Raises
     ------
-    UnknownStreamError, OffsetOutOfRangeError
+    UnknownStreamError, OffsetOutOfRangeError, CorruptionError
         As :meth:`StreamStore.read_stamps`.
     """
     head = _readable_head(heads, stream_id, from_offset)
-    blobs: list[bytes] = []
+    parts: list[np.ndarray] = []
     last_end = from_offset
     have = 0
     skip = 0
-    first_row = True
+    prev: tuple | None = None
     # the first batch is sized for a short read; the head store grows later ones
     batches = heads.scan_index(
         stream_id, from_offset, _STAMP_COLUMNS, 4096 if limit is None else min(4096, 1 + limit // 64)
     )
     try:
         for rows in batches:
-            if first_row:
+            check_follows(stream_id, prev, rows[0])
+            part = checked_stamps(stream_id, rows, 5, 6)
+            if prev is None:
                 if rows[0][0] > from_offset:
                     raise _trimmed_meanwhile(heads, stream_id, from_offset)
-                starts0 = np.frombuffer(rows[0][5], dtype=STAMP_DTYPE)["start_offset"]
+                starts0 = part["start_offset"][: rows[0][2]]
                 skip = max(int(np.searchsorted(starts0, from_offset, side="right")) - 1, 0)
                 have = -skip
-                first_row = False
-            blobs.extend([r[5] for r in rows])
-            have += sum(r[2] for r in rows)
-            last_end = rows[-1][1]
+            parts.append(part)
+            have += part.shape[0]
+            prev = rows[-1]
+            last_end = prev[1]
             if limit is not None and have >= limit:
                 break
     finally:
         batches.close()  # type: ignore[attr-defined]
-    if first_row and from_offset < head.committed_end:
+    if prev is None and from_offset < head.committed_end:
         raise _trimmed_meanwhile(heads, stream_id, from_offset)
-    fetched = np.frombuffer(b"".join(blobs), dtype=STAMP_DTYPE)
+    if len(parts) == 1:
+        fetched = parts[0]
+    else:
+        fetched = np.concatenate(parts) if parts else np.empty(0, dtype=STAMP_DTYPE)
     records = fetched[skip : None if limit is None else skip + limit]
     n = records.shape[0]
     starts = np.ascontiguousarray(records["start_offset"])

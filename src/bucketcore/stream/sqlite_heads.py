@@ -3,19 +3,26 @@
 Every write is one ``BEGIN IMMEDIATE`` transaction, so heads, sessions, intents, protections and
 the entry index change atomically and durably, and several processes can share the file (SQLite's
 locks serialise their writers). All SQL of the stream store lives in this module.
+
+No ``sqlite3`` error leaves this module: a damaged file (not a database, a malformed page, text
+that is not UTF-8) is a :class:`CorruptionError` naming the file, any other failure of SQLite a
+:class:`StreamError` naming it.
 """
 
 from __future__ import annotations
 
+import functools
 import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..errors import (
+    CorruptionError,
     InvariantViolationError,
     StreamError,
     StreamExistsError,
@@ -27,17 +34,19 @@ from .heads import (
     INDEX_COLUMNS,
     INTENT_COLUMNS,
     MAX_BATCH_ROWS,
-    STAMP_DTYPE,
     HeadStore,
     IndexRow,
     intent_row,
 )
 from .records import Intent, Session, StreamHead
+from .rows import checked_stamps, schema_version
 
 __all__ = ["SCHEMA_VERSION", "SQLiteHeadStore"]
 
-#: Version of the database layout this module writes and reads.
-SCHEMA_VERSION = 1
+#: Version of the database layout this module writes and reads. Schema 2 added the index rows'
+#: checksums (``stamps_crc``, ``locations_crc``); a schema-1 file is upgraded when opened, its
+#: old rows keeping NULL there (checked by their structure alone).
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -105,6 +114,8 @@ CREATE TABLE IF NOT EXISTS appends (
     object_key TEXT NOT NULL,
     object_length INTEGER NOT NULL,
     object_crc INTEGER NOT NULL,
+    stamps_crc INTEGER,
+    locations_crc INTEGER,
     stamps BLOB NOT NULL,
     locations BLOB NOT NULL,
     metadata BLOB NOT NULL
@@ -125,6 +136,37 @@ UPDATE streams
 """
 
 
+# SQLite's primary result codes for a damaged database file: SQLITE_CORRUPT, SQLITE_NOTADB
+_DAMAGED = frozenset({11, 26})
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _stream_error(path: str, err: sqlite3.Error | UnicodeDecodeError) -> StreamError:
+    """The StreamError for an error of SQLite on the head store ``path``."""
+    if isinstance(err, UnicodeDecodeError):
+        return CorruptionError(f"the head store {path} is damaged: it holds text that is not UTF-8 ({err.reason})")
+    code = getattr(err, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in _DAMAGED:
+        return CorruptionError(f"the head store {path} is damaged: {err}")
+    if str(err).startswith("Could not decode to UTF-8"):
+        # the sqlite3 module's own error for a TEXT value that is not UTF-8 (no SQLite code)
+        return CorruptionError(f"the head store {path} is damaged: it holds text that is not UTF-8 ({err})")
+    return StreamError(f"the head store {path} failed: {err}")
+
+
+def _translated(method: _Method) -> _Method:
+    """Raise SQLite's errors out of ``method`` as the store's (:func:`_stream_error`)."""
+
+    @functools.wraps(method)
+    def run(self: SQLiteHeadStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.Error, UnicodeDecodeError) as err:
+            raise _stream_error(self.path, err) from err
+
+    return run  # type: ignore[return-value]
+
+
 class SQLiteHeadStore(HeadStore):
     """The :class:`HeadStore` of an embedded store: one SQLite file shared by any number of processes.
 
@@ -138,13 +180,18 @@ class SQLiteHeadStore(HeadStore):
     Raises
     ------
     StreamError
-        The file holds a newer schema than this build knows.
+        The file holds a newer schema than this build knows, or SQLite cannot open it.
+    CorruptionError
+        The file is damaged (not a database, malformed, text that is not UTF-8).
     """
 
     def __init__(self, path: str, *, busy_timeout: float = 30.0) -> None:
         self.path = path
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+        try:
+            self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as err:
+            raise _stream_error(path, err) from err
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
@@ -152,6 +199,9 @@ class SQLiteHeadStore(HeadStore):
             self._db.execute("PRAGMA fullfsync=ON")
             self._sync = "FULL"
             self._create_schema()
+        except (sqlite3.Error, UnicodeDecodeError) as err:
+            self._db.close()
+            raise _stream_error(path, err) from err
         except BaseException:
             self._db.close()
             raise
@@ -164,10 +214,18 @@ class SQLiteHeadStore(HeadStore):
             row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
             if row is None:
                 db.execute("INSERT INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-            elif int(row[0]) > SCHEMA_VERSION:
+                return
+            stored = schema_version(row[0], self.path)
+            if stored > SCHEMA_VERSION:
                 raise StreamError(
                     f"{self.path} holds stream-store schema {row[0]}; this build reads up to {SCHEMA_VERSION}"
                 )
+            if stored < 2:
+                # the checksums go after the BLOBs here (SQLite adds columns at the end): a new
+                # file has them before, so reading them does not walk the BLOBs' pages
+                db.execute("ALTER TABLE appends ADD COLUMN stamps_crc INTEGER")
+                db.execute("ALTER TABLE appends ADD COLUMN locations_crc INTEGER")
+                db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
 
     @contextmanager
     def _write(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
@@ -188,7 +246,9 @@ class SQLiteHeadStore(HeadStore):
             try:
                 yield db
             except BaseException:
-                db.execute("ROLLBACK")
+                # SQLite may have rolled back already (some errors end the transaction)
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
 
@@ -199,6 +259,7 @@ class SQLiteHeadStore(HeadStore):
 
     # --- streams and heads ---------------------------------------------------------------------
 
+    @_translated
     def create_stream(self, stream_id: str, profile: str) -> StreamHead:
         """See :meth:`HeadStore.create_stream`."""
         with self._write() as db:
@@ -218,11 +279,13 @@ class SQLiteHeadStore(HeadStore):
         row = db.execute(f"SELECT {HEAD_COLUMNS} FROM streams WHERE stream_id = ?", (stream_id,)).fetchone()
         return None if row is None else StreamHead(*row)
 
+    @_translated
     def read_head(self, stream_id: str) -> StreamHead | None:
         """See :meth:`HeadStore.read_head`."""
         with self._lock:
             return self._head(self._db, stream_id)
 
+    @_translated
     def stream_ids(self) -> list[str]:
         """See :meth:`HeadStore.stream_ids`."""
         with self._lock:
@@ -230,6 +293,7 @@ class SQLiteHeadStore(HeadStore):
 
     # --- sessions ------------------------------------------------------------------------------
 
+    @_translated
     def open_session(self, stream_id: str, writer: str, ttl: float, now: float) -> Session:
         """See :meth:`HeadStore.open_session`."""
         with self._write() as db:
@@ -250,6 +314,7 @@ class SQLiteHeadStore(HeadStore):
             )
         return Session(stream_id, epoch, token, writer, expires)
 
+    @_translated
     def renew_session(self, session: Session, ttl: float, now: float) -> Session | None:
         """See :meth:`HeadStore.renew_session`."""
         expires = now + ttl
@@ -269,6 +334,7 @@ class SQLiteHeadStore(HeadStore):
 
     # --- protections and intents ---------------------------------------------------------------
 
+    @_translated
     def protect(self, object_key: str, stream_id: str, commit_id: str, start_offset: int, now: float) -> None:
         """See :meth:`HeadStore.protect`."""
         with self._write(durable=False) as db:
@@ -278,6 +344,7 @@ class SQLiteHeadStore(HeadStore):
                 (object_key, stream_id, commit_id, start_offset, now),
             )
 
+    @_translated
     def put_intent(self, intent: Intent, now: float) -> Intent:
         """See :meth:`HeadStore.put_intent`."""
         with self._write(durable=False) as db:
@@ -295,11 +362,13 @@ class SQLiteHeadStore(HeadStore):
         row = db.execute(f"SELECT {INTENT_COLUMNS} FROM intents WHERE commit_id = ?", (commit_id,)).fetchone()
         return None if row is None else Intent(*row)
 
+    @_translated
     def get_intent(self, commit_id: str) -> Intent | None:
         """See :meth:`HeadStore.get_intent`."""
         with self._lock:
             return self._intent(self._db, commit_id)
 
+    @_translated
     def committed_attempt(self, stream_id: str, writer: str, attempt_id: str) -> Intent | None:
         """See :meth:`HeadStore.committed_attempt`."""
         with self._lock:
@@ -312,6 +381,7 @@ class SQLiteHeadStore(HeadStore):
 
     # --- the linearisation point ---------------------------------------------------------------
 
+    @_translated
     def commit_append(
         self, expected: StreamHead, session: Session, intent: Intent, row: IndexRow, now: float
     ) -> StreamHead | None:
@@ -346,7 +416,7 @@ class SQLiteHeadStore(HeadStore):
             db.execute(
                 "INSERT INTO appends (stream_id, end_offset, start_offset, entry_count, record_count, "
                 "logical_bytes, commit_id, object_key, object_length, object_crc, stamps, locations, "
-                "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "metadata, stamps_crc, locations_crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     row.stream_id,
                     row.end_offset,
@@ -361,6 +431,8 @@ class SQLiteHeadStore(HeadStore):
                     row.stamps,
                     row.locations,
                     row.metadata,
+                    row.stamps_crc,
+                    row.locations_crc,
                 ),
             )
             db.execute("DELETE FROM protections WHERE object_key = ?", (row.object_key,))
@@ -381,23 +453,27 @@ class SQLiteHeadStore(HeadStore):
             f"SELECT start_offset, end_offset, entry_count, object_key, object_length{extra} "
             f"FROM appends WHERE stream_id = ? AND end_offset > ? ORDER BY end_offset"
         )
-        with self._lock:
-            cur = self._db.execute(sql, (stream_id, from_offset))
-        size = max(1, batch_rows)
         try:
-            while True:
-                with self._lock:
-                    rows = cur.fetchmany(size)
-                if not rows:
-                    return
-                yield rows
-                size = min(2 * size, MAX_BATCH_ROWS)
-        finally:
             with self._lock:
-                cur.close()
+                cur = self._db.execute(sql, (stream_id, from_offset))
+            size = max(1, batch_rows)
+            try:
+                while True:
+                    with self._lock:
+                        rows = cur.fetchmany(size)
+                    if not rows:
+                        return
+                    yield rows
+                    size = min(2 * size, MAX_BATCH_ROWS)
+            finally:
+                with self._lock:
+                    cur.close()
+        except (sqlite3.Error, UnicodeDecodeError) as err:
+            raise _stream_error(self.path, err) from err
 
     # --- retention and GC ----------------------------------------------------------------------
 
+    @_translated
     def trim(self, stream_id: str, before_offset: int) -> tuple[int, int]:
         """See :meth:`HeadStore.trim`."""
         with self._write() as db:
@@ -414,11 +490,13 @@ class SQLiteHeadStore(HeadStore):
             new_start = before_offset
             if before_offset < head.committed_end:
                 row = db.execute(
-                    "SELECT stamps FROM appends WHERE stream_id = ? AND end_offset > ? ORDER BY end_offset LIMIT 1",
+                    "SELECT start_offset, end_offset, entry_count, object_key, object_length, stamps, stamps_crc "
+                    "FROM appends "
+                    "WHERE stream_id = ? AND end_offset > ? ORDER BY end_offset LIMIT 1",
                     (stream_id, before_offset),
                 ).fetchone()
                 if row is not None:
-                    starts = np.frombuffer(row[0], dtype=STAMP_DTYPE)["start_offset"]
+                    starts = checked_stamps(stream_id, [row], 5, 6)["start_offset"]
                     # the entry holding before_offset stays whole
                     new_start = int(starts[np.searchsorted(starts, before_offset, side="right") - 1])
             new_start = max(new_start, head.log_start)
@@ -434,6 +512,7 @@ class SQLiteHeadStore(HeadStore):
             )
         return new_start, dropped
 
+    @_translated
     def release_dead_protections(self) -> int:
         """See :meth:`HeadStore.release_dead_protections`."""
         with self._write() as db:
@@ -449,6 +528,7 @@ class SQLiteHeadStore(HeadStore):
             db.execute("DELETE FROM intents WHERE state = 'abandoned'")
         return dropped
 
+    @_translated
     def collect(self, candidates: Sequence[str], remove: Callable[[str], bool]) -> list[str]:
         """See :meth:`HeadStore.collect`."""
         removed: list[str] = []

@@ -60,6 +60,7 @@ from .records import (
     check_ttl,
     check_writer,
 )
+from .rows import row_checksums
 from .sqlite_heads import SQLiteHeadStore
 from .wal import OBJECT_SUFFIX, EncodedObject, ObjectWal, encode_object
 
@@ -174,7 +175,10 @@ class StreamStore:
         CapabilityError
             ``heads`` is a URL of a kind no installed head store serves (nothing is created).
         StreamError
-            The PostgreSQL head store cannot be reached (nothing is created).
+            The PostgreSQL head store cannot be reached (nothing is created), or SQLite cannot
+            open the head database.
+        CorruptionError
+            The head database is damaged (named).
         """
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
@@ -669,6 +673,8 @@ class StreamStore:
         locations["payload_len"] = obj.payload_len
         locations["payload_crc"] = obj.payload_crc
         locations["meta_off"] = obj.meta_off[:-1]
+        b_stamps, b_locations = stamps.tobytes(), locations.tobytes()
+        crcs = row_checksums(stream_id, start, end, n, key, len(obj.data), b_stamps, b_locations, obj.metadata)
         return IndexRow(
             stream_id,
             start,
@@ -680,9 +686,10 @@ class StreamStore:
             key,
             len(obj.data),
             obj.object_crc,
-            stamps.tobytes(),
-            locations.tobytes(),
+            b_stamps,
+            b_locations,
             obj.metadata,
+            *crcs,
         )
 
     # --- reads ---------------------------------------------------------------------------------
@@ -715,6 +722,9 @@ class StreamStore:
         ChecksumError
             An entry's bytes or its object's length do not match the index (names the object);
             :class:`MissingObjectError` if the object is gone.
+        CorruptionError
+            An index row on the way is damaged (names the stream, the row and the field), or the
+            head database is.
         StoreClosedError
         """
         self._check_open()
@@ -747,6 +757,9 @@ class StreamStore:
             Malformed arguments.
         UnknownStreamError
         OffsetOutOfRangeError
+        CorruptionError
+            The stamps of an index row on the way are damaged (names the stream, the row and the
+            field), or the head database is.
         StoreClosedError
         """
         self._check_open()
