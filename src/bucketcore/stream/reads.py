@@ -101,14 +101,14 @@ def read_entries(
     try:
         for rows in batches:
             check_follows(stream_id, prev, rows[0])
-            records = checked_stamps(stream_id, rows, 5, 8)
+            cols = checked_stamps(stream_id, rows, 5, 8)
             if not seen:
                 seen = True
                 if rows[0][0] > from_offset:
                     raise _trimmed_meanwhile(heads, stream_id, from_offset)
             at = 0
             for row in rows:
-                stamps = records[at : at + row[2]]
+                stamps = {name: c[at : at + row[2]] for name, c in cols.items()}
                 at += row[2]
                 try:
                     _read_row(stream_id, wal, row, stamps, from_offset, max_entries - len(out), out)
@@ -131,7 +131,7 @@ def _read_row(
     stream_id: str,
     wal: ObjectWal,
     row: tuple,
-    stamps: np.ndarray,
+    stamps: dict[str, np.ndarray],
     from_offset: int,
     room: int,
     out: list[CommittedEntry],
@@ -196,7 +196,7 @@ def read_stamp_columns(heads: HeadStore, stream_id: str, from_offset: int, limit
         As :meth:`StreamStore.read_stamps`.
     """
     head = _readable_head(heads, stream_id, from_offset)
-    parts: list[np.ndarray] = []
+    parts: list[dict[str, np.ndarray]] = []
     last_end = from_offset
     have = 0
     skip = 0
@@ -216,7 +216,7 @@ def read_stamp_columns(heads: HeadStore, stream_id: str, from_offset: int, limit
                 skip = max(int(np.searchsorted(starts0, from_offset, side="right")) - 1, 0)
                 have = -skip
             parts.append(part)
-            have += part.shape[0]
+            have += part["start_offset"].shape[0]
             prev = rows[-1]
             last_end = prev[1]
             if limit is not None and have >= limit:
@@ -225,27 +225,32 @@ def read_stamp_columns(heads: HeadStore, stream_id: str, from_offset: int, limit
         batches.close()  # type: ignore[attr-defined]
     if prev is None and from_offset < head.committed_end:
         raise _trimmed_meanwhile(heads, stream_id, from_offset)
+    names = STAMP_DTYPE.names or ()
     if len(parts) == 1:
         fetched = parts[0]
+    elif parts:
+        fetched = {name: np.concatenate([p[name] for p in parts]) for name in names}
     else:
-        fetched = np.concatenate(parts) if parts else np.empty(0, dtype=STAMP_DTYPE)
-    records = fetched[skip : None if limit is None else skip + limit]
-    n = records.shape[0]
-    starts = np.ascontiguousarray(records["start_offset"])
+        fetched = {name: np.empty(0, dtype=STAMP_DTYPE[name]) for name in names}
+    total = fetched["start_offset"].shape[0]
+    sl = slice(skip, None if limit is None else skip + limit)
+    # the checked columns are aligned already: the result is slices of them, no further copy
+    starts = fetched["start_offset"][sl]
+    n = starts.shape[0]
     ends = np.empty(n, dtype=np.int64)
     if n:
         # appends are contiguous: an entry ends where the next one starts
         ends[:-1] = starts[1:]
         after = skip + n
-        ends[-1] = fetched["start_offset"][after] if after < fetched.shape[0] else last_end
+        ends[-1] = fetched["start_offset"][after] if after < total else last_end
     cols = [
         starts,
         ends,
-        np.ascontiguousarray(records["hash_min"]),
-        np.ascontiguousarray(records["hash_max"]),
-        np.ascontiguousarray(records["stamped"]).view(np.bool_),
-        np.ascontiguousarray(records["segment_id"]),
-        np.ascontiguousarray(records["bucket"]),
+        fetched["hash_min"][sl],
+        fetched["hash_max"][sl],
+        fetched["stamped"][sl].view(np.bool_),
+        fetched["segment_id"][sl],
+        fetched["bucket"][sl],
     ]
     for c in cols:
         c.setflags(write=False)

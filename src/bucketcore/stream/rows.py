@@ -71,6 +71,7 @@ def schema_version(stored: object, where: str) -> int:
 
 
 _HEADER = struct.Struct("<qqqq")  # start offset, end offset, entry count, object length
+_U16 = struct.Struct("<H")
 
 
 def row_checksums(
@@ -105,23 +106,22 @@ def row_checksums(
     tuple of int
         Unsigned 32-bit checksums.
     """
-    first = google_crc32c.extend(_head_crc(stream_id, start, end, entry_count, object_key, object_length), stamps)
+    head = _head_crc(_stream_prefix(stream_id), start, end, entry_count, object_key, object_length)
+    first = google_crc32c.extend(head, stamps)
     return first, google_crc32c.extend(google_crc32c.extend(first, locations), metadata)
 
 
-def _head_crc(stream_id: str, start: int, end: int, entry_count: int, object_key: str, object_length: int) -> int:
+def _stream_prefix(stream_id: str) -> bytes:
     sid = stream_id.encode("utf-8")
+    return _U16.pack(len(sid)) + sid
+
+
+def _head_crc(prefix: bytes, start: int, end: int, entry_count: int, object_key: str, object_length: int) -> int:
+    """CRC32C of a row's header: ``prefix`` (:func:`_stream_prefix`), the key, the four integers."""
     key = object_key.encode("utf-8")
-    head = b"".join(
-        (
-            struct.pack("<H", len(sid)),
-            sid,
-            struct.pack("<H", len(key)),
-            key,
-            _HEADER.pack(start, end, entry_count, object_length),
-        )
+    return google_crc32c.value(
+        prefix + _U16.pack(len(key)) + key + _HEADER.pack(start, end, entry_count, object_length)
     )
-    return google_crc32c.value(head)
 
 
 def _crc_error(stream_id: str, row: Sequence[object], field: str, recorded: object, computed: int) -> CorruptionError:
@@ -176,10 +176,21 @@ def check_follows(stream_id: str, prev: Sequence[object] | None, row: Sequence[o
 
 def _check_scalars(stream_id: str, row: Sequence[object], blob: object, field: str, itemsize: int) -> int:
     """The row's entry count, after checking its scalar fields and the size of one packed BLOB."""
+    start, end, n, _, length = row[:5]
+    if (
+        type(start) is int
+        and type(end) is int
+        and type(n) is int
+        and type(length) is int
+        and type(blob) is bytes
+        and 0 <= start
+        and 0 < n <= end - start
+        and len(blob) == n * itemsize
+    ):
+        return n
     for at, name in _SCALARS:
         if type(row[at]) is not int:
             raise row_error(stream_id, row, f"{name} is {row[at]!r}, not an integer")
-    start, end, n = row[_START], row[_END], row[_COUNT]
     assert isinstance(start, int) and isinstance(end, int) and isinstance(n, int)
     if n < 1:
         raise row_error(stream_id, row, f"entry_count is {n}; an append holds at least one entry")
@@ -198,7 +209,7 @@ def _check_scalars(stream_id: str, row: Sequence[object], blob: object, field: s
 
 def checked_stamps(
     stream_id: str, rows: Sequence[Sequence[object]], column: int, crc_column: int | None = None
-) -> np.ndarray:
+) -> dict[str, np.ndarray]:
     """The stamp records of consecutive index rows, joined, after checking every row.
 
     Parameters
@@ -213,27 +224,73 @@ def checked_stamps(
 
     Returns
     -------
-    numpy.ndarray of STAMP_DTYPE
-        Every row's records, in order (read-only, over the joined bytes).
+    dict of str to numpy.ndarray
+        One aligned array per field of :data:`STAMP_DTYPE` (by its name), every row's entries in
+        order.
 
     Raises
     ------
     CorruptionError
         A row breaks one of the invariants of the module notes, named.
     """
-    counts = np.fromiter(
-        (_check_scalars(stream_id, r, r[column], "stamps", STAMP_DTYPE.itemsize) for r in rows),
-        dtype=np.int64,
-        count=len(rows),
-    )
+    counts = np.array([_check_scalars(stream_id, r, r[column], "stamps", STAMP_DTYPE.itemsize) for r in rows])
     records = np.frombuffer(b"".join([r[column] for r in rows]), dtype=STAMP_DTYPE)  # type: ignore[misc]
+    # each field copied once into an aligned array: checked here, handed to the reader as they are
+    cols = {name: np.ascontiguousarray(records[name]) for name in STAMP_DTYPE.names or ()}
     if not rows:
-        return records
-    row_start = np.fromiter((r[_START] for r in rows), dtype=np.int64, count=len(rows))
-    row_end = np.fromiter((r[_END] for r in rows), dtype=np.int64, count=len(rows))
+        return cols
+    row_start = np.array([r[_START] for r in rows], dtype=np.int64)
+    row_end = np.array([r[_END] for r in rows], dtype=np.int64)
     firsts = np.cumsum(counts) - counts
     lasts = firsts + counts - 1
-    starts = records["start_offset"]
+    if not _stamps_whole(cols, firsts, lasts, row_start, row_end):
+        _diagnose(stream_id, rows, cols, firsts, lasts, row_start, row_end)
+    if crc_column is not None:
+        prefix = _stream_prefix(stream_id)
+        for r in rows:
+            if r[crc_column] is not None:
+                _check_stamps_crc(stream_id, prefix, r, r[column], r[crc_column])  # type: ignore[arg-type]
+    return cols
+
+
+def _stamps_whole(
+    cols: dict[str, np.ndarray], firsts: np.ndarray, lasts: np.ndarray, row_start: np.ndarray, row_end: np.ndarray
+) -> bool:
+    """Whether the joined stamp records of consecutive rows keep every invariant (a few whole-array
+    reductions; :func:`_diagnose` finds which one broke)."""
+    if (row_start[1:] != row_end[:-1]).any():
+        return False
+    starts = cols["start_offset"]
+    # what each entry must start before: the next entry's start, or its row's end
+    bound = np.empty_like(starts)
+    bound[:-1] = starts[1:]
+    bound[lasts] = row_end
+    if not ((starts[firsts] == row_start).all() and (starts < bound).all()):
+        return False
+    stamped = cols["stamped"]
+    lo = cols["hash_min"]
+    hi = cols["hash_max"]
+    # an unstamped entry has zero hashes: lo | hi must fit under 0 there, under 0xFFFF+1 when stamped
+    return bool(
+        stamped.max() <= 1
+        and (lo <= hi).all()
+        and ((lo | hi) <= stamped.astype(np.uint16) * np.uint16(0xFFFF)).all()
+        and cols["segment_id"].min() >= -1
+        and cols["bucket"].min() >= -1
+    )
+
+
+def _diagnose(
+    stream_id: str,
+    rows: Sequence[Sequence[object]],
+    cols: dict[str, np.ndarray],
+    firsts: np.ndarray,
+    lasts: np.ndarray,
+    row_start: np.ndarray,
+    row_end: np.ndarray,
+) -> None:
+    """Raise the CorruptionError for the earliest row whose stamps break an invariant."""
+    starts = cols["start_offset"]
     found: list[tuple[int, str]] = []  # (row index, problem): the earliest row is reported
 
     def first_entry(mask: np.ndarray) -> int | None:
@@ -266,41 +323,34 @@ def checked_stamps(
         found.append(
             (bad, f"stamps: the last entry starts at {starts[lasts[bad]]}, not before end_offset {row_end[bad]}")
         )
-    stamped = records["stamped"]
-    lo, hi = records["hash_min"], records["hash_max"]
+    stamped = cols["stamped"]
+    lo, hi = cols["hash_min"], cols["hash_max"]
     for mask, what in (
         (stamped > 1, "stamped is {v[stamped]}, not 0 or 1"),
         ((stamped == 1) & (lo > hi), "the stamp ({v[hash_min]}, {v[hash_max]}) has hash_min > hash_max"),
         ((stamped == 0) & ((lo != 0) | (hi != 0)), "an unstamped entry has hashes ({v[hash_min]}, {v[hash_max]})"),
-        (records["segment_id"] < -1, "segment_id is {v[segment_id]}"),
-        (records["bucket"] < -1, "bucket is {v[bucket]}"),
+        (cols["segment_id"] < -1, "segment_id is {v[segment_id]}"),
+        (cols["bucket"] < -1, "bucket is {v[bucket]}"),
     ):
         bad = first_entry(mask)
         if bad is not None:
             r = row_of(bad)
-            found.append((r, f"stamps: entry {bad - firsts[r]}: " + what.format(v=records[bad])))
+            found.append(
+                (r, f"stamps: entry {bad - firsts[r]}: " + what.format(v={k: c[bad] for k, c in cols.items()}))
+            )
     if found:
         r, problem = min(found, key=lambda f: f[0])
         raise row_error(stream_id, rows[r], problem)
-    if crc_column is not None:
-        for r in rows:
-            if r[crc_column] is not None:
-                _check_stamps_crc(stream_id, r, r[column], r[crc_column])  # type: ignore[arg-type]
-    return records
+    raise AssertionError("_stamps_whole refused records _diagnose finds whole")
 
 
-def _stamps_crc(stream_id: str, row: Sequence[object], stamps: bytes) -> int:
+def _check_stamps_crc(stream_id: str, prefix: bytes, row: Sequence[object], stamps: bytes, recorded: object) -> None:
     start, end, n, key, length = row[:5]
     if not isinstance(key, str):
         raise row_error(stream_id, row, f"object_key is a {type(key).__name__}, not str")
-    return google_crc32c.extend(_head_crc(stream_id, start, end, n, key, length), stamps)  # type: ignore[arg-type]
-
-
-def _check_stamps_crc(stream_id: str, row: Sequence[object], stamps: bytes, recorded: object) -> int:
-    computed = _stamps_crc(stream_id, row, stamps)
+    computed = google_crc32c.extend(_head_crc(prefix, start, end, n, key, length), stamps)  # type: ignore[arg-type]
     if recorded != computed:
         raise _crc_error(stream_id, row, "stamps_crc", recorded, computed)
-    return computed
 
 
 def checked_locations(
