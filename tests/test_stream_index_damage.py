@@ -238,3 +238,28 @@ def test_a_schema_1_store_is_upgraded_and_keeps_its_rows_readable(tmp_path) -> N
         _set_blob(s, "stamps", 2, _blob(s, "stamps", 2)[:0] + _blob(s, "stamps", 2)[:8] + b"\x00" * 17)
         with pytest.raises(st.CorruptionError, match="append at offset 2 .*stamps_crc"):
             s.read_stamps("x")
+
+
+def test_the_row_checksums_are_the_documented_crc32c(store) -> None:
+    """docs/stream.md's layout: stream id and object key (u16 length + UTF-8), start, end, entry
+    count and object length (i64 each), the stamps; then on over the locations and metadata."""
+    import struct
+
+    import google_crc32c
+
+    columns = ("stamps", "locations", "metadata", "stamps_crc", "locations_crc")
+    rows = [r for batch in store._heads.scan_index("x", 0, columns, 10) for r in batch]
+    assert len(rows) == 3
+    for start, end, n, key, length, stamps, locations, metadata, stamps_crc, locations_crc in rows:
+        head = b"".join(
+            [
+                struct.pack("<H", len(b"x")),
+                b"x",
+                struct.pack("<H", len(key)),
+                key.encode(),
+                struct.pack("<qqqq", start, end, n, length),
+            ]
+        )
+        first = google_crc32c.value(head + bytes(stamps))
+        assert stamps_crc == first
+        assert locations_crc == google_crc32c.extend(google_crc32c.extend(first, bytes(locations)), bytes(metadata))
