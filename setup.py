@@ -1,17 +1,126 @@
-"""Build the compiled kernels of bucketcore: one extension per ``src/_bucketcore/*.pyx``."""
+"""Build the compiled kernels of bucketcore: one extension per ``src/_bucketcore/*.pyx``.
 
+Environment switches (both optional):
+
+``BUCKETCORE_SANITIZE``
+    A comma-separated list of sanitizers (``address``, ``undefined``, ``thread``,
+    ``fuzzer-no-link``) to build the kernels with, for testing only: they are compiled with
+    ``-O1 -g -fno-omit-frame-pointer -fsanitize=<list>`` (and ``-fno-sanitize-recover=undefined``
+    with ``undefined``, so a report fails the run) by the compiler ``CC`` names (gcc or clang;
+    ``fuzzer-no-link`` needs clang). See docs/hardening.md for running the tests under them.
+``BUCKETCORE_EXTENSIONS``
+    Development aid: ``_hashing,_layout`` builds only those kernels.
+"""
+
+from __future__ import annotations
+
+import json
 import os
+import shlex
+import subprocess
 import sys
+import sysconfig
 from glob import glob
 
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext as _build_ext
+
+# The sanitizers BUCKETCORE_SANITIZE may name, each passed to -fsanitize= as spelled.
+SANITIZERS = ("address", "undefined", "thread", "fuzzer-no-link")
+# ThreadSanitizer keeps its own shadow memory: it cannot share a process with AddressSanitizer.
+INCOMPATIBLE = (("address", "thread"),)
+
+
+def sanitizers_from_env(value: str) -> list[str]:
+    """The sanitizer names of ``BUCKETCORE_SANITIZE``, validated (empty: no sanitizer).
+
+    Raises
+    ------
+    SystemExit
+        Naming the unknown or empty entry, or the pair of sanitizers that cannot be combined.
+    """
+    if not value.strip():
+        return []
+    names = [name.strip() for name in value.split(",")]
+    for index, name in enumerate(names):
+        if not name:
+            raise SystemExit(f"BUCKETCORE_SANITIZE={value!r}: entry {index} is empty")
+        if name not in SANITIZERS:
+            raise SystemExit(
+                f"BUCKETCORE_SANITIZE={value!r}: unknown sanitizer {name!r} (known: {', '.join(SANITIZERS)})"
+            )
+    for first, second in INCOMPATIBLE:
+        if first in names and second in names:
+            raise SystemExit(f"BUCKETCORE_SANITIZE={value!r}: {first} and {second} cannot be combined")
+    return list(dict.fromkeys(names))  # each once, in the order given
+
+
+def compiler_command() -> list[str]:
+    """The C compiler the build uses: ``CC`` if set, else the one Python was built with."""
+    return shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+
+
+def is_clang(command: list[str]) -> bool:
+    """Whether ``command`` runs clang (asked from the compiler itself: ``cc`` may be either)."""
+    try:
+        banner = subprocess.run(command + ["--version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise SystemExit(f"BUCKETCORE_SANITIZE: cannot run the C compiler {shlex.join(command)!r}: {exc}") from exc
+    return "clang" in banner
+
+
+sanitize = sanitizers_from_env(os.environ.get("BUCKETCORE_SANITIZE", ""))
+if sanitize and sys.platform == "win32":
+    raise SystemExit("BUCKETCORE_SANITIZE needs gcc or clang; it is not supported on Windows")
+if "fuzzer-no-link" in sanitize and not is_clang(compiler_command()):
+    raise SystemExit(
+        f"BUCKETCORE_SANITIZE: fuzzer-no-link needs clang, but CC runs {shlex.join(compiler_command())!r} "
+        "(e.g. CC=clang-16)"
+    )
 
 if sys.platform == "win32":
     compile_args = ["/O2"]
+    link_args: list[str] = []
+elif sanitize:
+    # -O1: fast enough for the whole suite, and no -O3 transformations hiding a read or a race;
+    # frame pointers and -g: whole, symbolised stacks in every report.
+    flag = "-fsanitize=" + ",".join(sanitize)
+    compile_args = ["-O1", "-g", "-fno-omit-frame-pointer", flag, "-fno-strict-aliasing", "-Wno-unused-function"]
+    if "undefined" in sanitize:
+        compile_args.append("-fno-sanitize-recover=undefined")  # a UBSan report ends the process
+    link_args = [flag]
 else:
     compile_args = ["-O3", "-fno-strict-aliasing", "-Wno-unused-function"]
+    link_args = []
+
+FLAVOUR = json.dumps({"sanitize": sanitize, "compile_args": compile_args, "link_args": link_args})
+
+
+class build_ext(_build_ext):
+    """``build_ext`` that recompiles a kernel whose last build had another flavour (sanitizers,
+    flags): setuptools compares timestamps only, so an in-place build would otherwise keep the
+    previous flavour's objects and libraries (a sanitized kernel in a normal build, or the reverse).
+    The flavour each kernel was last built with is kept in the build directory."""
+
+    def build_extension(self, ext: Extension) -> None:
+        stamp_path = os.path.join(self.build_temp, ext.name + ".flavour.json")
+        try:
+            with open(stamp_path, encoding="utf-8") as stamp:
+                changed = stamp.read() != FLAVOUR
+        except OSError:
+            changed = True
+        forced = self.force
+        self.force = forced or changed
+        try:
+            super().build_extension(ext)
+        finally:
+            self.force = forced
+        os.makedirs(self.build_temp, exist_ok=True)
+        with open(stamp_path, "w", encoding="utf-8") as stamp:
+            stamp.write(FLAVOUR)
+
 
 # Development aid: BUCKETCORE_EXTENSIONS=_hashing,_layout builds only those kernels in place.
 only = {name for name in os.environ.get("BUCKETCORE_EXTENSIONS", "").split(",") if name}
@@ -23,6 +132,7 @@ extensions = [
         include_dirs=["src/_bucketcore", np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=compile_args,
+        extra_link_args=link_args,
     )
     for path in sorted(glob(os.path.join("src", "_bucketcore", "*.pyx")))
     if not only or os.path.splitext(os.path.basename(path))[0] in only
@@ -39,5 +149,6 @@ setup(
             "initializedcheck": False,
             "embedsignature": True,
         },
-    )
+    ),
+    cmdclass={"build_ext": build_ext},
 )
