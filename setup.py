@@ -95,7 +95,29 @@ else:
     compile_args = ["-O3", "-fno-strict-aliasing", "-Wno-unused-function"]
     link_args = []
 
-FLAVOUR = json.dumps({"sanitize": sanitize, "compile_args": compile_args, "link_args": link_args})
+# The kernels that run correctly without the GIL, declared so through their Py_mod_gil slot
+# (Cython's CYTHON_FREETHREADING_COMPATIBLE; every other kernel declares that it needs the GIL,
+# and a free-threaded interpreter turns the GIL back on when it imports one). Audited:
+#   _status   an IntEnum built at import; no other state.
+#   _routing  a Router validates its tables in __cinit__ and only reads them afterwards.
+# Needing the GIL (docs/hardening.md says why for users):
+#   _hashing, _pipeline, _producer, _batcher, _grouping, _arrow: a Python key list or tuple is
+#     read through borrowed item pointers on the promise that the GIL holder runs no Python code
+#     meanwhile (and the two-thread stages hand work over on that promise); without the GIL
+#     another thread could resize the list under the reader.
+#   _dispatch, _consumer, _batcher: per-object state mutated by every method; under the GIL a call
+#     runs whole, so unsynchronised use cannot corrupt memory, without it it could.
+#   _layout, _wire: not audited yet (module-level callbacks bound at import, object columns).
+FREE_THREADING_COMPATIBLE = frozenset({"_status", "_routing"})
+
+FLAVOUR = json.dumps(
+    {
+        "sanitize": sanitize,
+        "compile_args": compile_args,
+        "link_args": link_args,
+        "free_threading": sorted(FREE_THREADING_COMPATIBLE),
+    }
+)
 
 
 class build_ext(_build_ext):
@@ -125,15 +147,25 @@ class build_ext(_build_ext):
 # Development aid: BUCKETCORE_EXTENSIONS=_hashing,_layout builds only those kernels in place.
 only = {name for name in os.environ.get("BUCKETCORE_EXTENSIONS", "").split(",") if name}
 
-extensions = [
-    Extension(
-        "_bucketcore." + os.path.splitext(os.path.basename(path))[0],
+
+def kernel(path: str) -> Extension:
+    """The extension of one ``.pyx`` kernel."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    return Extension(
+        "_bucketcore." + name,
         [path],
         include_dirs=["src/_bucketcore", np.get_include()],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        define_macros=[
+            ("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),
+            ("CYTHON_FREETHREADING_COMPATIBLE", "1" if name in FREE_THREADING_COMPATIBLE else "0"),
+        ],
         extra_compile_args=compile_args,
         extra_link_args=link_args,
     )
+
+
+extensions = [
+    kernel(path)
     for path in sorted(glob(os.path.join("src", "_bucketcore", "*.pyx")))
     if not only or os.path.splitext(os.path.basename(path))[0] in only
 ]
