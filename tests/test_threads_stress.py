@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import signal
 import subprocess
 import sys
 import textwrap
@@ -623,12 +624,17 @@ ABANDONED_WORKER = (
 )
 
 
+NO_SIGALRM = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="SIGALRM timers are POSIX only")
+
+
+@NO_SIGALRM
 @pytest.mark.xfail(strict=True, raises=KnownBug, reason=ABANDONED_WORKER)
 def test_interrupting_a_two_thread_pipeline_leaves_no_busy_worker_and_a_usable_library():
     counts = _interrupt_pipeline(rounds=90, watchdog=20)
     assert counts["interrupted"] > 0, counts
 
 
+@NO_SIGALRM
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, raises=KnownBug, reason=ABANDONED_WORKER)
 def test_interrupting_a_two_thread_pipeline_long_run(slow_opted_in):
