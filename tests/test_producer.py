@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bucketcore as bc
-from _bucketcore import _batcher, _grouping, _routing
+from _bucketcore import _grouping, _routing
 from bucketcore.hashing import KeyHashes
 from bucketcore.layout import Buckets, Segment, TopicLayout
 from bucketcore.producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
@@ -731,9 +731,30 @@ def test_kernel_reports_the_first_bad_column_value() -> None:
         assert got == (status, index, None)
         with pytest.raises(ValueError, match=message):
             check_status(*got[:2], segments=seg, buckets=bucket, sizes=sizes)
-    g = _batcher.Grouper(offsets, 0, 5, 5)
-    assert g.scan(None, np.array([0, 7], np.int32), bh, None) == (Status.BC_ERR_BUCKET_INDEX, 1)
-    assert g.position == 0 and g.open_batches == 0
+
+
+def test_a_reused_stream_state_starts_clean_after_a_refused_stream() -> None:
+    """A layout's batch state is kept for later calls: a stream refused in its second chunk (the
+    first one scanned, batches left open) leaves nothing behind for the next stream on it."""
+    offsets = np.array([0, 3, 5], dtype=np.int64)
+    rng = np.random.default_rng(5)
+    n = 3000
+    seg = rng.integers(0, 2, n).astype(np.int32)
+    bucket = np.where(seg == 0, rng.integers(0, 3, n), rng.integers(0, 2, n)).astype(np.int32)
+    bh = rng.integers(0, 1 << 16, n).astype(np.uint16)
+    bad = bucket.copy()
+    bad[2500] = 9
+    stream = _grouping.WholeStream(offsets, 0, 1, 1, 0)
+    for policy in (0, 1):
+        refused = _grouping.group_entries(seg, bad, bh, None, offsets, policy, 7, 100, False, stream)
+        assert refused == (Status.BC_ERR_BUCKET_INDEX, 2500, None)
+        reused = _grouping.group_entries(seg, bucket, bh, None, offsets, policy, 7, 100, False, stream)
+        fresh = _grouping.group_entries(seg, bucket, bh, None, offsets, policy, 7, 100)
+        assert reused[:2] == fresh[:2] == (Status.BC_OK, -1)
+        for a, b in zip(reused[2], fresh[2]):
+            assert np.array_equal(a, b)
+    with pytest.raises(ValueError, match="other segments"):
+        _grouping.group_entries(None, bucket[:3], bh[:3], None, np.array([0, 5], np.int64), 0, 7, 100, False, stream)
 
 
 @pytest.mark.parametrize("policy", ["shared", "per_bucket"])

@@ -1,408 +1,368 @@
 # cython: language_level=3
-"""The streaming batcher's kernel: the ``Grouper`` behind ``EntryBucketBatcher``.
+"""The streaming batcher's kernel: ``BatcherCore``, the state behind ``EntryBucketBatcher``, and
+``Entry``, the stamped entry it emits.
 
-It keeps the batch state (_grouping) across calls, buffers the pending messages' global bucket
-index and stream position (the caller keeps their payloads in a parallel list), and hashes,
-routes and scans one key per ``add_key`` call with route.h's rule.
+Everything per send runs here with the GIL held: the key is described and hashed, routed by the
+layout's Router (route.h), fed to the batch state machine (_grouping, records only: no message
+is placed by it), and its payload and stream position are appended to its bucket's queue. An
+emitted record takes its messages from the front of its bucket's queue (a bucket's batches are
+emitted oldest first), so an entry is built from two contiguous runs: its payload references,
+moved into a new list, and its positions.
 """
 
-from cpython.bytearray cimport PyByteArray_GET_SIZE
-from cpython.bytes cimport PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_New
 from cpython.object cimport PyObject
-from cpython.pythread cimport (
-    NOWAIT_LOCK, WAIT_LOCK, PyThread_acquire_lock, PyThread_allocate_lock, PyThread_free_lock,
-    PyThread_release_lock, PyThread_type_lock,
-)
-from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t
+from cpython.pythread cimport PyThread_get_thread_ident
+from cpython.ref cimport Py_DECREF, Py_INCREF
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
+from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.string cimport memcpy, memmove
 
 cimport numpy as cnp
 import numpy as np
 
 from _bucketcore._status cimport *
-from _bucketcore._hashing cimport BC_KEY_NONE, bc_hash_key, bc_key, bc_scratch, bc_scratch_free
-from _bucketcore._grouping cimport (
-    GroupState, check_columns, gs_assign_slots, gs_drain, gs_finish, gs_free, gs_scan, init_state,
-    optional_i32, optional_i64, record_columns,
+from _bucketcore._hashing cimport (
+    BC_KEY_NONE, CHUNK, KeyColumn, bc_hash_key, bc_key, bc_scratch, bc_scratch_free,
 )
-from _bucketcore._routing cimport (
-    bc_bucket_hash, bc_legacy_slot, bc_next_turn, bc_range_segment, bc_segment_hash,
-)
+from _bucketcore._grouping cimport GroupState, empty_column, gs_finish, gs_free, gs_scan, init_state
+from _bucketcore._producer cimport KeyChunks
+from _bucketcore._routing cimport BC_ROUTE_LEGACY, Router, bc_route, bc_route_parts
 
 cnp.import_array()
-
-cdef extern from "lookup.h" nogil:
-    uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
 
 cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1
 
 cdef extern from "Python.h":
+    void PyList_SET_ITEM(object lst, Py_ssize_t i, PyObject *o)   # steals the reference
     PyObject *PyList_GET_ITEM(object lst, Py_ssize_t i)
     PyObject *PyTuple_GET_ITEM(object tup, Py_ssize_t i)
-    bint PyBytes_Check(PyObject *o)
+    bint PyBytes_CheckExact(PyObject *o)
     bint PyByteArray_Check(PyObject *o)
     bint PyMemoryView_Check(PyObject *o)
 
-
-cdef class Grouper:
-    """Streaming batch state over a fixed list of segments (bucket_offsets[s+1] - bucket_offsets[s]
-    buckets in segment s): ``scan`` (or ``add_key``) messages, ``finish`` at a flush, and ``drain``
-    the entries emitted so far. The Grouper keeps the pending messages' global bucket index and
-    stream position itself, so the caller only keeps their payloads, in a list per bucket."""
-
-    cdef GroupState st
-    cdef bint ready
-    cdef bint busy          # a call is running with the GIL released: refuse re-entry
-    cdef int32_t *pending_bucket     # pending messages in send order: global bucket index, stream position
-    cdef int64_t *pending_position
-    cdef int64_t npending
-    cdef int64_t pending_capacity
-    # routing of one key (add_key): starts of active segments 1.., legacy order, boundary lists
-    cdef bint routed
-    cdef uint16_t *segment_starts
-    cdef int32_t *legacy_order
-    cdef uint16_t *splits
-    cdef int64_t *split_offsets
-    cdef bc_scratch scratch
-
-    def __cinit__(self, const int64_t[::1] bucket_offsets, int policy, int64_t max_messages,
-                  int64_t max_bytes):
-        self.ready = False
-        init_state(&self.st, bucket_offsets, policy, max_messages, max_bytes)
-        self.ready = True
-
-    def __dealloc__(self):
-        gs_free(&self.st)
-        PyMem_RawFree(self.pending_bucket)
-        PyMem_RawFree(self.pending_position)
-        PyMem_RawFree(self.segment_starts)
-        PyMem_RawFree(self.legacy_order)
-        PyMem_RawFree(self.splits)
-        PyMem_RawFree(self.split_offsets)
-        bc_scratch_free(&self.scratch)
-
-    def set_routing(self, const uint16_t[::1] starts, object legacy_order, const uint16_t[::1] splits,
-                    const int64_t[::1] split_offsets):
-        """What add_key routes one key by (the rules of TopicLayout.route_index).
-
-        starts: hash_start of active segments 1..S-1 (ascending); legacy_order: None, or the
-        active index of each legacy segment in layout order (all-legacy layout); splits /
-        split_offsets: each segment's boundary list, as bucket_index takes them.
-        """
-        cdef int64_t nseg = self.st.nseg, i
-        cdef const int32_t[::1] legacy
-        if starts.shape[0] != nseg - 1 or split_offsets.shape[0] != nseg + 1:
-            raise ValueError("routing tables do not match the segment count")
-        for i in range(nseg):
-            if split_offsets[i + 1] - split_offsets[i] != self.st.segs[i].bucket_count - 1 or split_offsets[i] < 0 \
-                    or split_offsets[i + 1] > splits.shape[0]:
-                raise ValueError(f"segment {i}: its splits do not match its bucket count")
-        self.segment_starts = <uint16_t *>PyMem_RawMalloc(nseg * sizeof(uint16_t))
-        self.splits = <uint16_t *>PyMem_RawMalloc((splits.shape[0] + 1) * sizeof(uint16_t))
-        self.split_offsets = <int64_t *>PyMem_RawMalloc((nseg + 1) * sizeof(int64_t))
-        if self.segment_starts == NULL or self.splits == NULL or self.split_offsets == NULL:
-            raise MemoryError()
-        for i in range(nseg - 1):
-            self.segment_starts[i] = starts[i]
-        for i in range(splits.shape[0]):
-            self.splits[i] = splits[i]
-        for i in range(nseg + 1):
-            self.split_offsets[i] = split_offsets[i]
-        if legacy_order is not None:
-            legacy = legacy_order
-            if legacy.shape[0] != nseg:
-                raise ValueError("legacy_order does not match the segment count")
-            self.legacy_order = <int32_t *>PyMem_RawMalloc(nseg * sizeof(int32_t))
-            if self.legacy_order == NULL:
-                raise MemoryError()
-            for i in range(nseg):
-                if legacy[i] < 0 or legacy[i] >= nseg:
-                    raise ValueError(f"legacy_order[{i}] = {legacy[i]} is not a segment index")
-                self.legacy_order[i] = legacy[i]
-        self.routed = True
-
-    def add_key(self, object key, int64_t size, bint replace, int64_t round_robin):
-        """Hash, route, look up and scan one message (the per-send path, one C call).
-
-        key: str, bytes, bytearray, memoryview, or a missing value (None, NaN, pandas.NA: keyless,
-        bucket hash 0, segment by round-robin). Returns
-        (status, emitted, next_round_robin, global_bucket); a status other than BC_OK (the key's
-        type, a surrogate under strict, a key too long) changes nothing. global_bucket is
-        bucket_offsets[segment] + bucket, the message's (segment, bucket) as one index.
-        """
-        cdef int32_t g = -1
-        cdef int rc = self.add_one(key, size, replace, &round_robin, &g)
-        if rc != BC_OK:
-            return rc, False, round_robin, -1
-        return BC_OK, self.st.nrec > 0, round_robin, g
-
-    cdef int add_one(self, object key, int64_t size, bint replace, int64_t *rr, int32_t *g_out) except -1:
-        """``add_key`` in C: the status; on BC_OK the round-robin position in ``rr`` is advanced
-        (keyless) and the message's global bucket is in ``g_out``; otherwise nothing changed."""
-        self.check()
-        if not self.routed:
-            raise RuntimeError("add_key needs set_routing first")
-        if size < 0:
-            raise ValueError(f"size {size} is negative")
-        cdef int64_t nseg = self.st.nseg
-        cdef int64_t round_robin = rr[0]
-        cdef bc_key k
-        cdef uint32_t raw = 0
-        cdef int rc
-        cdef int32_t idx, bucket = 0
-        cdef uint16_t h = 0
-        if round_robin < 0:
-            raise ValueError("round_robin must be >= 0")
-        if key is None:
-            k.kind = BC_KEY_NONE
-        else:
-            rc = bc_describe_key(<PyObject *>key, &k)
-            if rc != BC_OK:
-                return rc
-        if k.kind == BC_KEY_NONE:  # a missing key (None, NaN, pandas.NA): keyless
-            idx = <int32_t>(round_robin % nseg)
-            round_robin = bc_next_turn(idx, nseg)
-            if self.legacy_order != NULL:
-                idx = self.legacy_order[idx]
-        else:
-            rc = bc_hash_key(&k, replace, &self.scratch, &raw)
-            if rc == BC_ERR_NOMEM:
-                raise MemoryError()
-            if rc != BC_OK:
-                return rc
-            if self.legacy_order != NULL:
-                idx = self.legacy_order[bc_legacy_slot(raw, <uint32_t>nseg)]
-            else:
-                idx = <int32_t>bc_range_segment(self.segment_starts, <uint32_t>(nseg - 1), bc_segment_hash(raw))
-            h = bc_bucket_hash(raw)
-            bucket = <int32_t>bc_bucket_of(self.splits + self.split_offsets[idx],
-                                           <uint32_t>(self.split_offsets[idx + 1] - self.split_offsets[idx]), h)
-        self.reserve(1)
-        cdef int32_t g = <int32_t>(self.st.segs[idx].first_bucket + bucket)
-        cdef int64_t first = self.st.seq
-        if gs_scan(&self.st, 1, &g, &h, &size) < 0:
-            self.ready = False
-            raise MemoryError()
-        self.pending_bucket[self.npending] = g
-        self.pending_position[self.npending] = first
-        self.npending += 1
-        rr[0] = round_robin
-        g_out[0] = g
-        return BC_OK
-
-    cdef check(self):
-        if not self.ready:
-            raise RuntimeError("this Grouper ran out of memory earlier and its state is lost")
-        if self.busy:
-            raise RuntimeError("this Grouper is in use by another thread; serialise the calls")
-
-    cdef int reserve(self, int64_t extra) except -1:
-        """Room for ``extra`` more pending messages (before the state changes)."""
-        cdef int64_t need = self.npending + extra, cap
-        cdef void *a
-        if need <= self.pending_capacity:
-            return 0
-        cap = max(need, 2 * self.pending_capacity, 256)
-        a = PyMem_RawRealloc(self.pending_bucket, cap * sizeof(int32_t))
-        if a == NULL:
-            raise MemoryError()
-        self.pending_bucket = <int32_t *>a
-        a = PyMem_RawRealloc(self.pending_position, cap * sizeof(int64_t))
-        if a == NULL:
-            raise MemoryError()
-        self.pending_position = <int64_t *>a
-        self.pending_capacity = cap
-        return 0
-
-    @property
-    def position(self) -> int:
-        """Messages scanned so far (the stream position of the next message)."""
-        return self.st.seq
-
-    @property
-    def open_batches(self) -> int:
-        return self.st.nopen
-
-    @property
-    def emitted(self) -> int:
-        """Entries emitted and not yet drained."""
-        return self.st.nrec
-
-    @property
-    def pending(self) -> int:
-        """Buffered messages not yet drained into an entry."""
-        return self.npending
-
-    def scan(self, object seg, const int32_t[::1] bucket, const uint16_t[::1] bucket_hash,
-             object sizes):
-        """Feed a chunk of messages: segment index (seg None: one segment), bucket index, bucket
-        hash and size (None: 0 bytes) each. Every column is checked before the state changes.
-        Returns (status, index): BC_OK and -1, or the first bad message's status and index
-        (nothing scanned); ``emitted`` then says whether entries are ready to drain."""
-        self.check()
-        cdef Py_ssize_t n = bucket.shape[0]
-        if bucket_hash.shape[0] != n:
-            raise ValueError(f"bucket_hash has {bucket_hash.shape[0]} values for {n} messages")
-        cdef const int32_t *segp = optional_i32(seg, n, "seg")
-        cdef const int64_t *size_ptr = optional_i64(sizes, n, "sizes")
-        if n == 0:
-            return BC_OK, -1
-        self.reserve(n)
-        cdef int32_t *global_bucket = self.pending_bucket + self.npending  # checked, straight into the buffer
-        cdef int status = BC_OK
-        cdef int64_t bad, i, first = self.st.seq
-        cdef int rc = 0
-        self.busy = True
-        with nogil:
-            bad = check_columns(&self.st, n, segp, &bucket[0], size_ptr, global_bucket, &status)
-            if bad < 0:
-                rc = gs_scan(&self.st, n, global_bucket, &bucket_hash[0], size_ptr)
-                if rc == 0:
-                    for i in range(n):
-                        self.pending_position[self.npending + i] = first + i
-                    self.npending += n
-        self.busy = False
-        if bad >= 0:
-            return status, bad
-        if rc < 0:
-            self.ready = False
-            raise MemoryError()
-        return BC_OK, -1
-
-    def finish(self):
-        """Emit every open batch (end of input or an explicit flush)."""
-        self.check()
-        cdef int rc
-        self.busy = True
-        with nogil:
-            rc = gs_finish(&self.st)
-        self.busy = False
-        if rc < 0:
-            self.ready = False
-            raise MemoryError()
-
-    def drain(self):
-        """Place the buffered messages of the emitted entries and drop them from the buffer.
-
-        Returns (seg, bucket, hash_min, hash_max, start, count, nbytes, take, keep, index): one
-        row per emitted entry in emission order; ``take`` lists buffer positions entry after
-        entry, ``index`` their stream positions; ``keep`` the buffer positions still in open
-        batches (send order), which become positions 0.. of the compacted buffer.
-        """
-        self.check()
-        self.busy = True
-        try:
-            return self._drain()
-        finally:
-            self.busy = False
-
-    cdef tuple _drain(self):
-        cdef int64_t nrec = self.st.nrec, total, n = self.npending, kept = 0, j
-        total = gs_assign_slots(&self.st)
-        if total > n:
-            self.ready = False
-            raise RuntimeError(f"{total} messages were emitted but only {n} are buffered (state lost)")
-        cdef tuple cols = record_columns(&self.st, nrec)
-        cdef cnp.ndarray take = np.empty(total, dtype=np.int64)
-        cdef cnp.ndarray keep = np.empty(n - total, dtype=np.int64)
-        cdef cnp.ndarray index = np.empty(total, dtype=np.int64)
-        cdef int64_t *tp = <int64_t *>cnp.PyArray_DATA(take)
-        cdef int64_t *kp = <int64_t *>cnp.PyArray_DATA(keep)
-        cdef int64_t *ip = <int64_t *>cnp.PyArray_DATA(index)
-        if n:
-            with nogil:
-                kept = gs_drain(&self.st, n, self.pending_bucket, tp, kp if n > total else NULL)
-                if kept == n - total:
-                    for j in range(total):
-                        ip[j] = self.pending_position[tp[j]]
-                    # keep is ascending, so compacting in place never overwrites a later source
-                    for j in range(kept):
-                        self.pending_bucket[j] = self.pending_bucket[kp[j]]
-                        self.pending_position[j] = self.pending_position[kp[j]]
-                    self.npending = kept
-        if kept != n - total:
-            self.ready = False
-            raise RuntimeError("buffered messages do not match the emitted entries (state lost)")
-        return cols + (take, keep, index)
-
-
-def payload_sizes(object payloads, int64_t[::1] out):
-    """out[i] = byte size of payloads[i] (bytes, bytearray or memoryview) for a list or tuple.
-
-    Returns the index of the first payload of another type, or -1.
+cdef extern from *:
     """
-    cdef Py_ssize_t i, n = out.shape[0]
-    cdef PyObject *o
-    cdef bint is_list = type(payloads) is list
-    if not is_list and type(payloads) is not tuple:
-        raise TypeError("payloads must be a list or tuple")
-    if len(payloads) != n:
-        raise ValueError("out does not match payloads")
-    for i in range(n):
-        o = PyList_GET_ITEM(payloads, i) if is_list else PyTuple_GET_ITEM(payloads, i)
-        if PyBytes_Check(o):
-            out[i] = PyBytes_GET_SIZE(<object>o)
-        elif PyByteArray_Check(o):
-            out[i] = PyByteArray_GET_SIZE(<object>o)
-        elif PyMemoryView_Check(o):
-            out[i] = (<object>o).nbytes
-        else:
-            return i
-    return -1
+    #ifdef _WIN32
+    #include <windows.h>
+    static void bc_nap(void) { Sleep(0); }
+    #else
+    #include <sched.h>
+    static void bc_nap(void) { sched_yield(); }
+    #endif
+    """
+    void bc_nap() nogil
 
 
-cdef class BatcherLock:
-    """A mutex whose uncontended acquire is one C call; a contended one waits with the GIL
-    released (the holder may need it to finish). Not reentrant. A context manager."""
+class NoEntries(list):
+    """The empty result of an ``add`` / ``add_many`` / ``flush`` that emitted nothing: one shared
+    list that refuses every change (so no call allocates one). Copy it (``list(result)``) to get
+    a list of your own."""
 
-    cdef PyThread_type_lock lock
+    __slots__ = ()
 
-    def __cinit__(self):
-        self.lock = PyThread_allocate_lock()
-        if self.lock == NULL:
-            raise MemoryError("no memory for a lock")
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("this empty result is shared by every call that emitted nothing; it cannot change")
+
+    append = extend = insert = __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+
+NO_ENTRIES = NoEntries()
+cdef object no_entries = NO_ENTRIES
+
+
+cdef class Entry:
+    """One stamped entry: a batch of messages of one (segment, bucket), in send order.
+
+    Parameters
+    ----------
+    segment_id, bucket : int
+        The segment the entry belongs to and its bucket index in that segment's boundary list.
+    hash_min, hash_max : int
+        The stamp: the smallest and largest bucket hash of its messages.
+    message_indices : numpy.ndarray of int64
+        Positions in the input (:func:`bucket_entries`) or in the batcher's stream since it was
+        created (:class:`EntryBucketBatcher`).
+    nbytes : int
+        Payload bytes of its messages (0 when :func:`bucket_entries` had no sizes).
+    payloads : list or None
+        The payloads, for entries from a batcher; ``None`` for an :class:`EntryTable` row.
+    """
+
+    cdef public int64_t segment_id
+    cdef public int64_t bucket
+    cdef public int64_t hash_min
+    cdef public int64_t hash_max
+    cdef public int64_t nbytes
+    cdef public object payloads
+    cdef object indices         # message_indices, once made (or as given)
+    cdef int64_t n              # message count while indices is None
+    cdef int64_t first          # the position of a one-message entry
+    cdef int64_t *positions     # the positions of a longer one (malloc), until indices is made
+
+    def __init__(self, int64_t segment_id, int64_t bucket, int64_t hash_min, int64_t hash_max,
+                 object message_indices, int64_t nbytes, object payloads=None):
+        self.segment_id = segment_id
+        self.bucket = bucket
+        self.hash_min = hash_min
+        self.hash_max = hash_max
+        self.message_indices = message_indices
+        self.nbytes = nbytes
+        self.payloads = payloads
 
     def __dealloc__(self):
-        if self.lock != NULL:
-            PyThread_free_lock(self.lock)
+        free(self.positions)
 
-    cdef inline int take(self) except -1:
-        if not PyThread_acquire_lock(self.lock, NOWAIT_LOCK):
-            with nogil:
-                PyThread_acquire_lock(self.lock, WAIT_LOCK)
+    @property
+    def message_indices(self):
+        """The entry's message positions (int64), in send order."""
+        cdef cnp.ndarray arr
+        if self.indices is None:
+            arr = empty_column(self.n, cnp.NPY_INT64)
+            if self.positions != NULL:
+                memcpy(cnp.PyArray_DATA(arr), self.positions, self.n * sizeof(int64_t))
+                free(self.positions)
+                self.positions = NULL
+            elif self.n == 1:
+                (<int64_t *>cnp.PyArray_DATA(arr))[0] = self.first
+            self.indices = arr
+        return self.indices
+
+    @message_indices.setter
+    def message_indices(self, object value) -> None:
+        free(self.positions)
+        self.positions = NULL
+        self.indices = value
+
+    @property
+    def count(self) -> int:
+        """Number of messages in the entry."""
+        if self.indices is None:
+            return self.n
+        return int(self.indices.shape[0])
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Entry):
+            return NotImplemented
+        cdef Entry o = <Entry>other
+        return (
+            self.segment_id == o.segment_id
+            and self.bucket == o.bucket
+            and self.hash_min == o.hash_min
+            and self.hash_max == o.hash_max
+            and self.nbytes == o.nbytes
+            and bool(np.array_equal(self.message_indices, o.message_indices))
+            and self.payloads == o.payloads
+        )
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        raise TypeError("unhashable type: 'Entry'")
+
+    def __reduce__(self) -> tuple:
+        return Entry, (self.segment_id, self.bucket, self.hash_min, self.hash_max, self.message_indices,
+                       self.nbytes, self.payloads)
+
+    def __repr__(self) -> str:
+        return (
+            f"Entry(segment_id={self.segment_id}, bucket={self.bucket}, "
+            f"hash_min={self.hash_min:#06x}, hash_max={self.hash_max:#06x}, count={self.count}, "
+            f"nbytes={self.nbytes})"
+        )
+
+
+# A bucket's buffered messages (its emitted-but-not-taken and open batches), oldest first:
+# live items are [head, head + len) of the two arrays.
+ctypedef struct PayloadQueue:
+    PyObject **payload      # owned references
+    int64_t *position       # stream positions
+    int64_t head
+    int64_t len
+    int64_t cap
+
+
+cdef int queue_room(PayloadQueue *q) noexcept:
+    """Room at the back of a full queue: move the live items to the front when that frees at
+    least half of it, else double it. -1: no memory (the queue is unchanged)."""
+    cdef int64_t cap
+    cdef void *p
+    if q.head * 2 >= q.cap and q.head > 0:
+        memmove(q.payload, q.payload + q.head, q.len * sizeof(PyObject *))
+        memmove(q.position, q.position + q.head, q.len * sizeof(int64_t))
+        q.head = 0
         return 0
+    cap = q.cap * 2 if q.cap else 8
+    p = realloc(q.payload, cap * sizeof(PyObject *))
+    if p == NULL:
+        return -1
+    q.payload = <PyObject **>p
+    p = realloc(q.position, cap * sizeof(int64_t))
+    if p == NULL:
+        return -1
+    q.position = <int64_t *>p
+    q.cap = cap
+    return 0
 
-    cdef inline void give(self) noexcept:
-        PyThread_release_lock(self.lock)
 
-    def __enter__(self) -> BatcherLock:
-        self.take()
-        return self
+cdef inline int queue_push(PayloadQueue *q, PyObject *payload, int64_t position) noexcept:
+    """Append a message (a new reference to its payload). -1: no memory (nothing appended)."""
+    cdef int64_t end = q.head + q.len
+    if end == q.cap:
+        if queue_room(q) < 0:
+            return -1
+        end = q.head + q.len
+    Py_INCREF(<object>payload)
+    q.payload[end] = payload
+    q.position[end] = position
+    q.len += 1
+    return 0
 
-    def __exit__(self, *exc_info: object) -> bool:
-        self.give()
-        return False
+
+cdef inline int64_t payload_size(object payload) except -1:
+    """The byte size of a payload (bytes, bytearray or memoryview)."""
+    if PyBytes_CheckExact(<PyObject *>payload):
+        return PyBytes_GET_SIZE(payload)
+    if PyMemoryView_Check(<PyObject *>payload):
+        return payload.nbytes
+    return len(payload)
+
+
+cdef object frozen_payload(object payload, Py_ssize_t index):
+    """A payload that cannot change after it was added: a read-only view of bytes as given,
+    anything else bytes-like copied to bytes (bytes themselves never come here)."""
+    if PyByteArray_Check(<PyObject *>payload):
+        return PyBytes_FromStringAndSize(PyByteArray_AS_STRING(payload), PyByteArray_GET_SIZE(payload))
+    if PyMemoryView_Check(<PyObject *>payload):
+        if payload.readonly and type(payload.obj) is bytes:
+            return payload
+        return payload.tobytes()
+    name = "payload" if index < 0 else f"payloads[{index}]"
+    raise TypeError(f"{name} must be bytes, bytearray or memoryview, not {type(payload).__name__}")
 
 
 cdef class BatcherCore:
-    """The per-send half of ``EntryBucketBatcher``: ``add`` of a bytes payload runs here (hash,
-    route, scan, keep the payload in its bucket's list) under the batcher's lock. A subclass
-    provides ``_add_checked`` (every other payload, and the errors) and ``_drain``."""
+    """The state of an ``EntryBucketBatcher``: the batch state machine over the layout's segments,
+    one payload queue per (segment, bucket), the keyless turn, and the entries it emits.
 
-    cdef public Grouper _grouper
-    cdef public list _open          # per global bucket: payloads of its open batch in send order, or None
-    cdef public BatcherLock _lock
-    cdef public int64_t _round_robin
-    cdef public bint _replace
+    ``_setup`` (from the subclass's ``__init__``) gives it the layout's plan. Calls are serialised
+    by a flag taken and released with the GIL held (nothing is released in between, so no other
+    thread can see it half-set); a thread that finds it taken (the holder let the GIL go, e.g. in
+    hashing or a garbage collection) yields until it is free.
+    """
 
-    def add(self, object key, object payload) -> list:
-        """Add one message: one kernel call hashes, routes, looks up and batches it.
+    cdef GroupState st
+    cdef PayloadQueue *queues    # one per global bucket
+    cdef Router router
+    cdef int64_t *segment_ids     # each segment's id
+    cdef int64_t turn            # the keyless turn of the next keyless message
+    cdef bint replace
+    cdef bint ready              # set up, and no state was lost to a failed allocation
+    cdef int64_t npending        # messages in the queues
+    cdef bc_scratch scratch
+    cdef int busy
+    cdef unsigned long owner
+    cdef KeyChunks chunks        # add_many's key reader, made on first use
+    cdef void *work              # add_many's per-message columns
+    cdef Py_ssize_t work_cap
+
+    def __cinit__(self, *args: object, **kwargs: object):
+        self.ready = False
+
+    def __dealloc__(self):
+        cdef int64_t g, i
+        cdef PayloadQueue *q
+        if self.queues != NULL:
+            for g in range(self.st.nbuckets):
+                q = &self.queues[g]
+                for i in range(q.head, q.head + q.len):
+                    Py_DECREF(<object>q.payload[i])
+                free(q.payload)
+                free(q.position)
+            free(self.queues)
+        gs_free(&self.st)
+        bc_scratch_free(&self.scratch)
+        free(self.work)
+        free(self.segment_ids)
+
+    def _setup(self, const int64_t[::1] bucket_offsets, int policy, int64_t max_messages, int64_t max_bytes,
+               Router router, const int64_t[::1] segment_ids, int64_t round_robin, bint replace) -> None:
+        """Build the state (once): the segments' buckets (bucket_offsets), the limits, the
+        layout's Router over the same segments, each segment's id (int64), the first keyless
+        turn and the surrogate rule."""
+        cdef Py_ssize_t s
+        if self.queues != NULL:
+            raise RuntimeError("this batcher is set up already")
+        if segment_ids.shape[0] != bucket_offsets.shape[0] - 1:
+            raise ValueError("segment_ids must hold one id per segment")
+        if router.nsegments != bucket_offsets.shape[0] - 1:
+            raise ValueError("the router's bucket tables do not match the segments")
+        for s in range(bucket_offsets.shape[0]):
+            if router.rule.first_bucket[s] != bucket_offsets[s]:
+                raise ValueError("the router's bucket tables do not match the segments")
+        if round_robin < 0:
+            raise ValueError("round_robin must be >= 0")
+        init_state(&self.st, bucket_offsets, policy, max_messages, max_bytes)
+        self.queues = <PayloadQueue *>calloc(self.st.nbuckets + 1, sizeof(PayloadQueue))
+        if self.queues == NULL:
+            raise MemoryError()
+        self.segment_ids = <int64_t *>malloc(segment_ids.shape[0] * sizeof(int64_t))
+        if self.segment_ids == NULL:
+            raise MemoryError()
+        for s in range(segment_ids.shape[0]):
+            self.segment_ids[s] = segment_ids[s]
+        self.router = router
+        self.turn = router.first_turn(round_robin)
+        self.replace = replace
+        self.ready = True
+
+    # -- the lock ---------------------------------------------------------------------------------
+
+    cdef inline int enter(self) except -1:
+        if self.busy or not self.ready:
+            self.wait_turn()
+        self.busy = 1
+        self.owner = PyThread_get_thread_ident()
+        return 0
+
+    cdef inline void leave(self) noexcept:
+        self.busy = 0
+
+    cdef int wait_turn(self) except -1:
+        if not self.ready:
+            if self.queues == NULL:
+                raise RuntimeError("this batcher was not set up (EntryBucketBatcher.__init__ sets it up)")
+            raise RuntimeError("this batcher ran out of memory earlier and its state is lost")
+        if self.owner == PyThread_get_thread_ident():
+            raise RuntimeError("this batcher was called again while one of its calls was running in this thread")
+        while self.busy:
+            with nogil:
+                bc_nap()
+        return 0
+
+    cdef int lost(self) except -1:
+        self.ready = False
+        raise MemoryError()
+
+    # -- the per-send path ----------------------------------------------------------------------
+
+    def add(self, object key, object payload):
+        """Add one message: one kernel call hashes, routes, batches and, when a batch fills,
+        builds the entries.
 
         Parameters
         ----------
-        key : str, bytes or None
-            The message key (``None``: keyless, round-robin over the segments).
+        key : str, bytes, bytearray, memoryview or None
+            The message key; ``None`` (or another missing value: NaN, pandas.NA) is keyless,
+            round-robin over the segments.
         payload : bytes, bytearray or memoryview
             Its payload; its byte size counts toward ``max_bytes``. A mutable buffer is copied
             (the entry keeps what was sent, whatever the caller does to it afterwards).
@@ -410,7 +370,8 @@ cdef class BatcherCore:
         Returns
         -------
         list of Entry
-            The entries that became ready (often none).
+            The entries that became ready; when none did, one shared empty list that cannot be
+            changed.
 
         Raises
         ------
@@ -419,26 +380,251 @@ cdef class BatcherCore:
         KeyEncodingError
             A str key with a surrogate under ``errors="strict"``.
         """
-        cdef Grouper grouper = self._grouper
-        cdef int64_t rr = self._round_robin
-        cdef int32_t g = -1
-        cdef int status
-        cdef object batch
-        if type(payload) is not bytes or grouper is None:
-            return self._add_checked(key, payload)
-        self._lock.take()
+        cdef bc_key k
+        cdef uint32_t raw = 0
+        cdef int rc = BC_OK
+        cdef int has_key = 0
+        cdef int32_t g
+        cdef uint16_t h
+        cdef int64_t size, turn
+        if type(payload) is bytes:
+            size = PyBytes_GET_SIZE(payload)
+        else:
+            payload = frozen_payload(payload, -1)
+            size = payload_size(payload)
+        self.enter()
         try:
-            status = grouper.add_one(key, PyBytes_GET_SIZE(payload), self._replace, &rr, &g)
-            if status == BC_OK:
-                self._round_robin = rr
-                batch = self._open[g]   # g < len(_open): the list has one slot per bucket of the layout
-                if batch is None:
-                    self._open[g] = [payload]
-                else:
-                    (<list>batch).append(payload)
-                if grouper.st.nrec > 0:
-                    return self._drain()
-                return []
+            if key is not None:
+                rc = bc_describe_key(<PyObject *>key, &k)
+                if rc == BC_OK and k.kind != BC_KEY_NONE:
+                    has_key = 1
+                    rc = bc_hash_key(&k, self.replace, &self.scratch, &raw)
+            if rc == BC_OK:
+                turn = self.turn
+                h = <uint16_t>(raw & 0xFFFF)
+                g = bc_route_parts(&self.router.rule, raw, raw >> 16, h, has_key, &turn)
+                if queue_push(&self.queues[g], <PyObject *>payload, self.st.seq) < 0:
+                    raise MemoryError()
+                if gs_scan(&self.st, 1, &g, &h, &size) < 0:
+                    self.lost()
+                self.turn = turn
+                self.npending += 1
+                if self.st.nrec:
+                    return self.emit()
+                return no_entries
         finally:
-            self._lock.give()
-        return self._add_checked(key, payload)  # nothing changed: the checked path names the error
+            self.leave()
+        if rc == BC_ERR_NOMEM:
+            raise MemoryError()
+        self._refuse(key, rc, -1)
+
+    def _add_columns(self, object keys, list columns, Py_ssize_t n, object payloads, object hashes):
+        """Add n messages: keys as key columns (hash_keys' readers) or, with ``hashes``, as
+        precomputed (raw, segment_hash, bucket_hash, has_key) columns; one payload each (a list or
+        tuple of n). Every key and payload is checked before anything changes; a bad one raises
+        through ``_refuse`` (keys) or a TypeError naming the payload."""
+        cdef Py_ssize_t i, j, cpos, m, base, err = -1
+        cdef bint is_list = type(payloads) is list
+        cdef PyObject *p
+        cdef object item
+        cdef list copies = None
+        cdef KeyColumn col
+        cdef int rc = BC_OK
+        cdef int64_t turn, seq
+        cdef uint32_t *raw
+        cdef uint8_t *has
+        cdef int32_t *glob
+        cdef uint16_t *bh
+        cdef int64_t *sizes
+        cdef const uint32_t[::1] h_raw
+        cdef const uint16_t[::1] h_seg, h_bkt
+        cdef const uint8_t[::1] h_has
+        if not is_list and type(payloads) is not tuple:
+            raise TypeError(f"payloads must be a list or tuple, not {type(payloads).__name__}")
+        if len(payloads) != n:
+            raise ValueError(f"payloads has {len(payloads)} items for {n} keys")
+        if n == 0:
+            return no_entries
+        self.enter()
+        try:
+            self.reserve_work(n)
+            sizes = <int64_t *>self.work
+            raw = <uint32_t *>(sizes + self.work_cap)
+            glob = <int32_t *>(raw + self.work_cap)
+            bh = <uint16_t *>(glob + self.work_cap)
+            has = <uint8_t *>(bh + self.work_cap)
+            # the payloads: sizes, and a copy of every mutable one
+            for i in range(n):
+                p = PyList_GET_ITEM(payloads, i) if is_list else PyTuple_GET_ITEM(payloads, i)
+                if PyBytes_CheckExact(p):
+                    sizes[i] = PyBytes_GET_SIZE(<object>p)
+                else:
+                    item = frozen_payload(<object>p, i)
+                    if copies is None:
+                        copies = list(payloads)
+                    copies[i] = item
+                    sizes[i] = payload_size(item)
+            if copies is not None:
+                payloads = copies
+                is_list = True
+            # the keys: hashed (every one checked) before anything changes
+            if hashes is None:
+                if self.chunks is None:
+                    self.chunks = KeyChunks(CHUNK)
+                base = 0
+                for col in columns:
+                    cpos = 0
+                    while cpos < col.length:
+                        m = col.length - cpos if col.length - cpos < CHUNK else CHUNK
+                        rc = self.chunks.hash_chunk(col, cpos, m, self.replace, &err)
+                        if rc != BC_OK:
+                            err += base - cpos
+                            break
+                        memcpy(raw + base, self.chunks.raw, m * sizeof(uint32_t))
+                        if col.view.plain:
+                            for j in range(m):
+                                has[base + j] = 1
+                        else:
+                            memcpy(has + base, self.chunks.has_key, m)
+                        cpos += m
+                        base += m
+                    if rc != BC_OK:
+                        break
+                if rc == BC_OK and base != n:
+                    raise ValueError(f"the key columns hold {base} keys, not {n}")
+                turn = self.turn
+                if rc == BC_OK:
+                    bc_route(&self.router.rule, n, raw, has, False, &turn, glob, bh)
+            else:
+                h_raw, h_seg, h_bkt, h_has = hashes
+                if h_raw.shape[0] != n or h_seg.shape[0] != n or h_bkt.shape[0] != n or h_has.shape[0] != n:
+                    raise ValueError(f"the hash columns do not all hold {n} values")
+                turn = self.turn
+                for i in range(n):
+                    bh[i] = h_bkt[i]
+                    glob[i] = bc_route_parts(&self.router.rule, h_raw[i], h_seg[i], h_bkt[i], h_has[i] != 0, &turn)
+            if rc == BC_OK:
+                seq = self.st.seq
+                for i in range(n):
+                    p = PyList_GET_ITEM(payloads, i) if is_list else PyTuple_GET_ITEM(payloads, i)
+                    if queue_push(&self.queues[glob[i]], p, seq + i) < 0:
+                        self.lost()
+                if gs_scan(&self.st, n, glob, bh, sizes) < 0:
+                    self.lost()
+                self.turn = turn
+                self.npending += n
+                if self.st.nrec:
+                    return self.emit()
+                return no_entries
+        finally:
+            self.leave()
+        if rc == BC_ERR_NOMEM:
+            raise MemoryError()
+        self._refuse(keys, rc, err)
+
+    cdef int reserve_work(self, Py_ssize_t n) except -1:
+        """add_many's columns for n messages: sizes (i64), raw (u32), global bucket (i32), bucket
+        hash (u16), has_key (u8), each work_cap long, in one block (in that order, so each is
+        aligned)."""
+        cdef void *p
+        if n <= self.work_cap:
+            return 0
+        p = realloc(self.work, n * (sizeof(uint32_t) + sizeof(int64_t) + sizeof(int32_t) + sizeof(uint16_t) + 1) + 8)
+        if p == NULL:
+            raise MemoryError()
+        self.work = p
+        self.work_cap = n
+        return 0
+
+    def flush(self):
+        """Emit every open batch (all segments), ordered by first message.
+
+        Returns
+        -------
+        list of Entry
+            The entries; when there were none, the shared empty result.
+        """
+        self.enter()
+        try:
+            if gs_finish(&self.st) < 0:
+                self.lost()
+            if self.st.nrec:
+                return self.emit()
+            return no_entries
+        finally:
+            self.leave()
+
+    cdef list emit(self):
+        """The entries of the emitted records, in emission order; each takes its messages from the
+        front of its bucket's queue."""
+        cdef GroupState *st = &self.st
+        cdef int64_t r, i, c, g, nrec = st.nrec, taken = 0
+        cdef list out = PyList_New(nrec)
+        cdef list payloads
+        cdef Entry e
+        cdef PayloadQueue *q
+        cdef int64_t *positions
+        for r in range(nrec):
+            c = st.recs[r].count
+            g = st.segs[st.recs[r].seg].first_bucket + st.recs[r].bucket
+            q = &self.queues[g]
+            if c > q.len:
+                self.ready = False
+                raise RuntimeError("an entry holds more messages than its bucket buffered (state lost)")
+            e = Entry.__new__(Entry)
+            payloads = PyList_New(c)
+            positions = NULL
+            if c > 1:
+                positions = <int64_t *>malloc(c * sizeof(int64_t))
+                if positions == NULL:
+                    self.lost()
+                memcpy(positions, q.position + q.head, c * sizeof(int64_t))
+            # nothing below fails: the queue's references move into the list
+            for i in range(c):
+                PyList_SET_ITEM(payloads, i, q.payload[q.head + i])
+            e.first = q.position[q.head]
+            e.positions = positions
+            e.n = c
+            q.head += c
+            q.len -= c
+            if q.len == 0:
+                q.head = 0
+            e.segment_id = self.segment_ids[st.recs[r].seg]
+            e.bucket = st.recs[r].bucket
+            e.hash_min = st.recs[r].hash_min
+            e.hash_max = st.recs[r].hash_max
+            e.nbytes = st.recs[r].nbytes
+            e.payloads = payloads
+            Py_INCREF(e)
+            PyList_SET_ITEM(out, r, <PyObject *>e)
+            taken += c
+        st.nrec = 0
+        self.npending -= taken
+        return out
+
+    # -- what the subclass provides ---------------------------------------------------------------
+
+    def _refuse(self, keys: object, status: int, index: int) -> None:
+        raise NotImplementedError
+
+    # -- state ------------------------------------------------------------------------------------
+
+    @property
+    def round_robin(self) -> int:
+        """Round-robin position (keyless turn) of the next keyless message."""
+        return self.turn
+
+    @property
+    def pending(self) -> int:
+        """Messages added and not yet emitted in an entry."""
+        return self.npending
+
+    @property
+    def position(self) -> int:
+        """Messages added so far (the message index the next one gets)."""
+        return self.st.seq
+
+    @property
+    def open_batches(self) -> int:
+        """Open (segment, bucket) batches."""
+        return self.st.nopen

@@ -25,8 +25,7 @@ ctypedef struct Rec:
     int64_t count
     int64_t nbytes
     int64_t first        # stream position of the entry's first message
-    int64_t start        # slot of its first message in the drained order
-    int64_t next         # next undrained record of the same bucket, -1 at the end
+    int64_t start        # slot of its first message in ``order`` (placing on emit), else -1
 
 
 ctypedef struct SegState:
@@ -51,12 +50,11 @@ ctypedef struct BucketState:
     uint16_t *hashes     # placing on emit: the open batch's bucket hashes (stamped on emit)
 
 
-# Per (segment, bucket), streaming only: the FIFO of emitted, undrained records and the drain cursor.
-ctypedef struct DrainState:
-    int64_t head         # oldest undrained record, -1: none
-    int64_t tail         # newest undrained record, -1: none
-    int64_t cur          # drain: next slot of the head record
-    int64_t end          # drain: one past the head record's last slot
+# One opening of a batch, logged in send order: the batch is still open when its bucket's open
+# batch starts at ``first`` (BucketState.count > 0 and .first == first).
+ctypedef struct Opening:
+    int64_t g
+    int64_t first
 
 
 ctypedef struct GroupState:
@@ -67,23 +65,23 @@ ctypedef struct GroupState:
     int64_t max_bytes
     SegState *segs       # nseg + 1 (the last only holds first_bucket = nbuckets)
     BucketState *bk
-    DrainState *dr
     int32_t *open_list
     Rec *recs
     int64_t nrec
     int64_t cap
     int64_t seq          # messages scanned so far (stream position of the next one)
     int64_t nopen        # open batches
-    # Placing on emit (one-stream streams; order NULL: off, the messages are drained afterwards):
-    # every open batch lists its messages' stream positions (BucketState.msgs), copied to
-    # order[placed:placed + count], the record's slots, when it is emitted.
+    # Every opening in send order (stale ones included until compacted): a flush emits the open
+    # batches by first message and a reset closes them, touching only the buckets that were used.
+    Opening *log
+    int64_t nlog
+    int64_t log_cap
+    # Placing on emit (one-stream streams; order NULL: off, the caller takes each record's
+    # messages itself): every open batch lists its messages' stream positions
+    # (BucketState.msgs), copied to order[placed:placed + count], the record's slots, when it is
+    # emitted. A bucket's lists are allocated when it first opens and kept for later streams.
     int64_t *order
     int64_t placed
-    # The lists start in one block for all buckets (gs_presize), presized to lists of slab_cap:
-    # one allocation per stream instead of one or more per bucket, the bulk of a short call's cost.
-    int64_t *slab_msgs
-    uint16_t *slab_hashes
-    int64_t slab_cap
 
 
 cdef inline Py_ssize_t chunk_room(Py_ssize_t n) noexcept nogil:
@@ -101,13 +99,10 @@ cdef inline cnp.ndarray empty_column(Py_ssize_t n, int typenum):
 cdef int init_state(GroupState *st, const int64_t[::1] bucket_offsets, int policy, int64_t max_messages,
                     int64_t max_bytes) except -1
 cdef void gs_free(GroupState *st) noexcept nogil
-cdef int gs_presize(GroupState *st, int64_t cap) noexcept nogil
+cdef void gs_reset(GroupState *st) noexcept nogil
 cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, const uint16_t *bucket_hash,
                  const int64_t *sizes) noexcept nogil
 cdef int gs_finish(GroupState *st) noexcept nogil
-cdef int64_t gs_assign_slots(GroupState *st) noexcept nogil
-cdef int64_t gs_drain(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, int64_t *take,
-                      int64_t *keep) noexcept nogil
 cdef int64_t check_columns(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bucket,
                            const int64_t *sizes, int32_t *global_bucket, int *status) noexcept nogil
 cdef tuple record_columns(GroupState *st, int64_t nrec)
@@ -118,8 +113,11 @@ cdef const int64_t *optional_i64(object arr, Py_ssize_t n, str name) except? NUL
 cdef class WholeStream:
     cdef GroupState st
     cdef Py_ssize_t n
+    cdef Py_ssize_t room         # messages the chunk columns hold
     cdef cnp.ndarray order_column, global_column, hash_column
     cdef int32_t *global_bucket
     cdef uint16_t *bucket_hash
 
+    cdef int begin(self, int policy, int64_t max_messages, int64_t max_bytes, Py_ssize_t n) except -1
+    cdef int check_offsets(self, const int64_t[::1] bucket_offsets) except -1
     cdef tuple finish(self, int rc)

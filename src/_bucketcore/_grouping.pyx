@@ -8,10 +8,10 @@ A message reaches it as its *global bucket index* (its segment's first index + i
   (segment, bucket) and, when a limit is reached, emits entry *records* (segment, bucket, stamp,
   count, bytes) in emission order. A whole stream (``WholeStream``) places each record's messages
   in the output ``order`` as it is emitted (every open batch lists its messages);
-- ``gs_finish``: end of input, every open batch is emitted ordered by its first message;
-- ``gs_drain``: the streaming batcher's placement, one pass over its buffered messages that puts
-  each into its record's slot (a counting sort keyed by a per-bucket FIFO of records, so send
-  order is kept inside every entry and no per-message entry id is stored).
+- ``gs_finish``: end of input, every open batch is emitted ordered by its first message (the
+  log of openings says which, so a flush touches only the buckets that were used);
+- ``gs_reset``: close whatever a failed stream left open, again only where it was used, so the
+  state, sized to the layout, is built once per layout and reused (``WholeStream.begin``).
 
 The state lives in ``malloc`` memory: a pipeline's worker grows it without the GIL while the
 calling thread may hold the GIL and wait for the worker, and tracemalloc's hook on
@@ -20,7 +20,7 @@ calling thread may hold the GIL and wait for the worker, and tracemalloc's hook 
 
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
-from libc.stdlib cimport free, malloc, qsort, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 cimport numpy as cnp
@@ -43,15 +43,12 @@ cdef int gs_init(GroupState *st, const int64_t *first_bucket, int64_t nseg, int 
     st.max_messages = max_messages
     st.max_bytes = max_bytes
     st.segs = <SegState *>malloc((nseg + 1) * sizeof(SegState))
-    st.bk = <BucketState *>malloc(nb * sizeof(BucketState) + 1)
+    st.bk = <BucketState *>calloc(nb + 1, sizeof(BucketState))
     st.open_list = <int32_t *>malloc(nb * sizeof(int32_t) + 1)
-    st.dr = <DrainState *>malloc(nb * sizeof(DrainState) + 1)
-    if st.segs == NULL or st.bk == NULL or st.open_list == NULL or st.dr == NULL:
+    if st.segs == NULL or st.bk == NULL or st.open_list == NULL:
         gs_free(st)
         return -1
     memset(st.segs, 0, (nseg + 1) * sizeof(SegState))
-    memset(st.bk, 0, nb * sizeof(BucketState))
-    memset(st.dr, 0, nb * sizeof(DrainState))
     for s in range(nseg + 1):
         st.segs[s].first_bucket = first_bucket[s]
         st.segs[s].bucket_count = first_bucket[s + 1] - first_bucket[s] if s < nseg else 0
@@ -59,8 +56,6 @@ cdef int gs_init(GroupState *st, const int64_t *first_bucket, int64_t nseg, int 
         for g in range(first_bucket[s], first_bucket[s + 1]):
             st.bk[g].seg = <int32_t>s
             st.bk[g].win = &st.segs[s]
-            st.dr[g].head = -1
-            st.dr[g].tail = -1
     return 0
 
 
@@ -89,22 +84,19 @@ cdef void gs_free(GroupState *st) noexcept nogil:
     cdef int64_t g
     if st.bk != NULL:
         for g in range(st.nbuckets):
-            if not in_slab(st, st.bk[g].msgs):
-                free(st.bk[g].msgs)
-                free(st.bk[g].hashes)
-    free(st.slab_msgs)
-    free(st.slab_hashes)
+            free(st.bk[g].msgs)
+            free(st.bk[g].hashes)
     free(st.segs)
     free(st.bk)
     free(st.open_list)
-    free(st.dr)
+    free(st.log)
     free(st.recs)
     memset(st, 0, sizeof(GroupState))
 
 
 cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
     """Close bucket g's open batch into a record: its messages placed at once (placing on
-    emit), or the record appended to g's undrained FIFO for a later drain."""
+    emit), or only the record (the caller takes its messages, the oldest ones of bucket g)."""
     cdef int64_t cap
     cdef Rec *grown
     cdef BucketState *b = &st.bk[g]
@@ -121,7 +113,6 @@ cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
     r.count = b.count
     r.nbytes = b.nbytes
     r.first = b.first
-    r.next = -1
     if st.order != NULL:
         # stamped from the listed hashes: a vector pass here, not two compares per message
         bc_stamp(b.hashes, <size_t>b.count, &r.hash_min, &r.hash_max)
@@ -131,11 +122,7 @@ cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
     else:
         r.hash_min = b.hash_min
         r.hash_max = b.hash_max
-        if st.dr[g].tail >= 0:
-            st.recs[st.dr[g].tail].next = st.nrec
-            st.dr[g].tail = st.nrec
-        else:
-            st.dr[g].head = st.dr[g].tail = st.nrec
+        r.start = -1
     st.nrec += 1
     b.count = 0
     b.nbytes = 0
@@ -156,45 +143,39 @@ cdef int gs_flush_segment(GroupState *st, int32_t s) noexcept nogil:
     return 0
 
 
-cdef inline bint in_slab(GroupState *st, const int64_t *msgs) noexcept nogil:
-    return st.slab_msgs != NULL and st.slab_msgs <= msgs < st.slab_msgs + st.nbuckets * st.slab_cap
-
-
-cdef int gs_presize(GroupState *st, int64_t cap) noexcept nogil:
-    """Give every bucket lists of cap messages, out of one block (placing on emit, before the
-    first message). -1: no memory."""
-    cdef int64_t g
-    st.slab_msgs = <int64_t *>malloc(st.nbuckets * cap * sizeof(int64_t) + 1)
-    st.slab_hashes = <uint16_t *>malloc(st.nbuckets * cap * sizeof(uint16_t) + 1)
-    if st.slab_msgs == NULL or st.slab_hashes == NULL:
-        return -1
-    st.slab_cap = cap
-    for g in range(st.nbuckets):
-        st.bk[g].msgs = st.slab_msgs + g * cap
-        st.bk[g].hashes = st.slab_hashes + g * cap
-        st.bk[g].cap = cap
+cdef int gs_log_opening(GroupState *st, int64_t g, int64_t first) noexcept nogil:
+    """Log that bucket g opens a batch at stream position first. When the log is full, the
+    openings whose batch is closed are dropped first (at most one per open batch stays), so it
+    grows only with the open batches. -1: no memory (nothing opened)."""
+    cdef int64_t i, k = 0, cap
+    cdef Opening *grown
+    cdef Opening *o
+    if st.nlog == st.log_cap:
+        for i in range(st.nlog):
+            o = &st.log[i]
+            if st.bk[o.g].count > 0 and st.bk[o.g].first == o.first:
+                st.log[k] = o[0]
+                k += 1
+        st.nlog = k
+        if k * 2 > st.log_cap or st.log_cap == 0:
+            cap = st.log_cap * 2 if st.log_cap else 64
+            grown = <Opening *>realloc(st.log, cap * sizeof(Opening))
+            if grown == NULL:
+                return -1
+            st.log = grown
+            st.log_cap = cap
+    st.log[st.nlog].g = g
+    st.log[st.nlog].first = first
+    st.nlog += 1
     return 0
 
 
 cdef int gs_grow_msgs(GroupState *st, BucketState *b) noexcept nogil:
     """Room for one more message in an open batch's position and hash lists (placing on emit);
-    lists outgrowing the block gs_presize carved them from move to their own memory."""
+    a bucket's first batch allocates them."""
     cdef int64_t cap = b.cap * 2 if b.cap else 16
     cdef int64_t *grown
     cdef uint16_t *grown_hashes
-    if in_slab(st, b.msgs):
-        grown = <int64_t *>malloc(cap * sizeof(int64_t))
-        grown_hashes = <uint16_t *>malloc(cap * sizeof(uint16_t))
-        if grown == NULL or grown_hashes == NULL:
-            free(grown)
-            free(grown_hashes)
-            return -1
-        memcpy(grown, b.msgs, b.count * sizeof(int64_t))
-        memcpy(grown_hashes, b.hashes, b.count * sizeof(uint16_t))
-        b.msgs = grown
-        b.hashes = grown_hashes
-        b.cap = cap
-        return 0
     grown = <int64_t *>realloc(b.msgs, cap * sizeof(int64_t))
     if grown == NULL:
         return -1
@@ -212,9 +193,11 @@ cdef int gs_grow_msgs(GroupState *st, BucketState *b) noexcept nogil:
 ctypedef int (*flush_fn_t)(GroupState *, int32_t) noexcept nogil
 ctypedef int (*emit_fn_t)(GroupState *, int64_t) noexcept nogil
 ctypedef int (*grow_fn_t)(GroupState *, BucketState *) noexcept nogil
+ctypedef int (*log_fn_t)(GroupState *, int64_t, int64_t) noexcept nogil
 cdef flush_fn_t cold_flush = gs_flush_segment
 cdef emit_fn_t cold_emit = gs_emit
 cdef grow_fn_t cold_grow = gs_grow_msgs
+cdef log_fn_t cold_log = gs_log_opening
 
 
 cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, const uint16_t *bucket_hash,
@@ -251,6 +234,14 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *global_bu
                     break
         c = B.count
         if c == 0:
+            if st.nlog == st.log_cap:
+                if cold_log(st, g, seq) < 0:
+                    rc = -1
+                    break
+            else:
+                st.log[st.nlog].g = g
+                st.log[st.nlog].first = seq
+                st.nlog += 1
             B.first = seq
             if not place:
                 B.hash_min = h
@@ -326,102 +317,42 @@ cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, con
     return scan_loop(st, n, global_bucket, bucket_hash, sizes, False, False, False)
 
 
-ctypedef struct OpenRef:
-    int64_t first
-    int64_t g
-
-
-cdef int cmp_open(const void *a, const void *b) noexcept nogil:
-    cdef int64_t x = (<const OpenRef *>a).first, y = (<const OpenRef *>b).first
-    return (x > y) - (x < y)
-
-
 cdef int gs_finish(GroupState *st) noexcept nogil:
-    """End of input: emit every open batch, all segments together, ordered by first message."""
-    if st.nopen == 0:
-        return 0
-    cdef int64_t g, k = 0
-    cdef OpenRef *refs = <OpenRef *>malloc(st.nopen * sizeof(OpenRef))
-    if refs == NULL:
-        return -1
-    for g in range(st.nbuckets):
-        if st.bk[g].count > 0:
-            refs[k].first = st.bk[g].first
-            refs[k].g = g
-            k += 1
-    qsort(refs, k, sizeof(OpenRef), cmp_open)
-    for g in range(k):
-        if gs_emit(st, refs[g].g) < 0:
-            free(refs)
-            return -1
-    free(refs)
-    for g in range(st.nseg):
-        st.segs[g].window_count = 0
-        st.segs[g].window_bytes = 0
-        st.segs[g].open_count = 0
+    """End of input: emit every open batch, all segments together, ordered by first message (the
+    log is in send order, so its live openings are)."""
+    cdef int64_t i
+    cdef Opening *o
+    cdef SegState *seg
+    for i in range(st.nlog):
+        o = &st.log[i]
+        if st.bk[o.g].count > 0 and st.bk[o.g].first == o.first:
+            seg = st.bk[o.g].win
+            seg.window_count = 0
+            seg.window_bytes = 0
+            seg.open_count = 0
+            if gs_emit(st, o.g) < 0:
+                return -1
+    st.nlog = 0
     return 0
 
 
-cdef int64_t gs_assign_slots(GroupState *st) noexcept nogil:
-    """Lay the emitted records out back to back in emission order and point every bucket's drain
-    cursor at its oldest record; returns the records' message total."""
-    cdef int64_t r, g, pos = 0
-    cdef Rec *rec
-    cdef DrainState *b
-    for r in range(st.nrec):
-        rec = &st.recs[r]
-        rec.start = pos
-        pos += rec.count
-        g = st.segs[rec.seg].first_bucket + rec.bucket
-        b = &st.dr[g]
-        if b.head == r:
-            b.cur = rec.start
-            b.end = rec.start + rec.count
-    return pos
-
-
-cdef int64_t gs_drain(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, int64_t *take,
-                      int64_t *keep) noexcept nogil:
-    """Place the n buffered messages (send order, by global bucket index) of the emitted records
-    into ``take``.
-
-    A bucket's buffered messages are, in send order, those of its emitted records (oldest first)
-    followed by those of its open batch; the per-bucket FIFO says which record is next, so one
-    pass suffices (gs_assign_slots first). Messages of open batches go to ``keep`` (may be NULL
-    when there are none). Returns the number kept, or -1 if the messages do not match the
-    records (a caller's bug).
-    """
-    # a bucket with no undrained record has cur == end (zeroed at init, exhausted after a drain)
-    cdef Py_ssize_t p
-    cdef int64_t r, c, g, k = 0
-    cdef Rec *recs = st.recs
-    cdef DrainState *B
-    for p in range(n):
-        B = &st.dr[global_bucket[p]]
-        c = B.cur
-        if c < B.end:
-            take[c] = p
-            c += 1
-            B.cur = c
-            if c == B.end:
-                r = recs[B.head].next
-                B.head = r
-                if r >= 0:
-                    B.cur = recs[r].start
-                    B.end = B.cur + recs[r].count
-                else:
-                    B.tail = -1
-        else:
-            if keep == NULL:
-                return -1
-            keep[k] = p
-            k += 1
-    for r in range(st.nrec):
-        g = st.segs[recs[r].seg].first_bucket + recs[r].bucket
-        if st.dr[g].head >= 0:
-            return -1
+cdef void gs_reset(GroupState *st) noexcept nogil:
+    """Drop every open batch and record and start the stream over at position 0 (what a failed
+    stream left behind is closed bucket by bucket from the log; the per-bucket lists stay)."""
+    cdef int64_t i
+    cdef BucketState *b
+    for i in range(st.nlog):
+        b = &st.bk[st.log[i].g]
+        b.count = 0
+        b.nbytes = 0
+        b.win.window_count = 0
+        b.win.window_bytes = 0
+        b.win.open_count = 0
+    st.nlog = 0
+    st.nopen = 0
     st.nrec = 0
-    return k
+    st.seq = 0
+    st.placed = 0
 
 
 cdef void lookup_buckets(Py_ssize_t n, const int32_t *seg, const uint16_t *bucket_hash,
@@ -587,7 +518,8 @@ cdef tuple record_columns(GroupState *st, int64_t nrec):
 
 def group_entries(object seg, const int32_t[::1] bucket, const uint16_t[::1] bucket_hash,
                   object sizes, const int64_t[::1] bucket_offsets, int policy,
-                  int64_t max_messages, int64_t max_bytes, bint global_index=False):
+                  int64_t max_messages, int64_t max_bytes, bint global_index=False,
+                  WholeStream stream=None):
     """One-stream grouping of a whole message stream, flushed at the end.
 
     Each message is (segment index, bucket index in that segment) from ``seg`` (None: one
@@ -597,7 +529,7 @@ def group_entries(object seg, const int32_t[::1] bucket, const uint16_t[::1] buc
     Returns (status, index, columns): a BC_ERR_* status and the first bad message's index, or
     BC_OK, -1 and (seg, bucket, hash_min, hash_max, start, count, nbytes, order): one row per
     entry in emission order, and ``order`` the message indices entry after entry (send order
-    inside each).
+    inside each). ``stream``: a WholeStream over these segments to reuse (None: a new one).
     """
     cdef Py_ssize_t n = bucket.shape[0], pos = 0, m
     if bucket_hash.shape[0] != n:
@@ -606,7 +538,11 @@ def group_entries(object seg, const int32_t[::1] bucket, const uint16_t[::1] buc
         raise ValueError("seg must be None with global bucket indexes")
     cdef const int32_t *segp = optional_i32(seg, n, "seg")
     cdef const int64_t *size_ptr = optional_i64(sizes, n, "sizes")
-    cdef WholeStream stream = WholeStream(bucket_offsets, policy, max_messages, max_bytes, n)
+    if stream is None:
+        stream = WholeStream(bucket_offsets, policy, max_messages, max_bytes, n)
+    else:
+        stream.check_offsets(bucket_offsets)
+        stream.begin(policy, max_messages, max_bytes, n)
     cdef GroupState *st = &stream.st
     cdef const int32_t *global_bucket
     cdef int64_t bad = -1
@@ -633,32 +569,67 @@ def group_entries(object seg, const int32_t[::1] bucket, const uint16_t[::1] buc
     return BC_OK, -1, stream.finish(rc)
 
 
-# The most messages gs_presize gives each bucket's lists up front (2.5 KiB): longer batches grow.
-cdef enum:
-    PRESIZE_MAX = 256
-
-
 cdef class WholeStream:
-    """The batch state of one whole stream of n messages, placing on emit: the ``order`` column
-    the entries' messages are copied to, and one chunk's routed (global bucket index, bucket
-    hash) columns."""
+    """The batch state of whole streams over one list of segments, placing on emit: the ``order``
+    column the entries' messages are copied to, and one chunk's routed (global bucket index,
+    bucket hash) columns.
+
+    The state is sized to the segments' buckets once; ``begin`` starts the next stream on it and
+    resets only the buckets the last one used, so a caller that keeps one per layout (a pool,
+    one stream at a time each) pays per stream for the messages, not for the layout. The
+    constructor begins the first stream.
+    """
 
     def __cinit__(self, const int64_t[::1] bucket_offsets, int policy, int64_t max_messages,
                   int64_t max_bytes, Py_ssize_t n):
         init_state(&self.st, bucket_offsets, policy, max_messages, max_bytes)
-        self.n = n
-        self.order_column = empty_column(n, cnp.NPY_INT64)
-        self.global_column = empty_column(chunk_room(n), cnp.NPY_INT32)
-        self.hash_column = empty_column(chunk_room(n), cnp.NPY_UINT16)
-        self.global_bucket = <int32_t *>cnp.PyArray_DATA(self.global_column)
-        self.bucket_hash = <uint16_t *>cnp.PyArray_DATA(self.hash_column)
-        self.st.order = <int64_t *>cnp.PyArray_DATA(self.order_column)
-        # a batch holds at most max_messages (and n) messages; most hold about n / buckets
-        if gs_presize(&self.st, max(16, min(2 * n // self.st.nbuckets, max_messages, PRESIZE_MAX))) < 0:
-            raise MemoryError()
+        self.begin(policy, max_messages, max_bytes, n)
 
     def __dealloc__(self):
         gs_free(&self.st)
+
+    @property
+    def segment_count(self) -> int:
+        """Segments of the state."""
+        return self.st.nseg
+
+    cdef int begin(self, int policy, int64_t max_messages, int64_t max_bytes, Py_ssize_t n) except -1:
+        """Start a stream of n messages with these limits: what the last stream left open is
+        closed and a new ``order`` column is made (the last one belongs to its caller now)."""
+        if policy != POLICY_SHARED and policy != POLICY_PER_BUCKET:
+            raise ValueError(f"unknown policy code {policy}")
+        if max_messages < 1 or max_bytes < 1:
+            raise ValueError("max_messages and max_bytes must be >= 1")
+        if n < 0:
+            raise ValueError(f"a stream of {n} messages")
+        gs_reset(&self.st)
+        self.st.policy = policy
+        self.st.max_messages = max_messages
+        self.st.max_bytes = max_bytes
+        self.n = n
+        self.order_column = empty_column(n, cnp.NPY_INT64)
+        self.st.order = <int64_t *>cnp.PyArray_DATA(self.order_column)
+        if self.global_column is None or chunk_room(n) > self.room:
+            self.room = chunk_room(n)
+            self.global_column = empty_column(self.room, cnp.NPY_INT32)
+            self.hash_column = empty_column(self.room, cnp.NPY_UINT16)
+            self.global_bucket = <int32_t *>cnp.PyArray_DATA(self.global_column)
+            self.bucket_hash = <uint16_t *>cnp.PyArray_DATA(self.hash_column)
+        return 0
+
+    def restart(self, int policy, int64_t max_messages, int64_t max_bytes, Py_ssize_t n) -> None:
+        """``begin`` from Python (tests): start the next stream of n messages."""
+        self.begin(policy, max_messages, max_bytes, n)
+
+    cdef int check_offsets(self, const int64_t[::1] bucket_offsets) except -1:
+        """The state must be over these segments (bucket_offsets as the constructor took them)."""
+        cdef Py_ssize_t s
+        if bucket_offsets.shape[0] != self.st.nseg + 1:
+            raise ValueError("the stream state is over other segments")
+        for s in range(self.st.nseg + 1):
+            if bucket_offsets[s] != self.st.segs[s].first_bucket:
+                raise ValueError("the stream state is over other segments")
+        return 0
 
     cdef tuple finish(self, int rc):
         """End of the stream (rc: the scan's result): emit every open batch and return the

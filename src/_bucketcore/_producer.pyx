@@ -28,14 +28,6 @@ cdef class KeyChunks:
     """Reads a KeyColumn a chunk at a time: describes, hashes (multi-lane) and routes each chunk
     into caller-given columns. The scratch buffers are allocated once."""
 
-    cdef bc_key *keys
-    cdef uint32_t *raw
-    cdef uint8_t *has_key
-    cdef Py_ssize_t cap          # the longest chunk the buffers hold
-    cdef bc_scratch scratch
-    cdef cnp.ndarray a_keys, a_raw, a_has
-    cdef HashOut out
-
     def __cinit__(self, Py_ssize_t longest):
         self.cap = chunk_room(longest)
         self.a_keys = empty_column(self.cap * sizeof(bc_key), cnp.NPY_UINT8)
@@ -115,7 +107,19 @@ def place_keyless(Router router, int32_t[::1] global_bucket, int64_t round_robin
     return r
 
 
-def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets, int policy,
+cdef int check_router(Router router, WholeStream stream) except -1:
+    """The stream's segments must be the router's (the same first global bucket indexes)."""
+    cdef Py_ssize_t s
+    cdef GroupState *st = &stream.st
+    if st.nseg != router.nsegments:
+        raise ValueError("the router's bucket tables do not match the segments")
+    for s in range(st.nseg + 1):
+        if st.segs[s].first_bucket != router.rule.first_bucket[s]:
+            raise ValueError("the router's bucket tables do not match the segments")
+    return 0
+
+
+def fused_entries(list columns, object sizes, WholeStream stream, int policy,
                   int64_t max_messages, int64_t max_bytes, bint replace, Router router,
                   int64_t round_robin):
     """Hash, route, look up and group a key stream a chunk at a time, placing messages as their
@@ -125,7 +129,8 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
     64 Ki bucket table (Buckets.lookup_table) and fed to the batch state machine while it is in
     L1; an emitted entry's messages are copied to ``order`` at once (GroupState.order), so no
     per-message column outlives its chunk and there is no placement pass. The GIL is released
-    except while an object column's chunk is described.
+    except while an object column's chunk is described. ``stream``: the batch state over the
+    router's segments (a layout's, reused call after call; its next stream begins here).
 
     Returns (status, err_index, columns or None, next_round_robin): status is a hashing
     STATUS_* code for the first bad key (err_index its stream position); the columns are those
@@ -135,10 +140,10 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
     cdef KeyColumn col
     for col in columns:
         n += col.length
-    router.check_offsets(bucket_offsets)
+    check_router(router, stream)
     cdef const int64_t *size_ptr = optional_i64(sizes, n, "sizes")
     cdef int64_t rr = router.first_turn(round_robin)
-    cdef WholeStream stream = WholeStream(bucket_offsets, policy, max_messages, max_bytes, n)
+    stream.begin(policy, max_messages, max_bytes, n)
     cdef GroupState *st = &stream.st
     cdef KeyChunks chunks = KeyChunks(n)
     cdef int status = BC_OK, rc = 0
@@ -171,7 +176,7 @@ def fused_entries(list columns, object sizes, const int64_t[::1] bucket_offsets,
 
 
 def hashed_entries(const uint16_t[::1] segment_hash, const uint16_t[::1] bucket_hash,
-                   const uint8_t[::1] has_key, object sizes, const int64_t[::1] bucket_offsets, int policy,
+                   const uint8_t[::1] has_key, object sizes, WholeStream stream, int policy,
                    int64_t max_messages, int64_t max_bytes, Router router, int64_t round_robin):
     """Route precomputed hashes and group them a chunk at a time, as fused_entries does keys
     (bucket_entries over KeyHashes): each message is routed by its segment hash, looked up by its
@@ -182,10 +187,10 @@ def hashed_entries(const uint16_t[::1] segment_hash, const uint16_t[::1] bucket_
         raise ValueError("the hash columns differ in length")
     if router.rule.mode == BC_ROUTE_LEGACY:
         raise ValueError("a legacy router routes by the raw hash")
-    router.check_offsets(bucket_offsets)
+    check_router(router, stream)
     cdef const int64_t *size_ptr = optional_i64(sizes, n, "sizes")
     cdef int64_t rr = router.first_turn(round_robin)
-    cdef WholeStream stream = WholeStream(bucket_offsets, policy, max_messages, max_bytes, n)
+    stream.begin(policy, max_messages, max_bytes, n)
     cdef GroupState *st = &stream.st
     cdef uint32_t key[CHUNK]
     cdef int rc = 0

@@ -24,6 +24,8 @@ cdef extern from "route.h" nogil:
     void bc_route(const bc_router *r, size_t m, const uint32_t *raw, const uint8_t *has_key,
                   int defer, int64_t *turn, int32_t *global_bucket, uint16_t *bucket_hash)
     int64_t bc_fill_keyless(const bc_router *r, int32_t *global_bucket, size_t n, int64_t t)
+    int32_t bc_route_parts(const bc_router *r, uint32_t raw, uint32_t segment_hash, uint16_t bucket_hash,
+                           int has_key, int64_t *turn)
 
 
 cdef class Router:

@@ -121,6 +121,29 @@ static inline void bc_route(const bc_router *r, size_t m, const uint32_t *raw, c
     }
 }
 
+/* Global bucket index of one message given its parts: raw routes an all-legacy layout, the segment
+ * hash a ranged one, the bucket hash picks the bucket; a keyless message (has_key 0) takes the
+ * turn *turn, which advances. The per-send path (one key) and a batch of precomputed hashes. */
+static inline int32_t bc_route_parts(const bc_router *r, uint32_t raw, uint32_t segment_hash,
+                                     uint16_t bucket_hash, int has_key, int64_t *turn)
+{
+    int32_t s = 0;
+    if (!has_key) {
+        if (r->nrotation > 0) {
+            s = r->rotation[*turn];
+            *turn = bc_next_turn(*turn, r->nrotation);
+        }
+    } else if (r->mode == BC_ROUTE_RANGE) {
+        s = r->narrow ? ((const uint8_t *)r->segment_table)[segment_hash]
+                      : ((const uint16_t *)r->segment_table)[segment_hash];
+    } else if (r->mode == BC_ROUTE_LEGACY) {
+        s = r->rotation[bc_legacy_slot(raw, (uint32_t)r->nrotation)];
+    }
+    if (r->narrow)
+        return r->first_bucket[s] + ((const uint8_t *const *)r->bucket_tables)[s][bucket_hash];
+    return r->first_bucket[s] + ((const uint16_t *const *)r->bucket_tables)[s][bucket_hash];
+}
+
 /* The global bucket index of a keyless message (bucket hash 0) in segment s. */
 static inline int32_t bc_keyless_bucket(const bc_router *r, int32_t s)
 {

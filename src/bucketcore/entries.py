@@ -1,5 +1,8 @@
 """The producer's results: :class:`Entry` (one stamped entry) and :class:`EntryTable` (entries as
 columns), as :func:`bucketcore.bucket_entries` and :class:`bucketcore.EntryBucketBatcher` return them.
+
+``Entry`` is an extension type of the batcher's kernel, which builds the entries it emits
+directly; its message positions become a numpy array when ``message_indices`` is first read.
 """
 
 from __future__ import annotations
@@ -9,78 +12,11 @@ from typing import Any, overload
 
 import numpy as np
 
+from _bucketcore._batcher import Entry
+
 from .arrow import ArrowColumns
 
 __all__ = ["Entry", "EntryTable"]
-
-
-class Entry:
-    """One stamped entry: a batch of messages of one (segment, bucket), in send order.
-
-    Parameters
-    ----------
-    segment_id, bucket : int
-        The segment the entry belongs to and its bucket index in that segment's boundary list.
-    hash_min, hash_max : int
-        The stamp: the smallest and largest bucket hash of its messages.
-    message_indices : numpy.ndarray of int64
-        Positions in the input (:func:`bucket_entries`) or in the batcher's stream since it was
-        created (:class:`EntryBucketBatcher`).
-    nbytes : int
-        Payload bytes of its messages (0 when :func:`bucket_entries` had no sizes).
-    payloads : list or None
-        The payloads, for entries from a batcher; ``None`` for an :class:`EntryTable` row.
-    """
-
-    __slots__ = ("segment_id", "bucket", "hash_min", "hash_max", "message_indices", "nbytes", "payloads")
-
-    def __init__(
-        self,
-        segment_id: int,
-        bucket: int,
-        hash_min: int,
-        hash_max: int,
-        message_indices: np.ndarray,
-        nbytes: int,
-        payloads: list[Any] | None = None,
-    ) -> None:
-        self.segment_id = segment_id
-        self.bucket = bucket
-        self.hash_min = hash_min
-        self.hash_max = hash_max
-        self.message_indices = message_indices
-        self.nbytes = nbytes
-        self.payloads = payloads
-
-    @property
-    def count(self) -> int:
-        """Number of messages in the entry."""
-        return int(self.message_indices.shape[0])
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Entry):
-            return NotImplemented
-        return (
-            self.segment_id == other.segment_id
-            and self.bucket == other.bucket
-            and self.hash_min == other.hash_min
-            and self.hash_max == other.hash_max
-            and self.nbytes == other.nbytes
-            and np.array_equal(self.message_indices, other.message_indices)
-            and self.payloads == other.payloads
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return (
-            f"Entry(segment_id={self.segment_id}, bucket={self.bucket}, "
-            f"hash_min={self.hash_min:#06x}, hash_max={self.hash_max:#06x}, count={self.count}, "
-            f"nbytes={self.nbytes})"
-        )
 
 
 class EntryTable(ArrowColumns):

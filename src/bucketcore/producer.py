@@ -63,6 +63,8 @@ __all__ = ["bucket_entries", "EntryTable", "Entry", "EntryBucketBatcher"]
 
 _POLICIES = {"shared": _grouping.Policy.POLICY_SHARED, "per_bucket": _grouping.Policy.POLICY_PER_BUCKET}
 _INT64_MAX = np.iinfo(np.int64).max
+# Batch states a plan keeps for later calls (one per thread using the plan at the same time).
+_KEPT_STREAMS = 4
 
 
 # ----------------------------------------------------------------------------------------------
@@ -153,6 +155,7 @@ class _Plan:
         "starts",
         "legacy_order",
         "_router",
+        "_streams",
     )
 
     def __init__(self, target: Buckets | TopicLayout) -> None:
@@ -180,6 +183,8 @@ class _Plan:
         self.starts = np.zeros(0, dtype=np.uint16)
         self.legacy_order: np.ndarray | None = None
         self._router: _routing.Router | None = None
+        # batch states over these segments, built once and reused (take_stream / give_stream)
+        self._streams: list[_grouping.WholeStream] = []
         if self.layout is not None:
             active = self.layout.active_segments
             self.starts = np.array([seg.hash_start for seg in active[1:]], dtype=np.uint16)
@@ -236,6 +241,21 @@ class _Plan:
                 segment_table = self.layout.segment_table().astype(dtype)
             self._router = _routing.Router(mode, narrow, segment_table, rotation, bucket_tables, first_buckets)
         return self._router
+
+    def take_stream(self) -> _grouping.WholeStream:
+        """A batch state over the plan's segments for one stream, sized to the layout once: a
+        kept one (reset where the last stream used it) or a new one. Give it back with
+        :meth:`give_stream` when the stream is done (popping and appending are atomic, so two
+        threads never hold the same one)."""
+        try:
+            return self._streams.pop()
+        except IndexError:
+            return _grouping.WholeStream(self.bucket_offsets, 0, 1, 1, 0)
+
+    def give_stream(self, stream: _grouping.WholeStream) -> None:
+        """Keep a stream state for a later call (a few: as many as threads use the plan at once)."""
+        if len(self._streams) < _KEPT_STREAMS:
+            self._streams.append(stream)
 
     def use_tables(self) -> list[np.ndarray]:
         """Look buckets up in each boundary list's 64 Ki table (Buckets.lookup_table, built once per
@@ -335,29 +355,33 @@ def bucket_entries(
     kh = _as_key_hashes(keys_or_hashes, errors)
     n = kh.raw.shape[0]
     size_arr = _check_sizes(sizes, n)
-    if plan.legacy_order is None:  # routed and grouped a chunk at a time, like keys
-        columns, next_rr = _producer.hashed_entries(
-            np.ascontiguousarray(kh.segment_hash),
-            np.ascontiguousarray(kh.bucket_hash),
-            np.ascontiguousarray(kh.has_key).view(np.uint8),
-            size_arr,
-            plan.bucket_offsets,
-            code,
-            limit,
-            max_bytes,
-            plan.router(),
-            round_robin,
+    stream = plan.take_stream()
+    try:
+        if plan.legacy_order is None:  # routed and grouped a chunk at a time, like keys
+            columns, next_rr = _producer.hashed_entries(
+                np.ascontiguousarray(kh.segment_hash),
+                np.ascontiguousarray(kh.bucket_hash),
+                np.ascontiguousarray(kh.has_key).view(np.uint8),
+                size_arr,
+                stream,
+                code,
+                limit,
+                max_bytes,
+                plan.router(),
+                round_robin,
+            )
+            return _entry_table(plan, columns, next_rr)
+        # an all-legacy layout routes by the raw hash: the staged path reads raw and bucket_hash apart
+        seg, bucket, next_rr = plan.route(kh, round_robin)
+        bucket_hash = np.ascontiguousarray(kh.bucket_hash)
+        del kh  # only the bucket hashes are needed from here on (drops our own hashes early)
+        status, index, columns = _grouping.group_entries(
+            seg, bucket, bucket_hash, size_arr, plan.bucket_offsets, code, limit, max_bytes, False, stream
         )
+        check_status(status, index, segments=seg, buckets=bucket, sizes=size_arr)
         return _entry_table(plan, columns, next_rr)
-    # an all-legacy layout routes by the raw hash: the staged path reads raw and bucket_hash apart
-    seg, bucket, next_rr = plan.route(kh, round_robin)
-    bucket_hash = np.ascontiguousarray(kh.bucket_hash)
-    del kh  # only the bucket hashes are needed from here on (drops our own hashes early)
-    status, index, columns = _grouping.group_entries(
-        seg, bucket, bucket_hash, size_arr, plan.bucket_offsets, code, limit, max_bytes
-    )
-    check_status(status, index, segments=seg, buckets=bucket, sizes=size_arr)
-    return _entry_table(plan, columns, next_rr)
+    finally:
+        plan.give_stream(stream)
 
 
 def _fused_entries(
@@ -398,17 +422,21 @@ def _fused_entries(
         else:
             check_status(status, index, keys=keys, shape=shape)
     if parts <= 1:
-        status, index, columns, next_rr = _producer.fused_entries(
-            key_columns(source),
-            size_arr,
-            plan.bucket_offsets,
-            code,
-            max_messages,
-            max_bytes,
-            replace,
-            router,
-            round_robin,
-        )
+        stream = plan.take_stream()
+        try:
+            status, index, columns, next_rr = _producer.fused_entries(
+                key_columns(source),
+                size_arr,
+                stream,
+                code,
+                max_messages,
+                max_bytes,
+                replace,
+                router,
+                round_robin,
+            )
+        finally:
+            plan.give_stream(stream)
         check_status(status, index, keys=keys, shape=shape)
     elif parts > 2 and buffers:
         bucket = np.empty(n, dtype=np.int32)  # global bucket indexes
@@ -427,9 +455,13 @@ def _fused_entries(
         status, index = run_parts(run, n, parts)
         check_status(status, index, keys=keys, shape=shape)
         next_rr = _producer.place_keyless(router, bucket, round_robin)
-        status, index, columns = _grouping.group_entries(
-            None, bucket, bucket_hash, size_arr, plan.bucket_offsets, code, max_messages, max_bytes, True
-        )
+        stream = plan.take_stream()
+        try:
+            status, index, columns = _grouping.group_entries(
+                None, bucket, bucket_hash, size_arr, plan.bucket_offsets, code, max_messages, max_bytes, True, stream
+            )
+        finally:
+            plan.give_stream(stream)
         check_status(status, index, buckets=bucket, sizes=size_arr)
     assert columns is not None  # a failed status raised above
     return _entry_table(plan, columns, next_rr)
@@ -495,24 +527,15 @@ def _pipelined_entries(
 # streaming
 
 
-def _frozen_payload(payload: Any, name: str) -> bytes | memoryview:
-    """A payload that cannot change after it was added: bytes as given, a read-only view of
-    bytes as given, anything else bytes-like copied to bytes."""
-    if isinstance(payload, memoryview):
-        return payload if payload.readonly and type(payload.obj) is bytes else payload.tobytes()
-    if isinstance(payload, bytearray):
-        return bytes(payload)
-    raise TypeError(f"{name} must be bytes, bytearray or memoryview, not {type(payload).__name__}")
-
-
 class EntryBucketBatcher(_batcher.BatcherCore):
     """The per-send container of an SDK: feed messages, get the entries that became ready.
 
     Same semantics as :func:`bucket_entries` over the concatenated stream: ``add`` /
     ``add_many`` return the entries emitted while adding (a window or batch that filled up),
     ``flush`` emits everything pending. Entries carry their payloads in send order;
-    ``message_indices`` count messages since the batcher was created. Calls from several
-    threads are serialised.
+    ``message_indices`` count messages since the batcher was created. A call that emitted
+    nothing returns one shared empty list that cannot be changed. Calls from several threads
+    are serialised.
 
     Parameters
     ----------
@@ -553,70 +576,30 @@ class EntryBucketBatcher(_batcher.BatcherCore):
         code = _check_policy(policy)
         self.encrypted = check_bool(encrypted, "encrypted")
         round_robin = check_int(round_robin, "round_robin", lo=0, hi=_INT64_MAX)
-        self._replace = replaces_surrogates(errors)
+        replace = replaces_surrogates(errors)
         self._errors = errors
         # `buckets`, as the README's API section names it: a Buckets (one segment) or a whole TopicLayout
         self._plan = _plan_for(buckets, "buckets")
         self._target = buckets
-        # kept normalised (mod the active segment count), as EntryTable.next_round_robin is
-        self._round_robin = round_robin % self._plan.segment_ids.shape[0]
-        self._plan.use_tables()  # a batcher lives long: build the lookup tables once
-        self._grouper = _batcher.Grouper(
-            self._plan.bucket_offsets, code, 1 if self.encrypted else self.max_messages, self.max_bytes
+        plan = self._plan
+        self._setup(
+            plan.bucket_offsets,
+            code,
+            1 if self.encrypted else self.max_messages,
+            self.max_bytes,
+            plan.router(),
+            plan.segment_ids,
+            round_robin,
+            replace,
         )
-        self._grouper.set_routing(
-            self._plan.starts, self._plan.legacy_order, self._plan.splits, self._plan.split_offsets
-        )
-        # payloads of the open batches, per (segment, bucket) as bucket_offsets[segment] + bucket,
-        # in send order: an emitted entry takes its count from the front of its bucket's list
-        self._open: list[list[Any] | None] = [None] * int(self._plan.bucket_offsets[-1])
-        # an SDK may share a producer between threads: calls are serialised (the kernel releases
-        # the GIL while it scans, and its state must not be entered twice); uncontended, taking
-        # this lock is one C call
-        self._lock = _batcher.BatcherLock()
 
     @property
     def layout(self) -> Buckets | TopicLayout:
         """The Buckets or TopicLayout this batcher routes by."""
         return self._target
 
-    @property
-    def round_robin(self) -> int:
-        """Round-robin position of the next keyless message."""
-        return self._round_robin
-
-    @property
-    def pending(self) -> int:
-        """Messages added and not yet emitted in an entry."""
-        return int(self._grouper.pending)
-
-    @property
-    def position(self) -> int:
-        """Messages added so far (the message index the next one gets)."""
-        return int(self._grouper.position)
-
-    # ``add`` (documented on BatcherCore) runs in the kernel for a bytes payload; every other
-    # payload, and every key the kernel refuses, lands here, which copies mutable buffers and
-    # raises the errors.
-    def _add_checked(self, key: Any, payload: Any) -> list[Entry]:
-        if type(payload) is not bytes:
-            payload = _frozen_payload(payload, "payload")
-        size = len(payload)
-        with self._lock:
-            status, emitted, self._round_robin, g = self._grouper.add_key(key, size, self._replace, self._round_robin)
-            if not status:
-                batch = self._open[g]
-                if batch is None:
-                    self._open[g] = [payload]
-                else:
-                    batch.append(payload)
-                return self._drain() if emitted else []
-        if status == Status.BC_ERR_KEY_TYPE:
-            raise TypeError(
-                f"key must be str, bytes, bytearray, memoryview or a missing value (None, NaN, pandas.NA), "
-                f"not {type(key).__name__}"
-            )
-        check_status(status, 0, keys=[key])
+    # ``add`` and ``flush`` run in the kernel (documented on BatcherCore); ``add_many`` reads its
+    # keys here and hands them to the kernel, which raises through ``_refuse``.
 
     def add_many(self, keys: Any, payloads: Sequence[Any]) -> list[Entry]:
         """Add a batch of sends in one kernel call.
@@ -624,14 +607,14 @@ class EntryBucketBatcher(_batcher.BatcherCore):
         Parameters
         ----------
         keys : key column
-            Any key input of :func:`hash_keys` (one-dimensional).
+            Any key input of :func:`hash_keys` (one-dimensional), or its :class:`KeyHashes`.
         payloads : list or tuple
             One bytes-like payload per key.
 
         Returns
         -------
         list of Entry
-            The entries that became ready.
+            The entries that became ready (the shared empty result when none did).
 
         Raises
         ------
@@ -640,69 +623,31 @@ class EntryBucketBatcher(_batcher.BatcherCore):
         """
         if not isinstance(payloads, (list, tuple)):
             raise TypeError(f"payloads must be a list or tuple, not {type(payloads).__name__}")
-        kh = _as_key_hashes(keys, self._errors)
-        n = kh.raw.shape[0]
-        if len(payloads) != n:
-            raise ValueError(f"payloads has {len(payloads)} items for {n} keys")
-        sizes = np.empty(n, dtype=np.int64)
-        bad = _batcher.payload_sizes(payloads, sizes)
-        if bad >= 0:
-            raise TypeError(
-                f"payloads[{bad}] must be bytes, bytearray or memoryview, not {type(payloads[bad]).__name__}"
+        if isinstance(keys, KeyHashes):
+            kh = _as_key_hashes(keys, self._errors)
+            hashes = (
+                np.ascontiguousarray(kh.raw),
+                np.ascontiguousarray(kh.segment_hash),
+                np.ascontiguousarray(kh.bucket_hash),
+                np.ascontiguousarray(kh.has_key).view(np.uint8),
             )
-        if not all(type(p) is bytes for p in payloads):
-            payloads = [p if type(p) is bytes else _frozen_payload(p, "payloads") for p in payloads]
-        if n == 0:
-            return []
-        with self._lock:
-            seg, bucket, next_rr = self._plan.route(kh, self._round_robin)
-            status, index = self._grouper.scan(seg, bucket, np.ascontiguousarray(kh.bucket_hash), sizes)
-            check_status(status, index, segments=seg, buckets=bucket, sizes=sizes)
-            self._round_robin = next_rr
-            global_bucket = bucket if seg is None else self._plan.bucket_offsets[seg] + bucket
-            open_batches = self._open
-            for g, payload in zip(global_bucket.tolist(), payloads):
-                batch = open_batches[g]
-                if batch is None:
-                    open_batches[g] = [payload]
-                else:
-                    batch.append(payload)
-            return self._drain() if self._grouper.emitted else []
+            return self._add_columns(keys, [], kh.raw.shape[0], payloads, hashes)
+        if isinstance(keys, (str, bytes)):
+            keys = [keys]
+        shape, source = classify_keys(keys)
+        if len(shape) != 1:
+            raise ValueError(f"keys must be one-dimensional (a message stream), got shape {shape}")
+        return self._add_columns(keys, key_columns(source), shape[0], payloads, None)
 
-    def flush(self) -> list[Entry]:
-        """Emit every pending batch (all segments).
-
-        Returns
-        -------
-        list of Entry
-            The entries, ordered by their first message.
-        """
-        with self._lock:
-            self._grouper.finish()
-            return self._drain() if self._grouper.emitted else []
-
-    def _drain(self) -> list[Entry]:
-        seg_idx, bkt, hmin, hmax, start, count, nbytes, _take, _keep, index = self._grouper.drain()
-        offsets = self._plan.bucket_offsets
-        open_batches = self._open
-        entries = []
-        for si, s, b, lo, hi, st, c, nb in zip(
-            seg_idx.tolist(),
-            self._plan.segment_ids[seg_idx].tolist(),
-            bkt.tolist(),
-            hmin.tolist(),
-            hmax.tolist(),
-            start.tolist(),
-            count.tolist(),
-            nbytes.tolist(),
-        ):
-            # a bucket's entries are emitted oldest first: this one is the front of its list
-            g = int(offsets[si]) + b
-            batch = open_batches[g]
-            payloads = batch[:c]
-            if len(batch) == c:
-                open_batches[g] = None
-            else:
-                del batch[:c]
-            entries.append(Entry(s, b, lo, hi, index[st : st + c], nb, payloads))
-        return entries
+    def _refuse(self, keys: Any, status: int, index: int) -> None:
+        """Raise the error of a key the kernel refused (index -1: the one key of ``add``)."""
+        if index < 0:
+            if status == Status.BC_ERR_KEY_TYPE:
+                raise TypeError(
+                    "key must be str, bytes, bytearray, memoryview or a missing value (None, NaN, pandas.NA), "
+                    f"not {type(keys).__name__}"
+                )
+            check_status(status, 0, keys=[keys])
+        else:
+            check_status(status, index, keys=keys)
+        raise AssertionError(f"the kernel refused a key with status {status}, which names no error")
