@@ -2,6 +2,7 @@
 
     python benches/compare_sdk.py [--calls 20000] [--repeat 5] [ROW ...]
     python benches/compare_sdk.py --callgrind [--calls 2000] [ROW ...]
+    python benches/compare_sdk.py --before OTHER_SRC [--callgrind] [ROW ...]
 
 Wall mode prints, per row, ns per call of bucketcore and of its baseline measured in the same
 process (best of ``--repeat``, the two alternating round by round) and their ratio. Callgrind
@@ -9,6 +10,11 @@ mode runs each row under ``valgrind --tool=callgrind`` twice, with ``--calls`` a
 calls, and prints the difference of the two runs' instruction totals divided by ``--calls``:
 the instructions of one call, deterministic on a loaded machine (set-up and interpreter start
 cancel out). ``--count ROW N`` is the child those runs start.
+
+``--before OTHER_SRC`` compares two builds of bucketcore in one run: every row is measured in
+child processes, this tree's and one with ``OTHER_SRC`` (e.g. a built checkout of main's
+``src``) first on ``PYTHONPATH``, alternating round by round (wall: best of the rounds); the
+table shows both and the ratio before / after. ``--time ROW N REPEAT`` is the wall-clock child.
 
 Rows (one call = one message or one entry):
 
@@ -22,7 +28,11 @@ Rows (one call = one message or one entry):
   N=16, ``max_messages`` 1000 / 10 (baseline: the harness's per-message Python batcher
   ``reference_batches``, per message; the ``mmh3`` row is a bare ``mmh3.hash`` call);
 - ``many100`` / ``many100big``: ``add_many`` of 100 messages per call at 4 x 16 and 256 x 1024
-  buckets (per call).
+  buckets (per call);
+- ``entries100`` / ``entries100big`` / ``entries10``: ``bucket_entries`` of 100 keys per call at
+  4 x 16 and 256 x 1024 buckets, and of 10 keys at 4 x 16 (per call);
+- ``many100@SxN`` / ``entries100@SxN``: the same at S segments x N buckets (e.g. ``@16x256``,
+  ``@64x1024``): the per-call cost should not depend on the layout's size.
 """
 
 from __future__ import annotations
@@ -39,7 +49,20 @@ from bucketcore.harness import best_of
 from bucketcore.harness.baselines import PyDispatcher, reference_batches
 from bucketcore.harness.workloads import tiled_layout, uuid_keys
 
-ROWS = ("consumer", "dispatch256", "dispatch65535", "membership65535", "add", "add10", "mmh3", "many100", "many100big")
+ROWS = (
+    "consumer",
+    "dispatch256",
+    "dispatch65535",
+    "membership65535",
+    "add",
+    "add10",
+    "mmh3",
+    "many100",
+    "many100big",
+    "entries100",
+    "entries100big",
+    "entries10",
+)
 TOPIC = "segment://t/ns/topic/0000-ffff-7"
 
 
@@ -182,8 +205,30 @@ def many_row(segments: int, buckets: int) -> tuple[Op, Op | None]:
     return run, None
 
 
+def entries_row(count: int, segments: int, buckets: int) -> tuple[Op, Op | None]:
+    keys = uuid_keys(65536)
+    layout = tiled_layout(segments, buckets)
+    chunks = [keys[j : j + count] for j in range(0, 65536 - count, count)]
+    entries = bc.bucket_entries
+
+    def run(i0: int, n: int) -> None:
+        for i in range(i0, i0 + n):
+            entries(chunks[i % len(chunks)], layout, max_messages=1000)
+
+    return run, None
+
+
+def _layout_of(row: str) -> tuple[int, int]:
+    segments, buckets = row.split("@", 1)[1].split("x")
+    return int(segments), int(buckets)
+
+
 def make(row: str) -> tuple[Op, Op | None]:
     """The operation and baseline of a row."""
+    if row.startswith("many100@"):
+        return many_row(*_layout_of(row))
+    if row.startswith("entries100@"):
+        return entries_row(100, *_layout_of(row))
     if row == "consumer":
         return consumer_row()
     if row == "dispatch256":
@@ -200,12 +245,26 @@ def make(row: str) -> tuple[Op, Op | None]:
         return many_row(4, 16)
     if row == "many100big":
         return many_row(256, 1024)
+    if row == "entries100":
+        return entries_row(100, 4, 16)
+    if row == "entries100big":
+        return entries_row(100, 256, 1024)
+    if row == "entries10":
+        return entries_row(10, 4, 16)
     raise SystemExit(f"unknown row {row!r}; rows: {', '.join(ROWS)}")
 
 
-def callgrind(row: str, calls: int) -> float:
-    """Instructions of one call of ``row``: the difference of two runs' totals, per call."""
+def _env(src: str | None) -> dict[str, str]:
+    """The children's environment; ``src`` first on PYTHONPATH (another build of bucketcore)."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def callgrind(row: str, calls: int, src: str | None = None) -> float:
+    """Instructions of one call of ``row``: the difference of two runs' totals, per call."""
+    env = _env(src)
     totals = []
     for n in (calls, 2 * calls):
         done = subprocess.run(
@@ -219,6 +278,57 @@ def callgrind(row: str, calls: int) -> float:
             raise SystemExit(f"{row}: the run of {n} calls failed:\n{done.stderr[-2000:]}")
         totals.append(int(re.search(r"Collected : (\d+)", done.stderr).group(1)))  # type: ignore[union-attr]
     return (totals[1] - totals[0]) / calls
+
+
+def time_row(row: str, calls: int, repeat: int) -> tuple[float, float | None]:
+    """ns per call of a row and of its baseline (None without one), best of ``repeat``."""
+    run, base = make(row)
+    n = calls if row != "membership65535" else 20
+    run(0, min(n, 1000))  # warm
+    if base is not None:
+        base(0, min(n, 1000))
+    counter = [1000]
+    t = best_of(_timed(run, counter, n), repeat) / n * 1e9
+    if base is None:
+        return t, None
+    return t, best_of(_timed(base, counter, n), repeat) / n * 1e9
+
+
+def timed_child(row: str, calls: int, repeat: int, src: str | None) -> tuple[float, float | None]:
+    """time_row in a child process (with ``src`` first on PYTHONPATH)."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--time", row, str(calls), str(repeat)],
+        env=_env(src),
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode:
+        raise SystemExit(f"{row}: the timed run failed:\n{done.stderr[-2000:]}")
+    t, b = done.stdout.split()
+    return float(t), None if b == "-" else float(b)
+
+
+def compare_builds(rows: list[str], before: str, calls: int | None, repeat: int, use_callgrind: bool) -> None:
+    """Each row in this tree and in ``before``, side by side (children alternating round by round)."""
+    if use_callgrind:
+        n = calls or 2000
+        print(f"{'row':<20}{'before instr':>14}{'after instr':>13}{'before/after':>14}")
+        for row in rows:
+            b, a = callgrind(row, n, before), callgrind(row, n)
+            print(f"{row:<20}{b:>14.0f}{a:>13.0f}{b / a:>13.2f}x", flush=True)
+        return
+    n = calls or 20000
+    print(f"{'row':<20}{'before ns':>11}{'after ns':>10}{'before/after':>14}{'baseline ns':>13}{'after vs base':>15}")
+    for row in rows:
+        best_b, best_a, best_base = float("inf"), float("inf"), float("inf")
+        for _ in range(3):
+            tb, _base_b = timed_child(row, n, repeat, before)
+            ta, base_a = timed_child(row, n, repeat, None)
+            best_b, best_a = min(best_b, tb), min(best_a, ta)
+            if base_a is not None:
+                best_base = min(best_base, base_a)
+        base_txt = f"{best_base:>13.0f}{best_base / best_a:>14.2f}x" if best_base < float("inf") else f"{'-':>13}{'-':>15}"
+        print(f"{row:<20}{best_b:>11.0f}{best_a:>10.0f}{best_b / best_a:>13.2f}x{base_txt}", flush=True)
 
 
 def _timed(fn: Op, counter: list[int], n: int) -> Callable[[], None]:
@@ -238,10 +348,19 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--callgrind", action="store_true")
     parser.add_argument("--count", nargs=2, metavar=("ROW", "N"))
+    parser.add_argument("--time", nargs=3, metavar=("ROW", "N", "REPEAT"))
+    parser.add_argument("--before", metavar="OTHER_SRC", help="compare with the build whose src is OTHER_SRC")
     args = parser.parse_args()
     if args.count:
         run, _ = make(args.count[0])
         run(0, int(args.count[1]))
+        return
+    if args.time:
+        t, b = time_row(args.time[0], int(args.time[1]), int(args.time[2]))
+        print(t, "-" if b is None else b)
+        return
+    if args.before:
+        compare_builds(args.rows, args.before, args.calls, args.repeat, args.callgrind)
         return
     if args.callgrind:
         calls = args.calls or 2000
@@ -252,17 +371,10 @@ def main() -> None:
     calls = args.calls or 20000
     print(f"{'row':<18}{'bucketcore ns':>14}{'baseline ns':>13}{'ratio':>8}")
     for row in args.rows:
-        run, base = make(row)
-        n = calls if row != "membership65535" else 20
-        run(0, min(n, 1000))  # warm
-        if base is not None:
-            base(0, min(n, 1000))
-        counter = [1000]
-        t = best_of(_timed(run, counter, n), args.repeat) / n * 1e9
-        if base is None:
+        t, b = time_row(row, calls, args.repeat)
+        if b is None:
             print(f"{row:<18}{t:>14.0f}{'-':>13}{'-':>8}", flush=True)
             continue
-        b = best_of(_timed(base, counter, n), args.repeat) / n * 1e9
         print(f"{row:<18}{t:>14.0f}{b:>13.0f}{b / t:>7.1f}x", flush=True)
 
 

@@ -11,6 +11,7 @@ routing a linear scan of the segment ranges: nothing of bucketcore is used in th
 from __future__ import annotations
 
 import bisect
+import pickle
 import random
 import sys
 import uuid
@@ -973,3 +974,171 @@ def test_batcher_takes_every_key_form_and_every_missing_value_as_keyless() -> No
     assert (keyed.hash_min, keyed.count) == (mmh3.hash(b"k", 0, False) & 0xFFFF, 4)
     assert (keyless.hash_min, keyless.count) == (0, 2)
     assert b.pending == 0
+
+
+# ------------------------------------------------------------------------------------------------
+# the streaming batcher against the reference, message by message
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stream_st(), st.sampled_from([1, 10, None]), st.data())
+def test_batcher_matches_reference_batcher_with_flushes(s: dict[str, Any], limit: int | None, data: Any) -> None:
+    """add and add_many, with flushes anywhere, emit what the reference batcher emits at the
+    same point, payloads included (max_messages 1 and 10 as well as small drawn limits)."""
+    kw = _kw(s)
+    if limit is not None:
+        kw["max_messages"] = limit
+    keys = s["keys"]
+    sizes = s["sizes"] if s["sizes"] is not None else [0] * len(keys)
+    payloads = [bytes([i % 251]) * sz for i, sz in enumerate(sizes)]
+    batcher = EntryBucketBatcher(s["target"], **kw)
+    ref = RefBatcher(s["target"], **kw)
+    i = 0
+    while i < len(keys):
+        step = data.draw(st.integers(1, 6))
+        got = (
+            batcher.add(keys[i], payloads[i])
+            if step == 1
+            else batcher.add_many(keys[i : i + step], payloads[i : i + step])
+        )
+        expected = [e for j in range(i, min(i + step, len(keys))) for e in ref.add(keys[j], sizes[j])]
+        assert as_tuples(got) == expected
+        for e in got:
+            assert e.payloads == [payloads[j] for j in e.message_indices]
+        i += step
+        if data.draw(st.integers(0, 4)) == 0:
+            assert as_tuples(batcher.flush()) == ref.flush()
+    assert as_tuples(batcher.flush()) == ref.flush()
+    assert batcher.pending == 0 and batcher.position == len(keys)
+
+
+def test_an_add_that_emits_nothing_returns_one_shared_empty_result_that_cannot_change() -> None:
+    a = EntryBucketBatcher(Buckets.equal_width(4), max_messages=3)
+    b = EntryBucketBatcher(TopicLayout(1, [Segment(0, 0, 0x7FFF), Segment(1, 0x8000, 0xFFFF)]))
+    empty = a.add("k", b"1")
+    assert empty == [] and isinstance(empty, list) and len(empty) == 0
+    assert a.add("k", b"2") is empty and b.add("k", b"1") is empty
+    assert b.add_many(["x", "y"], [b"1", b"2"]) is empty and b.add_many([], []) is empty
+    assert EntryBucketBatcher(Buckets()).flush() is empty
+    for change in (
+        lambda r: r.append(1),
+        lambda r: r.extend([1]),
+        lambda r: r.insert(0, 1),
+        lambda r: r.__setitem__(slice(None), [1]),
+        lambda r: r.__iadd__([1]),
+    ):
+        with pytest.raises(TypeError, match="shared"):
+            change(empty)
+    with pytest.raises(TypeError, match="shared"):
+        empty += [1]
+    assert empty == [] and a.add("k", b"3") != [] and empty == []
+    mine = list(empty)
+    mine.append(1)
+    assert mine == [1] and empty + [2] == [2] and empty == []
+
+
+def _entries_from_table(table: EntryTable, payloads: list[bytes], base: int = 0) -> list[Entry]:
+    """Entries as the batcher used to build them in Python: from the table's columns, the
+    message indices a view of ``order``, the payloads picked by index."""
+    out = []
+    for seg, bkt, lo, hi, start, count, nbytes in zip(
+        table.segment_id.tolist(),
+        table.bucket.tolist(),
+        table.hash_min.tolist(),
+        table.hash_max.tolist(),
+        table.start.tolist(),
+        table.count.tolist(),
+        table.nbytes.tolist(),
+    ):
+        index = table.order[start : start + count] + base
+        out.append(Entry(seg, bkt, lo, hi, index, nbytes, [payloads[int(j)] for j in index]))
+    return out
+
+
+@pytest.mark.parametrize("max_messages", [1, 10, 1000])
+def test_entries_built_in_the_kernel_equal_entries_built_from_columns(max_messages: int) -> None:
+    layout = TopicLayout(
+        1, [Segment(0, 0, 0x7FFF, Buckets.equal_width(4)), Segment(5, 0x8000, 0xFFFF, Buckets.equal_width(3))]
+    )
+    keys: list[str | None] = [str(uuid.UUID(int=random.Random(i).getrandbits(128))) for i in range(700)]
+    keys[3] = keys[50] = None
+    payloads = [f"payload-{i}".encode() for i in range(700)]
+    batcher = EntryBucketBatcher(layout, max_messages=max_messages, max_bytes=500)
+    got = [e for k, p in zip(keys, payloads) for e in batcher.add(k, p)] + batcher.flush()
+    table = bucket_entries(keys, layout, sizes=[len(p) for p in payloads], max_messages=max_messages, max_bytes=500)
+    expected = _entries_from_table(table, payloads)
+    assert got == expected and len(got) == len(expected)
+    for e, x in zip(got, expected):
+        for field in ("segment_id", "bucket", "hash_min", "hash_max", "nbytes", "count"):
+            assert getattr(e, field) == getattr(x, field) and type(getattr(e, field)) is int
+        assert e.message_indices.dtype == np.int64 and e.message_indices.tolist() == x.message_indices.tolist()
+        assert e.message_indices is e.message_indices  # made once, on first read
+        assert all(p is payloads[j] for p, j in zip(e.payloads, e.message_indices))  # bytes kept as given
+        assert len(e) == e.count == len(e.payloads) and repr(e) == repr(x)
+        assert pickle.loads(pickle.dumps(e)) == e
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(got[0])
+    got[0].message_indices = np.array([7], dtype=np.int64)
+    assert got[0].count == 1 and got[0] != expected[0]
+
+
+def test_large_layouts_give_the_reference_entries_call_after_call() -> None:
+    """At 256 segments x 1024 buckets the kept batch state (reset where the last call used it)
+    gives what the reference gives, for bucket_entries and the batcher, call after call."""
+    from bucketcore.harness.workloads import tiled_layout, uuid_keys
+
+    layout = tiled_layout(256, 1024)
+    keys = uuid_keys(3000)
+    for policy in ("shared", "per_bucket"):
+        for start in range(0, 3000, 600):
+            chunk = keys[start : start + 600]
+            kw: dict[str, Any] = dict(max_messages=2, policy=policy)
+            table = bucket_entries(chunk, layout, **kw)
+            assert as_tuples(table) == reference_entries(chunk, layout, **kw)[0]
+        batcher = EntryBucketBatcher(layout, max_messages=2, policy=policy)
+        ref = RefBatcher(layout, max_messages=2, policy=policy)
+        for start in range(0, 3000, 100):
+            got = batcher.add_many(keys[start : start + 100], [b""] * 100)
+            assert as_tuples(got) == [e for k in keys[start : start + 100] for e in ref.add(k, 0)]
+        assert as_tuples(batcher.flush()) == ref.flush()
+
+
+def test_bad_input_to_the_kernel_paths_names_what_was_wrong_and_changes_nothing() -> None:
+    batcher = EntryBucketBatcher(Buckets.equal_width(4), max_messages=2)
+    batcher.add("a", b"1")
+    with pytest.raises(TypeError, match="payload must be bytes, bytearray or memoryview, not str"):
+        batcher.add("a", "text")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="key must be str, bytes, bytearray, memoryview or a missing value"):
+        batcher.add(3, b"1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"payloads\[2\] must be bytes, bytearray or memoryview, not int"):
+        batcher.add_many(["a", "b", "c"], [b"1", bytearray(b"2"), 3])
+    with pytest.raises(ValueError, match="payloads has 1 items for 2 keys"):
+        batcher.add_many(["a", "b"], [b"1"])
+    with pytest.raises(bc.KeyEncodingError, match="index 1"):
+        batcher.add_many(["a", "\ud800"], [b"1", b"2"])
+    with pytest.raises(TypeError, match="payloads must be a list or tuple, not dict"):
+        batcher.add_many(["a"], {})  # type: ignore[arg-type]
+    assert (batcher.pending, batcher.position) == (1, 1)
+    (entry,) = batcher.flush()
+    assert entry.payloads == [b"1"] and entry.message_indices.tolist() == [0]
+
+
+def test_add_many_takes_key_hashes() -> None:
+    layout = TopicLayout(
+        1,
+        [
+            Segment(0, 0, 0x7FFF, Buckets.equal_width(4), legacy_topic_name="t-0"),
+            Segment(1, 0x8000, 0xFFFF, legacy_topic_name="t-1"),
+        ],
+    )
+    keys = ["a", None, "b", "c", None, "d"] * 5
+    for target in (layout, Buckets.equal_width(3)):
+        by_keys = EntryBucketBatcher(target, max_messages=4)
+        by_hashes = EntryBucketBatcher(target, max_messages=4)
+        got = by_keys.add_many(keys, [b"x"] * len(keys)) + by_keys.flush()
+        from_hashes = by_hashes.add_many(bc.hash_keys(keys), [b"x"] * len(keys)) + by_hashes.flush()
+        assert (
+            as_tuples(got)
+            == as_tuples(from_hashes)
+            == reference_entries(keys, target, [1] * len(keys), max_messages=4)[0]
+        )

@@ -57,6 +57,13 @@ ctypedef struct Opening:
     int64_t first
 
 
+# A block of the lists' arena (its bytes follow the header); older blocks hang off prev.
+ctypedef struct ArenaBlock:
+    ArenaBlock *prev
+    int64_t used
+    int64_t cap
+
+
 ctypedef struct GroupState:
     int64_t nseg
     int64_t nbuckets     # total over segments; global bucket g = segs[s].first_bucket + bucket
@@ -79,9 +86,16 @@ ctypedef struct GroupState:
     # Placing on emit (one-stream streams; order NULL: off, the caller takes each record's
     # messages itself): every open batch lists its messages' stream positions
     # (BucketState.msgs), copied to order[placed:placed + count], the record's slots, when it is
-    # emitted. A bucket's lists are allocated when it first opens and kept for later streams.
+    # emitted. A bucket's lists are carved from an arena when it first opens in a stream (of
+    # first_cap, doubling); the next stream empties the arena (one block, as large as the last
+    # stream needed) and forgets the lists of the buckets in ``listed``.
     int64_t *order
     int64_t placed
+    ArenaBlock *arena
+    int32_t *listed
+    int64_t nlisted
+    int64_t listed_cap
+    int64_t first_cap
 
 
 cdef inline Py_ssize_t chunk_room(Py_ssize_t n) noexcept nogil:
@@ -105,7 +119,7 @@ cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, con
 cdef int gs_finish(GroupState *st) noexcept nogil
 cdef int64_t check_columns(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bucket,
                            const int64_t *sizes, int32_t *global_bucket, int *status) noexcept nogil
-cdef tuple record_columns(GroupState *st, int64_t nrec)
+cdef tuple record_columns(GroupState *st, int64_t nrec, const int64_t *segment_ids=*)
 cdef const int32_t *optional_i32(object arr, Py_ssize_t n, str name) except? NULL
 cdef const int64_t *optional_i64(object arr, Py_ssize_t n, str name) except? NULL
 
@@ -114,6 +128,7 @@ cdef class WholeStream:
     cdef GroupState st
     cdef Py_ssize_t n
     cdef Py_ssize_t room         # messages the chunk columns hold
+    cdef int64_t *segment_ids    # each segment's id (name_segments), or NULL
     cdef cnp.ndarray order_column, global_column, hash_column
     cdef int32_t *global_bucket
     cdef uint16_t *bucket_hash

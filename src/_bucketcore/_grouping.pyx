@@ -81,11 +81,13 @@ cdef int init_state(GroupState *st, const int64_t[::1] bucket_offsets, int polic
 
 
 cdef void gs_free(GroupState *st) noexcept nogil:
-    cdef int64_t g
-    if st.bk != NULL:
-        for g in range(st.nbuckets):
-            free(st.bk[g].msgs)
-            free(st.bk[g].hashes)
+    cdef ArenaBlock *a = st.arena
+    cdef ArenaBlock *prev
+    while a != NULL:
+        prev = a.prev
+        free(a)
+        a = prev
+    free(st.listed)
     free(st.segs)
     free(st.bk)
     free(st.open_list)
@@ -170,20 +172,76 @@ cdef int gs_log_opening(GroupState *st, int64_t g, int64_t first) noexcept nogil
     return 0
 
 
+cdef void *arena_alloc(GroupState *st, int64_t size) noexcept nogil:
+    """size bytes (8-aligned) from the lists' arena; a full block is followed by one twice as
+    large. NULL: no memory."""
+    cdef ArenaBlock *a = st.arena
+    cdef ArenaBlock *grown
+    cdef int64_t cap
+    size = (size + 7) & ~(<int64_t>7)
+    if a == NULL or a.used + size > a.cap:
+        cap = 2 * a.cap if a != NULL else 16384
+        if cap < size:
+            cap = size
+        grown = <ArenaBlock *>malloc(sizeof(ArenaBlock) + cap)
+        if grown == NULL:
+            return NULL
+        grown.prev = a
+        grown.used = 0
+        grown.cap = cap
+        st.arena = a = grown
+    cdef void *p = <char *>(a + 1) + a.used
+    a.used += size
+    return p
+
+
+cdef void arena_empty(GroupState *st) noexcept nogil:
+    """Drop every list carved so far; the memory stays for the next stream, in one block as large
+    as all the blocks together (so a stream like the last one fits without a new block)."""
+    cdef ArenaBlock *a = st.arena
+    cdef ArenaBlock *prev
+    cdef int64_t total = 0
+    if a == NULL:
+        return
+    if a.prev == NULL:
+        a.used = 0
+        return
+    while a != NULL:
+        total += a.cap
+        prev = a.prev
+        free(a)
+        a = prev
+    st.arena = <ArenaBlock *>malloc(sizeof(ArenaBlock) + total)
+    if st.arena != NULL:
+        st.arena.prev = NULL
+        st.arena.used = 0
+        st.arena.cap = total
+
+
 cdef int gs_grow_msgs(GroupState *st, BucketState *b) noexcept nogil:
     """Room for one more message in an open batch's position and hash lists (placing on emit);
-    a bucket's first batch allocates them."""
-    cdef int64_t cap = b.cap * 2 if b.cap else 16
-    cdef int64_t *grown
-    cdef uint16_t *grown_hashes
-    grown = <int64_t *>realloc(b.msgs, cap * sizeof(int64_t))
-    if grown == NULL:
+    a bucket's first batch in a stream gets lists of first_cap, a full one lists twice as long."""
+    cdef int64_t cap = b.cap * 2 if b.cap else st.first_cap
+    cdef int32_t *grown_listed
+    if cap < 1:
+        cap = 1
+    cdef char *p = <char *>arena_alloc(st, cap * (sizeof(int64_t) + sizeof(uint16_t)))
+    if p == NULL:
         return -1
-    b.msgs = grown
-    grown_hashes = <uint16_t *>realloc(b.hashes, cap * sizeof(uint16_t))
-    if grown_hashes == NULL:
-        return -1
-    b.hashes = grown_hashes
+    if b.cap == 0:
+        if st.nlisted == st.listed_cap:
+            grown_listed = <int32_t *>realloc(st.listed, (2 * st.listed_cap + 64) * sizeof(int32_t))
+            if grown_listed == NULL:
+                return -1
+            st.listed = grown_listed
+            st.listed_cap = 2 * st.listed_cap + 64
+        st.listed[st.nlisted] = <int32_t>(b - st.bk)
+        st.nlisted += 1
+    else:
+        memcpy(p, b.msgs, b.count * sizeof(int64_t))
+        memcpy(p + cap * sizeof(int64_t), b.hashes, b.count * sizeof(uint16_t))
+    b.msgs = <int64_t *>p
+    b.hashes = <uint16_t *>(p + cap * sizeof(int64_t))
     b.cap = cap
     return 0
 
@@ -337,8 +395,8 @@ cdef int gs_finish(GroupState *st) noexcept nogil:
 
 
 cdef void gs_reset(GroupState *st) noexcept nogil:
-    """Drop every open batch and record and start the stream over at position 0 (what a failed
-    stream left behind is closed bucket by bucket from the log; the per-bucket lists stay)."""
+    """Drop every open batch, record and list and start the stream over at position 0 (what the
+    last stream left behind is closed bucket by bucket from the log and the listed buckets)."""
     cdef int64_t i
     cdef BucketState *b
     for i in range(st.nlog):
@@ -348,6 +406,13 @@ cdef void gs_reset(GroupState *st) noexcept nogil:
         b.win.window_count = 0
         b.win.window_bytes = 0
         b.win.open_count = 0
+    for i in range(st.nlisted):
+        b = &st.bk[st.listed[i]]
+        b.msgs = NULL
+        b.hashes = NULL
+        b.cap = 0
+    st.nlisted = 0
+    arena_empty(st)
     st.nlog = 0
     st.nopen = 0
     st.nrec = 0
@@ -485,9 +550,11 @@ cdef int64_t check_global(GroupState *st, Py_ssize_t n, const int32_t *global_bu
     return -1
 
 
-cdef tuple record_columns(GroupState *st, int64_t nrec):
-    """Copy the emitted records into numpy columns (seg, bucket, hash_min, hash_max, start, count, nbytes)."""
-    cdef cnp.ndarray a_seg = empty_column(nrec, cnp.NPY_INT32)
+cdef tuple record_columns(GroupState *st, int64_t nrec, const int64_t *segment_ids=NULL):
+    """Copy the emitted records into numpy columns (seg, bucket, hash_min, hash_max, start, count,
+    nbytes): seg holds segment indexes (int32), or with segment_ids each segment's id (int64)."""
+    cdef cnp.ndarray a_seg = empty_column(nrec, cnp.NPY_INT32 if segment_ids == NULL else cnp.NPY_INT64)
+    cdef int64_t *p_id = <int64_t *>cnp.PyArray_DATA(a_seg)
     cdef cnp.ndarray a_bkt = empty_column(nrec, cnp.NPY_INT32)
     cdef cnp.ndarray a_min = empty_column(nrec, cnp.NPY_UINT16)
     cdef cnp.ndarray a_max = empty_column(nrec, cnp.NPY_UINT16)
@@ -506,7 +573,10 @@ cdef tuple record_columns(GroupState *st, int64_t nrec):
     with nogil:
         for r in range(nrec):
             rec = &st.recs[r]
-            p_seg[r] = rec.seg
+            if segment_ids == NULL:
+                p_seg[r] = rec.seg
+            else:
+                p_id[r] = segment_ids[rec.seg]
             p_bkt[r] = rec.bucket
             p_min[r] = rec.hash_min
             p_max[r] = rec.hash_max
@@ -569,6 +639,11 @@ def group_entries(object seg, const int32_t[::1] bucket, const uint16_t[::1] buc
     return BC_OK, -1, stream.finish(rc)
 
 
+# The longest lists a bucket starts a stream with (2.5 KiB): longer batches grow.
+cdef enum:
+    PRESIZE_MAX = 256
+
+
 cdef class WholeStream:
     """The batch state of whole streams over one list of segments, placing on emit: the ``order``
     column the entries' messages are copied to, and one chunk's routed (global bucket index,
@@ -587,11 +662,25 @@ cdef class WholeStream:
 
     def __dealloc__(self):
         gs_free(&self.st)
+        free(self.segment_ids)
 
     @property
     def segment_count(self) -> int:
         """Segments of the state."""
         return self.st.nseg
+
+    def name_segments(self, const int64_t[::1] segment_ids) -> None:
+        """Give each segment its id: ``finish`` then returns the ids in its first column (int64)
+        instead of the segment indexes (int32)."""
+        cdef Py_ssize_t s
+        if segment_ids.shape[0] != self.st.nseg:
+            raise ValueError(f"{segment_ids.shape[0]} segment ids for {self.st.nseg} segments")
+        if self.segment_ids == NULL:
+            self.segment_ids = <int64_t *>malloc(self.st.nseg * sizeof(int64_t))
+            if self.segment_ids == NULL:
+                raise MemoryError()
+        for s in range(self.st.nseg):
+            self.segment_ids[s] = segment_ids[s]
 
     cdef int begin(self, int policy, int64_t max_messages, int64_t max_bytes, Py_ssize_t n) except -1:
         """Start a stream of n messages with these limits: what the last stream left open is
@@ -606,6 +695,8 @@ cdef class WholeStream:
         self.st.policy = policy
         self.st.max_messages = max_messages
         self.st.max_bytes = max_bytes
+        # a batch holds at most max_messages (and n) messages; most hold about n / buckets
+        self.st.first_cap = max(4, min(2 * n // self.st.nbuckets, max_messages, PRESIZE_MAX))
         self.n = n
         self.order_column = empty_column(n, cnp.NPY_INT64)
         self.st.order = <int64_t *>cnp.PyArray_DATA(self.order_column)
@@ -633,7 +724,10 @@ cdef class WholeStream:
 
     cdef tuple finish(self, int rc):
         """End of the stream (rc: the scan's result): emit every open batch and return the
-        entry columns (seg, bucket, hash_min, hash_max, start, count, nbytes, order)."""
+        entry columns (seg, bucket, hash_min, hash_max, start, count, nbytes, order), read-only;
+        seg: segment ids once named (name_segments), else segment indexes."""
+        cdef tuple columns
+        cdef cnp.ndarray column
         cdef GroupState *st = &self.st
         if rc == 0:
             with nogil:
@@ -642,4 +736,7 @@ cdef class WholeStream:
             raise MemoryError()
         if rc != 0 or st.placed != self.n or st.seq != self.n:
             raise RuntimeError(f"internal error: {st.placed} of {self.n} messages placed (scan {rc})")
-        return record_columns(st, st.nrec) + (self.order_column,)
+        columns = record_columns(st, st.nrec, self.segment_ids) + (self.order_column,)
+        for column in columns:
+            cnp.PyArray_CLEARFLAGS(column, cnp.NPY_ARRAY_WRITEABLE)
+        return columns

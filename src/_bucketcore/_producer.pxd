@@ -2,8 +2,6 @@
 # chunk at a time into C key descriptors and raw hashes.
 from libc.stdint cimport uint8_t, uint32_t
 
-cimport numpy as cnp
-
 from _bucketcore._hashing cimport HashOut, KeyColumn, bc_key, bc_scratch
 
 
@@ -13,7 +11,6 @@ cdef class KeyChunks:
     cdef uint8_t *has_key
     cdef Py_ssize_t cap          # the longest chunk the buffers hold
     cdef bc_scratch scratch
-    cdef cnp.ndarray a_keys, a_raw, a_has
     cdef HashOut out
 
     cdef int hash_chunk(self, KeyColumn col, Py_ssize_t cpos, Py_ssize_t m, bint replace,

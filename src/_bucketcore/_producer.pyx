@@ -9,6 +9,7 @@ several threads for one grouping pass afterwards.
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memchr
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 
 cimport numpy as cnp
 
@@ -17,7 +18,7 @@ from _bucketcore._hashing cimport (
     CHUNK, HashOut, KeyColumn, bc_key, bc_scratch, bc_scratch_free, hash_run, hash_view_run,
 )
 from _bucketcore._grouping cimport (
-    GroupState, WholeStream, chunk_room, empty_column, gs_scan, optional_i64,
+    GroupState, WholeStream, chunk_room, gs_scan, optional_i64,
 )
 from _bucketcore._routing cimport BC_ROUTE_LEGACY, Router, bc_fill_keyless, bc_route
 
@@ -30,12 +31,12 @@ cdef class KeyChunks:
 
     def __cinit__(self, Py_ssize_t longest):
         self.cap = chunk_room(longest)
-        self.a_keys = empty_column(self.cap * sizeof(bc_key), cnp.NPY_UINT8)
-        self.a_raw = empty_column(self.cap, cnp.NPY_UINT32)
-        self.a_has = empty_column(self.cap, cnp.NPY_UINT8)
-        self.keys = <bc_key *>cnp.PyArray_DATA(self.a_keys)
-        self.raw = <uint32_t *>cnp.PyArray_DATA(self.a_raw)
-        self.has_key = <uint8_t *>cnp.PyArray_DATA(self.a_has)
+        # one block: the descriptors, then the raw hashes, then the has-key flags
+        self.keys = <bc_key *>PyMem_RawMalloc(self.cap * (sizeof(bc_key) + sizeof(uint32_t) + sizeof(uint8_t)))
+        if self.keys == NULL:
+            raise MemoryError()
+        self.raw = <uint32_t *>(self.keys + self.cap)
+        self.has_key = <uint8_t *>(self.raw + self.cap)
         self.out.raw = self.raw
         self.out.has_key = self.has_key
         self.out.segment_hash = NULL
@@ -45,6 +46,7 @@ cdef class KeyChunks:
 
     def __dealloc__(self):
         bc_scratch_free(&self.scratch)
+        PyMem_RawFree(self.keys)
 
     cdef int hash_chunk(self, KeyColumn col, Py_ssize_t cpos, Py_ssize_t m, bint replace,
                         Py_ssize_t *err_index) except -2:

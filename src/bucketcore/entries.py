@@ -76,6 +76,32 @@ class EntryTable(ArrowColumns):
         self.order = _frozen(order)
         self.next_round_robin = next_round_robin
 
+    @classmethod
+    def _of_frozen(
+        cls,
+        segment_id: np.ndarray,
+        bucket: np.ndarray,
+        hash_min: np.ndarray,
+        hash_max: np.ndarray,
+        start: np.ndarray,
+        count: np.ndarray,
+        nbytes: np.ndarray,
+        order: np.ndarray,
+        next_round_robin: int = 0,
+    ) -> EntryTable:
+        """A table of columns a kernel made read-only already (the columns are kept as given)."""
+        table = cls.__new__(cls)
+        table.segment_id = segment_id
+        table.bucket = bucket
+        table.hash_min = hash_min
+        table.hash_max = hash_max
+        table.start = start
+        table.count = count
+        table.nbytes = nbytes
+        table.order = order
+        table.next_round_robin = next_round_robin
+        return table
+
     def __len__(self) -> int:
         return int(self.start.shape[0])
 

@@ -72,7 +72,10 @@ _KEPT_STREAMS = 4
 
 
 def _check_policy(policy: Any) -> int:
-    return int(_POLICIES[check_choice(policy, "policy", tuple(_POLICIES))])
+    code = _POLICIES.get(policy) if type(policy) is str else None
+    if code is None:
+        return int(_POLICIES[check_choice(policy, "policy", tuple(_POLICIES))])
+    return int(code)
 
 
 def _as_key_hashes(keys: Any, errors: str) -> KeyHashes:
@@ -250,7 +253,9 @@ class _Plan:
         try:
             return self._streams.pop()
         except IndexError:
-            return _grouping.WholeStream(self.bucket_offsets, 0, 1, 1, 0)
+            stream = _grouping.WholeStream(self.bucket_offsets, 0, 1, 1, 0)
+            stream.name_segments(self.segment_ids)
+            return stream
 
     def give_stream(self, stream: _grouping.WholeStream) -> None:
         """Keep a stream state for a later call (a few: as many as threads use the plan at once)."""
@@ -271,12 +276,23 @@ def _cached_plan(target: Buckets | TopicLayout) -> _Plan:
     return _Plan(target)
 
 
+# The last target and its plan: a producer passes the same layout object call after call, which
+# then costs an identity test instead of hashing the layout for the cache.
+_last_plan: tuple[object, _Plan | None] = (None, None)
+
+
 def _plan_for(target: Any, argname: str) -> _Plan:
     """The plan of a Buckets or TopicLayout. Both are immutable and hash by value, so plans are
     kept for the last few targets (a producer calls with the same layout again and again)."""
+    global _last_plan
+    last, plan = _last_plan  # one read: another thread may replace the pair meanwhile
+    if target is last and plan is not None:
+        return plan
     if not isinstance(target, (Buckets, TopicLayout)):
         raise TypeError(f"{argname} must be a Buckets or a TopicLayout, not {type(target).__name__}")
-    return _cached_plan(target)
+    plan = _cached_plan(target)
+    _last_plan = (target, plan)
+    return plan
 
 
 # ----------------------------------------------------------------------------------------------
@@ -346,7 +362,8 @@ def bucket_entries(
     round_robin = check_int(round_robin, "round_robin", lo=0, hi=_INT64_MAX)
     replaces_surrogates(errors)  # checked even when precomputed KeyHashes make it unused
     plan = _plan_for(layout_or_buckets, "layout_or_buckets")
-    threads_for(threads, 1, True)  # checks the argument on every path
+    if threads is not None:
+        threads_for(threads, 1, True)  # checks the argument on every path
     limit = 1 if encrypted else max_messages
     if not isinstance(keys_or_hashes, KeyHashes):
         return _fused_entries(
@@ -468,10 +485,13 @@ def _fused_entries(
 
 
 def _entry_table(plan: _Plan, columns: tuple[np.ndarray, ...], next_rr: int) -> EntryTable:
-    """The table of a kernel's entry columns (segment index, bucket, hash_min, hash_max, start,
-    count, nbytes, order), segment indexes turned into the target's segment ids."""
-    seg_idx, bkt, hmin, hmax, start, count, nbytes, order = columns
-    return EntryTable(plan.segment_ids[seg_idx], bkt, hmin, hmax, start, count, nbytes, order, int(next_rr))
+    """The table of a kernel's entry columns (segment, bucket, hash_min, hash_max, start, count,
+    nbytes, order): a plan's kept stream names its segments (int64 ids, read-only columns),
+    another gives segment indexes (int32), turned into the target's segment ids here."""
+    seg, bkt, hmin, hmax, start, count, nbytes, order = columns
+    if seg.dtype == np.int64:
+        return EntryTable._of_frozen(seg, bkt, hmin, hmax, start, count, nbytes, order, int(next_rr))
+    return EntryTable(plan.segment_ids[seg], bkt, hmin, hmax, start, count, nbytes, order, int(next_rr))
 
 
 # Messages per pipeline step: the worker starts after the first one.
