@@ -327,7 +327,10 @@ def compare_builds(rows: list[str], before: str, calls: int | None, repeat: int,
             best_b, best_a = min(best_b, tb), min(best_a, ta)
             if base_a is not None:
                 best_base = min(best_base, base_a)
-        base_txt = f"{best_base:>13.0f}{best_base / best_a:>14.2f}x" if best_base < float("inf") else f"{'-':>13}{'-':>15}"
+        if best_base < float("inf"):
+            base_txt = f"{best_base:>13.0f}{best_base / best_a:>14.2f}x"
+        else:
+            base_txt = f"{'-':>13}{'-':>15}"
         print(f"{row:<20}{best_b:>11.0f}{best_a:>10.0f}{best_b / best_a:>13.2f}x{base_txt}", flush=True)
 
 

@@ -1,72 +1,83 @@
-"""Type stub of _batcher.pyx: the streaming ``Grouper`` behind ``EntryBucketBatcher``."""
+"""Type stub of _batcher.pyx: ``BatcherCore`` (the state behind ``EntryBucketBatcher``) and ``Entry``."""
 
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-class Grouper:
-    """Streaming batch state over a fixed list of segments; buffers the pending messages' positions."""
+from _bucketcore._routing import Router
 
+class NoEntries(list[Any]):
+    """The shared empty result of a call that emitted nothing; every change raises TypeError."""
+
+NO_ENTRIES: NoEntries
+
+class Entry:
+    """One stamped entry: a batch of messages of one (segment, bucket), in send order."""
+
+    segment_id: int
+    bucket: int
+    hash_min: int
+    hash_max: int
+    nbytes: int
+    payloads: list[Any] | None
     def __init__(
-        self, bucket_offsets: npt.NDArray[np.int64], policy: int, max_messages: int, max_bytes: int
-    ) -> None: ...
-    def set_routing(
         self,
-        starts: npt.NDArray[np.uint16],
-        legacy_order: npt.NDArray[np.int32] | None,
-        splits: npt.NDArray[np.uint16],
-        split_offsets: npt.NDArray[np.int64],
+        segment_id: int,
+        bucket: int,
+        hash_min: int,
+        hash_max: int,
+        message_indices: npt.NDArray[np.int64],
+        nbytes: int,
+        payloads: list[Any] | None = None,
     ) -> None: ...
-    def add_key(self, key: object, size: int, replace: bool, round_robin: int) -> tuple[int, bool, int, int]: ...
+    @property
+    def message_indices(self) -> npt.NDArray[np.int64]:
+        """The entry's message positions (int64), in send order."""
+    @message_indices.setter
+    def message_indices(self, value: npt.NDArray[np.int64]) -> None: ...
+    @property
+    def count(self) -> int:
+        """Number of messages in the entry."""
+    def __len__(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
+
+class BatcherCore:
+    """The state of an EntryBucketBatcher; ``_setup`` builds it once."""
+
+    def _setup(
+        self,
+        bucket_offsets: npt.NDArray[np.int64],
+        policy: int,
+        max_messages: int,
+        max_bytes: int,
+        router: Router,
+        segment_ids: npt.NDArray[np.int64],
+        round_robin: int,
+        replace: bool,
+    ) -> None: ...
+    def add(self, key: Any, payload: Any) -> list[Entry]:
+        """Add one message; the entries that became ready (the shared empty result when none did)."""
+    def _add_columns(
+        self,
+        keys: Any,
+        columns: list[Any],
+        n: int,
+        payloads: list[Any] | tuple[Any, ...],
+        hashes: tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint16], npt.NDArray[np.uint16], npt.NDArray[np.uint8]]
+        | None,
+    ) -> list[Entry]: ...
+    def flush(self) -> list[Entry]:
+        """Emit every open batch, ordered by first message."""
+    def _refuse(self, keys: Any, status: int, index: int) -> None: ...
+    @property
+    def round_robin(self) -> int: ...
+    @property
+    def pending(self) -> int: ...
     @property
     def position(self) -> int: ...
     @property
     def open_batches(self) -> int: ...
-    @property
-    def emitted(self) -> int: ...
-    @property
-    def pending(self) -> int: ...
-    def scan(
-        self,
-        seg: npt.NDArray[np.int32] | None,
-        bucket: npt.NDArray[np.int32],
-        bucket_hash: npt.NDArray[np.uint16],
-        sizes: npt.NDArray[np.int64] | None,
-    ) -> tuple[int, int]: ...
-    def finish(self) -> None: ...
-    def drain(
-        self,
-    ) -> tuple[
-        npt.NDArray[np.int32],  # seg
-        npt.NDArray[np.int32],  # bucket
-        npt.NDArray[np.uint16],  # hash_min
-        npt.NDArray[np.uint16],  # hash_max
-        npt.NDArray[np.int64],  # start
-        npt.NDArray[np.int64],  # count
-        npt.NDArray[np.int64],  # nbytes
-        npt.NDArray[np.int64],  # take
-        npt.NDArray[np.int64],  # keep
-        npt.NDArray[np.int64],  # index
-    ]: ...
-
-def payload_sizes(payloads: list[Any] | tuple[Any, ...], out: npt.NDArray[np.int64]) -> int: ...
-
-class BatcherLock:
-    """A mutex whose uncontended acquire is one C call; a context manager."""
-
-    def __enter__(self) -> BatcherLock: ...
-    def __exit__(self, *exc_info: object) -> bool: ...
-
-class BatcherCore:
-    """The per-send half of EntryBucketBatcher."""
-
-    _grouper: Grouper
-    _open: list[list[Any] | None]
-    _lock: BatcherLock
-    _round_robin: int
-    _replace: bool
-    def add(self, key: Any, payload: Any) -> list[Any]:
-        """Add one message; the entries that became ready (often none)."""
-    def _add_checked(self, key: Any, payload: Any) -> list[Any]: ...
-    def _drain(self) -> list[Any]: ...

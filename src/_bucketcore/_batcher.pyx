@@ -10,6 +10,7 @@ emitted oldest first), so an entry is built from two contiguous runs: its payloa
 moved into a new list, and its positions.
 """
 
+cimport cython
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New
@@ -29,7 +30,7 @@ from _bucketcore._hashing cimport (
 )
 from _bucketcore._grouping cimport GroupState, empty_column, gs_finish, gs_free, gs_scan, init_state
 from _bucketcore._producer cimport KeyChunks
-from _bucketcore._routing cimport BC_ROUTE_LEGACY, Router, bc_route, bc_route_parts
+from _bucketcore._routing cimport Router, bc_route, bc_route_parts
 
 cnp.import_array()
 
@@ -74,6 +75,7 @@ NO_ENTRIES = NoEntries()
 cdef object no_entries = NO_ENTRIES
 
 
+@cython.freelist(256)
 cdef class Entry:
     """One stamped entry: a batch of messages of one (segment, bucket), in send order.
 
@@ -326,6 +328,7 @@ cdef class BatcherCore:
 
     # -- the lock ---------------------------------------------------------------------------------
 
+    @cython.final
     cdef inline int enter(self) except -1:
         if self.busy or not self.ready:
             self.wait_turn()
@@ -333,9 +336,11 @@ cdef class BatcherCore:
         self.owner = PyThread_get_thread_ident()
         return 0
 
+    @cython.final
     cdef inline void leave(self) noexcept:
         self.busy = 0
 
+    @cython.final
     cdef int wait_turn(self) except -1:
         if not self.ready:
             if self.queues == NULL:
@@ -348,6 +353,7 @@ cdef class BatcherCore:
                 bc_nap()
         return 0
 
+    @cython.final
     cdef int lost(self) except -1:
         self.ready = False
         raise MemoryError()
@@ -522,6 +528,7 @@ cdef class BatcherCore:
             raise MemoryError()
         self._refuse(keys, rc, err)
 
+    @cython.final
     cdef int reserve_work(self, Py_ssize_t n) except -1:
         """add_many's columns for n messages: sizes (i64), raw (u32), global bucket (i32), bucket
         hash (u16), has_key (u8), each work_cap long, in one block (in that order, so each is
@@ -554,6 +561,7 @@ cdef class BatcherCore:
         finally:
             self.leave()
 
+    @cython.final
     cdef list emit(self):
         """The entries of the emitted records, in emission order; each takes its messages from the
         front of its bucket's queue."""

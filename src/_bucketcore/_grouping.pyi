@@ -26,11 +26,15 @@ class Policy(IntEnum):
     POLICY_PER_BUCKET = 1
 
 class WholeStream:
-    """The batch state of one whole stream of n messages (its methods are C-level only)."""
+    """The batch state of whole streams over one list of segments, built once and reused."""
 
     def __init__(
         self, bucket_offsets: npt.NDArray[np.int64], policy: int, max_messages: int, max_bytes: int, n: int
     ) -> None: ...
+    @property
+    def segment_count(self) -> int: ...
+    def name_segments(self, segment_ids: npt.NDArray[np.int64]) -> None: ...
+    def restart(self, policy: int, max_messages: int, max_bytes: int, n: int) -> None: ...
 
 def bucket_index(
     seg: npt.NDArray[np.int32] | None,
@@ -50,4 +54,5 @@ def group_entries(
     max_messages: int,
     max_bytes: int,
     global_index: bool = False,
+    stream: WholeStream | None = None,
 ) -> tuple[int, int, _Columns | None]: ...

@@ -3,7 +3,7 @@
 import numpy as np
 import numpy.typing as npt
 
-from _bucketcore._grouping import _Columns
+from _bucketcore._grouping import WholeStream, _Columns
 from _bucketcore._hashing import KeyColumn
 from _bucketcore._routing import Router
 
@@ -25,7 +25,7 @@ def place_keyless(router: Router, global_bucket: npt.NDArray[np.int32], round_ro
 def fused_entries(
     columns: list[KeyColumn],
     sizes: npt.NDArray[np.int64] | None,
-    bucket_offsets: npt.NDArray[np.int64],
+    stream: WholeStream,
     policy: int,
     max_messages: int,
     max_bytes: int,
@@ -38,7 +38,7 @@ def hashed_entries(
     bucket_hash: npt.NDArray[np.uint16],
     has_key: npt.NDArray[np.uint8],
     sizes: npt.NDArray[np.int64] | None,
-    bucket_offsets: npt.NDArray[np.int64],
+    stream: WholeStream,
     policy: int,
     max_messages: int,
     max_bytes: int,

@@ -15,7 +15,7 @@ cimport numpy as cnp
 
 from _bucketcore._status cimport *
 from _bucketcore._hashing cimport (
-    CHUNK, HashOut, KeyColumn, bc_key, bc_scratch, bc_scratch_free, hash_run, hash_view_run,
+    CHUNK, KeyColumn, bc_key, bc_scratch_free, hash_run, hash_view_run,
 )
 from _bucketcore._grouping cimport (
     GroupState, WholeStream, chunk_room, gs_scan, optional_i64,

@@ -8,7 +8,7 @@ directly; its message positions become a numpy array when ``message_indices`` is
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, overload
+from typing import overload
 
 import numpy as np
 
