@@ -383,7 +383,7 @@ def test_long_stream_matches_reference(policy: str) -> None:
     assert table.next_round_robin == next_rr
     batcher = EntryBucketBatcher(layout, **kw)
     payloads = [b"p" * sz for sz in sizes]
-    got = batcher.add_many(keys[:7000], payloads[:7000])
+    got = list(batcher.add_many(keys[:7000], payloads[:7000]))
     got += [e for k, p in zip(keys[7000:7100], payloads[7000:7100]) for e in batcher.add(k, p)]
     got += batcher.add_many(keys[7100:], payloads[7100:]) + batcher.flush()
     assert as_tuples(got) == expected
@@ -574,7 +574,7 @@ def test_bad_batcher_input_keeps_state() -> None:
     keys = [None, "a", "b", None, "c", "d", "e", None] * 3
     payloads = [b"x" * i for i in range(len(keys))]
     batcher = EntryBucketBatcher(layout, max_messages=3, max_bytes=30)
-    got = batcher.add_many(keys[:5], payloads[:5])
+    got = list(batcher.add_many(keys[:5], payloads[:5]))
     before = (batcher.pending, batcher.position, batcher.round_robin)
     with pytest.raises(ValueError, match="payloads"):
         batcher.add_many(keys[5:8], payloads[5:7])
@@ -683,7 +683,7 @@ def test_batcher_shared_between_threads() -> None:
 
 def test_batcher_payload_forms() -> None:
     b = EntryBucketBatcher(Buckets(), max_bytes=10)
-    out = b.add_many(["a", "a", "a"], [bytearray(b"12345"), memoryview(b"123456"), b"1"])
+    out = list(b.add_many(["a", "a", "a"], [bytearray(b"12345"), memoryview(b"123456"), b"1"]))
     out += b.flush()
     assert [e.nbytes for e in out] == [5, 7]
     assert out[0].payloads == [b"12345"] and out[1].payloads == [b"123456", b"1"]
