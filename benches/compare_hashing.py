@@ -1,15 +1,29 @@
 """Side by side in one run: bucketcore hashing vs a list comprehension over mmh3.hash.
 
     python benches/compare_hashing.py [--n 1000000] [--repeat 5] [--plot hashing.png]
+    python benches/compare_hashing.py --scalar [--calls 200000] [--repeat 5]
+    python benches/compare_hashing.py --scalar --callgrind [--calls 20000]
 
 Prints ns per key for each workload and input kind (one thread unless the row says otherwise),
 and the ratio to the mmh3 baseline.
+
+``--scalar``: one key per call, as an SDK calls it: ``bc.murmur3_32(key)`` of a UUID str and of its
+bytes, and ``bc.hash_keys(key)``, against ``mmh3.hash(key, 0, False)`` of the same key, each a
+loop of ``--calls`` calls over 65,536 keys (best of ``--repeat`` rounds, the rows alternating), ns
+per call. With ``--callgrind`` each row runs under ``valgrind --tool=callgrind`` twice, with
+``--calls`` and twice as many calls, and the difference of the two instruction totals per call is
+printed: the instructions of one call, loop included (set-up and interpreter start cancel out).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
 
 import numpy as np
 
@@ -18,13 +32,88 @@ from bucketcore.harness import best_of, best_of_rounds, short_keys, uuid_keys
 from bucketcore.harness.baselines import mmh3_hashes
 from bucketcore.harness.timing import cpu_check, format_cpu_check
 
+SCALAR_ROWS = ("mmh3 str", "murmur3_32 str", "mmh3 bytes", "murmur3_32 bytes", "hash_keys str")
+
+
+def scalar_row(row: str) -> Callable[[int], None]:
+    """A loop of n one-key calls of the row over 65,536 UUID keys."""
+    keys: list[str] | list[bytes] = uuid_keys(65536)
+    if row.endswith("bytes"):
+        keys = [k.encode() for k in keys]
+    if row.startswith("mmh3"):
+        import mmh3
+
+        h = mmh3.hash
+
+        def run_mmh3(n: int) -> None:
+            for i in range(n):
+                h(keys[i & 65535], 0, False)
+
+        return run_mmh3
+    fn = bc.murmur3_32 if row.startswith("murmur3_32") else bc.hash_keys
+
+    def run(n: int) -> None:
+        for i in range(n):
+            fn(keys[i & 65535])
+
+    return run
+
+
+def scalar_callgrind(row: str, calls: int) -> float:
+    """Instructions of one call of ``row``: the difference of two runs' totals, per call."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
+    totals = []
+    for n in (calls, 2 * calls):
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
+            + ["--scalar-child", row, str(n)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        if done.returncode or found is None:
+            raise SystemExit(f"{row}: the run of {n} calls failed:\n{done.stderr[-2000:]}")
+        totals.append(int(found.group(1)))
+    return (totals[1] - totals[0]) / calls
+
+
+def scalar_main(args: argparse.Namespace) -> None:
+    if args.callgrind:
+        calls = args.calls or 20_000
+        print(f"one key per call, instructions per call (callgrind, {calls} vs {2 * calls} calls)")
+        for row in SCALAR_ROWS:
+            print(f"{row:<20}{scalar_callgrind(row, calls):>10.0f}", flush=True)
+        return
+    calls = args.calls or 200_000
+    runs = [scalar_row(row) for row in SCALAR_ROWS]
+    for run in runs:
+        run(1000)  # warm
+    times = best_of_rounds([functools.partial(run, calls) for run in runs], args.repeat)
+    ns_per = dict(zip(SCALAR_ROWS, (t / calls * 1e9 for t in times), strict=True))
+    print(f"one key per call, {calls} calls per round, best of {args.repeat} rounds; {format_cpu_check(cpu_check())}")
+    print(f"{'row':<20}{'ns/call':>9}{'vs mmh3':>9}")
+    for row in SCALAR_ROWS:
+        base = ns_per["mmh3 bytes" if row.endswith("bytes") else "mmh3 str"]
+        print(f"{row:<20}{ns_per[row]:9.1f}{ns_per[row] / base:8.2f}x")
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--plot", help="write a bar chart of ns per key to this PNG")
+    parser.add_argument("--scalar", action="store_true", help="one key per call against mmh3.hash")
+    parser.add_argument("--callgrind", action="store_true", help="with --scalar: instructions per call")
+    parser.add_argument("--calls", type=int, default=None, help="with --scalar: calls per round or run")
+    parser.add_argument("--scalar-child", nargs=2, metavar=("ROW", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.scalar_child:
+        scalar_row(args.scalar_child[0])(int(args.scalar_child[1]))
+        return
+    if args.scalar:
+        scalar_main(args)
+        return
     try:
         import pyarrow as pa
     except ImportError:

@@ -1,6 +1,7 @@
 """Type stub of _hashing.pyx: Murmur3 hashing kernels over key columns. Called by bucketcore.hashing,
 which validates input first. Statuses returned are bc_status values (_bucketcore._status) as ints."""
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,18 @@ def cpu_has_simd() -> bool: ...
 def resolved_path() -> str: ...
 def set_path(name: str) -> None: ...
 def hash_one(key: object, replace: bool) -> tuple[int, int]: ...
+def install_general_paths(
+    murmur3_32: Callable[[Any, str, int | None, str | int | None], Any],
+    hash_keys: Callable[[Any, str, int | None, str | int | None], Any],
+    key_hashes: type,
+) -> None: ...
+def murmur3_32(
+    keys: Any, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None
+) -> Any:
+    """Raw Murmur3_32 of a key (an int) or of a key column (uint32 array); see bucketcore.murmur3_32."""
+
+def hash_keys(keys: Any, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None) -> Any:
+    """Raw, segment and bucket hashes and has_key of a key or key column (a KeyHashes); see bucketcore.hash_keys."""
 
 class KeyColumn:
     """A key column read a chunk at a time as C key descriptors (zero copy)."""

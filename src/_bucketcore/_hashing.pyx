@@ -8,7 +8,8 @@ created per key. A dictionary-encoded column is the one exception to describing:
 is hashed once and each row's hash gathered from it (hash_view_run).
 """
 
-from cpython.object cimport PyObject
+cimport cython
+from cpython.object cimport PyObject, PyObject_GenericSetAttr, PyTypeObject
 from cpython.ref cimport Py_DECREF
 from cpython.list cimport PyList_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
@@ -22,8 +23,15 @@ cnp.import_array()
 cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS(object seq)
 
+cdef extern from "Python.h":
+    PyTypeObject PyBaseObject_Type
+
+cdef extern from "numpy/arrayobject.h":
+    object PyArray_Scalar(void *data, cnp.dtype descr, PyObject *base)
+
 cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1
+    int bc_hash_scalar(PyObject *o, int replace, uint32_t *out) except -1
     int bc_describe_objects(PyObject **items, const char *base, Py_ssize_t stride, size_t n,
                             bc_key *keys, void **held, size_t *nheld, size_t *at,
                             int *plain, int may_ready) except -1
@@ -187,6 +195,158 @@ def hash_one(object key, bint replace):
     if rc == BC_ERR_SURROGATE:
         return BC_ERR_SURROGATE, 0
     return BC_OK, h
+
+
+# The general paths of murmur3_32 and hash_keys (key columns, tables, and every error message),
+# written in Python in bucketcore.hashing and installed by it; and the type of hash_keys' result.
+cdef object general_murmur3_32 = None
+cdef object general_hash_keys = None
+cdef object key_hashes_type = None
+cdef tuple no_args = ()
+cdef cnp.dtype uint32_descr = cnp.PyArray_DescrFromType(cnp.NPY_UINT32)
+cdef cnp.dtype uint16_descr = cnp.PyArray_DescrFromType(cnp.NPY_UINT16)
+cdef object numpy_true = PyArray_Scalar(<char *>b"\x01", cnp.PyArray_DescrFromType(cnp.NPY_BOOL), NULL)
+
+
+def install_general_paths(object murmur3_32, object hash_keys, object key_hashes):
+    """Install what murmur3_32 and hash_keys call for everything but a scalar key they hash
+    themselves: ``murmur3_32(keys, errors, threads, column)``, ``hash_keys(keys, errors, threads,
+    column)`` (bucketcore.hashing's column paths, which also raise every error), and the KeyHashes
+    class a scalar's hashes are returned as."""
+    global general_murmur3_32, general_hash_keys, key_hashes_type
+    if not isinstance(key_hashes, type):
+        raise TypeError("key_hashes must be the KeyHashes class")
+    general_murmur3_32 = murmur3_32
+    general_hash_keys = hash_keys
+    key_hashes_type = key_hashes
+
+
+cdef inline int replace_flag(object errors):
+    """The kernels' replace flag of an ``errors=`` argument; -1 for anything but "strict" and
+    "replace" (the general path raises the error)."""
+    if errors is None:
+        return -1
+    if errors == "strict":
+        return 0
+    if errors == "replace":
+        return 1
+    return -1
+
+
+cdef inline bint hash_scalar(object keys, object errors, object column, uint32_t *h) except -1:
+    """Whether ``keys`` is a str or bytes key hashed here (into *h), without column machinery;
+    False sends the call to the general path (a column, a table, a bad argument, or a key that
+    cannot be hashed, whose error the general path raises)."""
+    cdef int replace
+    if column is not None:
+        return False
+    replace = replace_flag(errors)
+    return replace >= 0 and bc_hash_scalar(<PyObject *>keys, replace, h) == BC_OK
+
+
+@cython.binding(False)
+@cython.embedsignature(False)  # the docstring's first lines are its text signature
+def murmur3_32(keys, *, errors="strict", threads=None, column=None):
+    """murmur3_32(keys, *, errors='strict', threads=None, column=None)
+--
+
+Raw (unmasked) Murmur3_32, seed 0, of each key's UTF-8 bytes.
+
+Parameters
+----------
+keys : str, bytes or a key column
+    A single key, or a list/tuple of str/bytes/bytearray/memoryview, a numpy array of dtype
+    U, S, object or StringDType, or any column exporting the Arrow PyCapsule interface
+    (``__arrow_c_stream__`` / ``__arrow_c_array__``: pyarrow, polars, duckdb, nanoarrow,
+    arro3, pandas' Arrow-backed columns; string, binary, their large and view layouts,
+    dictionary-encoded), read in place; or a table of such columns with ``column=``.
+errors : {"strict", "replace"}
+    What a str with an unpaired surrogate does: raise, or encode each as ``?`` like Java's
+    ``String.getBytes(UTF_8)``.
+threads : int or None
+    How many threads share a large column (None: Arrow and numpy keys one thread per core
+    from ``AUTO_THREADS_MIN_KEYS`` keys each; Python objects two from that many). Python
+    objects take two threads at most; the calling thread keeps the GIL until the worker is
+    done, so nothing can change them. The result never depends on it.
+column : str, int or None
+    For a table (pandas or polars DataFrame, pyarrow Table or RecordBatch, a duckdb result,
+    any Arrow struct stream): the key column's name or index. A one-column table needs none.
+
+Returns
+-------
+int or numpy.ndarray of uint32
+    A Python int for a single key; an array of the column's shape otherwise.
+
+Raises
+------
+TypeError
+    A key that is not str or bytes (a missing key has no hash here: use :func:`hash_keys`),
+    naming its index; or an input that is not a key column.
+KeyEncodingError
+    A str with a surrogate under ``errors="strict"``, naming its index.
+ValueError
+    A bad ``errors``, ``threads`` or ``column``, a key too long to hash, or a malformed
+    Arrow array (offsets, views or dictionary indexes out of range), naming the index.
+
+Notes
+-----
+A single str or bytes key is hashed by this C function itself (an ASCII str straight from its
+characters, bytes from its buffer); everything else takes the column path.
+"""
+    cdef uint32_t h
+    if hash_scalar(keys, errors, column, &h):
+        return h
+    if general_murmur3_32 is None:
+        raise RuntimeError("bucketcore.hashing did not install the general paths (import bucketcore)")
+    return general_murmur3_32(keys, errors, threads, column)
+
+
+@cython.binding(False)
+@cython.embedsignature(False)  # the docstring's first lines are its text signature
+def hash_keys(keys, *, errors="strict", threads=None, column=None):
+    """hash_keys(keys, *, errors='strict', threads=None, column=None)
+--
+
+Raw hash plus its segment (high 16 bits) and bucket (low 16 bits) halves, and ``has_key``.
+
+Parameters
+----------
+keys : str, bytes or a key column
+    As :func:`murmur3_32` takes them; missing keys are keyless (``has_key=False``, every
+    hash 0): ``None``, a float NaN, ``pandas.NA``, Arrow nulls (also a null dictionary
+    value), a StringDType's missing items.
+errors : {"strict", "replace"}
+    As in :func:`murmur3_32`.
+threads : int or None
+    As in :func:`murmur3_32`.
+column : str, int or None
+    As in :func:`murmur3_32`.
+
+Returns
+-------
+KeyHashes
+    Arrays of the column's shape, or numpy scalars for a single key.
+
+Raises
+------
+TypeError, KeyEncodingError, ValueError
+    As :func:`murmur3_32`, except that missing keys are accepted.
+"""
+    cdef uint32_t h
+    cdef uint16_t half
+    if key_hashes_type is None:
+        raise RuntimeError("bucketcore.hashing did not install the general paths (import bucketcore)")
+    if not hash_scalar(keys, errors, column, &h):
+        return general_hash_keys(keys, errors, threads, column)
+    # a KeyHashes of numpy scalars, its fields set as its (frozen) __init__ sets them
+    result = PyBaseObject_Type.tp_new(<type>key_hashes_type, <PyObject *>no_args, NULL)  # object.__new__
+    PyObject_GenericSetAttr(result, "raw", PyArray_Scalar(&h, uint32_descr, NULL))
+    half = <uint16_t>(h >> 16)
+    PyObject_GenericSetAttr(result, "segment_hash", PyArray_Scalar(&half, uint16_descr, NULL))
+    half = <uint16_t>(h & 0xFFFF)
+    PyObject_GenericSetAttr(result, "bucket_hash", PyArray_Scalar(&half, uint16_descr, NULL))
+    PyObject_GenericSetAttr(result, "has_key", numpy_true)
+    return result
 
 
 cdef inline bint all_valid(const uint8_t *bits, Py_ssize_t first, Py_ssize_t m) noexcept nogil:

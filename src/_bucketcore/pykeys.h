@@ -129,6 +129,61 @@ static inline int bc_describe_key(PyObject *o, bc_key *k)
     return bc_describe_key_as(o, k, 1);
 }
 
+/* Keys this long or shorter are encoded on the stack by bc_hash_scalar (longer ones in a heap buffer). */
+#define BC_SCALAR_STACK_BYTES 256
+
+/* bc_hash_scalar for everything but an exact compact-ASCII str or exact bytes: a str of any other
+ * form (non-ASCII: its UTF-8, encoded here) or a subclass of str or bytes. Out of line, so the
+ * usual key keeps the scalar call small. */
+static BC_NOINLINE int bc_hash_other_scalar(PyObject *o, int replace, uint32_t *out)
+{
+    bc_key k;
+    if (!PyUnicode_Check(o) && !PyBytes_Check(o))
+        return BC_ERR_KEY_TYPE;
+    int rc = bc_describe_other_key(o, &k, 1);
+    if (rc != BC_OK)
+        return rc;
+    if (k.kind == BC_KEY_BYTES) {
+        *out = bc_murmur3_32(k.data, (size_t)k.len);
+        return BC_OK;
+    }
+    uint8_t stack[BC_SCALAR_STACK_BYTES];
+    size_t bound = bc_utf8_bound(&k), len = 0;
+    uint8_t *buf = bound <= sizeof stack ? stack : (uint8_t *)malloc(bound);
+    if (buf == NULL)
+        return BC_ERR_NOMEM;
+    rc = bc_encode_utf8(&k, replace, buf, &len);
+    if (rc == BC_OK)
+        *out = bc_murmur3_32(buf, len);
+    if (buf != stack)
+        free(buf);
+    return rc;
+}
+
+/* The raw hash of one scalar key without any column machinery (needs the GIL): an exact
+ * compact-ASCII str is hashed straight from its characters and a bytes object straight from its
+ * buffer; another str is encoded to UTF-8 first (surrogates as bc_encode_units does them).
+ * BC_OK and *out; BC_ERR_KEY_TYPE for an object that is neither str nor bytes (the caller takes
+ * its general path: a column, or a clear error); otherwise the key's status (BC_ERR_SURROGATE,
+ * BC_ERR_KEY_TOO_LONG, BC_ERR_NOMEM) and *out untouched. */
+static inline int bc_hash_scalar(PyObject *o, int replace, uint32_t *out)
+{
+    if (PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o)) {
+        Py_ssize_t units = PyUnicode_GET_LENGTH(o);
+        if ((uint64_t)units > BC_KEY_MAX_BYTES)
+            return BC_ERR_KEY_TOO_LONG;
+        *out = bc_murmur3_32((const void *)(((PyASCIIObject *)o) + 1), (size_t)units);
+        return BC_OK;
+    }
+    if (PyBytes_CheckExact(o)) {
+        if ((uint64_t)PyBytes_GET_SIZE(o) > BC_KEY_MAX_BYTES)
+            return BC_ERR_KEY_TOO_LONG;
+        *out = bc_murmur3_32(PyBytes_AS_STRING(o), (size_t)PyBytes_GET_SIZE(o));
+        return BC_OK;
+    }
+    return bc_hash_other_scalar(o, replace, out);
+}
+
 /* Describe n items, each held (INCREF) into held[] so a list changed by another thread while the
  * GIL is released cannot free a key under the kernel (a bytearray or memoryview item is held through
  * a new memoryview of it instead: its buffer export keeps another thread from resizing or releasing

@@ -496,48 +496,10 @@ def _hash_scalar(key: str | bytes, errors: str) -> int:
     return value
 
 
-def murmur3_32(
-    keys: KeyInput, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None
-) -> Any:
-    """Raw (unmasked) Murmur3_32, seed 0, of each key's UTF-8 bytes.
-
-    Parameters
-    ----------
-    keys : str, bytes or a key column
-        A single key, or a list/tuple of str/bytes/bytearray/memoryview, a numpy array of dtype
-        U, S, object or StringDType, or any column exporting the Arrow PyCapsule interface
-        (``__arrow_c_stream__`` / ``__arrow_c_array__``: pyarrow, polars, duckdb, nanoarrow,
-        arro3, pandas' Arrow-backed columns; string, binary, their large and view layouts,
-        dictionary-encoded), read in place; or a table of such columns with ``column=``.
-    errors : {"strict", "replace"}
-        What a str with an unpaired surrogate does: raise, or encode each as ``?`` like Java's
-        ``String.getBytes(UTF_8)``.
-    threads : int or None
-        How many threads share a large column (None: Arrow and numpy keys one thread per core
-        from ``AUTO_THREADS_MIN_KEYS`` keys each; Python objects two from that many). Python
-        objects take two threads at most; the calling thread keeps the GIL until the worker is
-        done, so nothing can change them. The result never depends on it.
-    column : str, int or None
-        For a table (pandas or polars DataFrame, pyarrow Table or RecordBatch, a duckdb result,
-        any Arrow struct stream): the key column's name or index. A one-column table needs none.
-
-    Returns
-    -------
-    int or numpy.ndarray of uint32
-        A Python int for a single key; an array of the column's shape otherwise.
-
-    Raises
-    ------
-    TypeError
-        A key that is not str or bytes (a missing key has no hash here: use :func:`hash_keys`),
-        naming its index; or an input that is not a key column.
-    KeyEncodingError
-        A str with a surrogate under ``errors="strict"``, naming its index.
-    ValueError
-        A bad ``errors``, ``threads`` or ``column``, a key too long to hash, or a malformed
-        Arrow array (offsets, views or dictionary indexes out of range), naming the index.
-    """
-    if column is None and isinstance(keys, (str, bytes)):  # one key: no column machinery
+def _murmur3_32_general(keys: KeyInput, errors: str, threads: int | None, column: str | int | None) -> Any:
+    """:func:`murmur3_32` of everything its C function does not hash itself: key columns, tables,
+    a scalar it declined (so this raises its error: a bad ``errors``, a surrogate, a wrong type)."""
+    if column is None and isinstance(keys, (str, bytes)):
         return _hash_scalar(keys, errors)
     keys = select_column(keys, column)
     if isinstance(keys, (str, bytes)):
@@ -546,34 +508,9 @@ def murmur3_32(
     return raw if len(shape) == 1 else raw.reshape(shape)
 
 
-def hash_keys(
-    keys: KeyInput, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None
-) -> KeyHashes:
-    """Raw hash plus its segment (high 16 bits) and bucket (low 16 bits) halves, and ``has_key``.
-
-    Parameters
-    ----------
-    keys : str, bytes or a key column
-        As :func:`murmur3_32` takes them; missing keys are keyless (``has_key=False``, every
-        hash 0): ``None``, a float NaN, ``pandas.NA``, Arrow nulls (also a null dictionary
-        value), a StringDType's missing items.
-    errors : {"strict", "replace"}
-        As in :func:`murmur3_32`.
-    threads : int or None
-        As in :func:`murmur3_32`.
-    column : str, int or None
-        As in :func:`murmur3_32`.
-
-    Returns
-    -------
-    KeyHashes
-        Arrays of the column's shape, or numpy scalars for a single key.
-
-    Raises
-    ------
-    TypeError, KeyEncodingError, ValueError
-        As :func:`murmur3_32`, except that missing keys are accepted.
-    """
+def _hash_keys_general(keys: KeyInput, errors: str, threads: int | None, column: str | int | None) -> KeyHashes:
+    """:func:`hash_keys` of everything its C function does not hash itself (as
+    :func:`_murmur3_32_general`)."""
     if column is not None or not isinstance(keys, (str, bytes)):
         keys = select_column(keys, column)
     if isinstance(keys, (str, bytes)):
@@ -587,6 +524,15 @@ def hash_keys(
     return KeyHashes(
         raw.reshape(shape), segment_hash.reshape(shape), bucket_hash.reshape(shape), has_key.reshape(shape)
     )
+
+
+_hashing.install_general_paths(_murmur3_32_general, _hash_keys_general, KeyHashes)
+
+# The public functions are the kernel's C functions (METH_FASTCALL): a single str or bytes key is
+# hashed there without a Python frame; everything else goes to the general paths above. Their
+# signatures and numpydoc docstrings are in _bucketcore/_hashing.pyx (and its stub).
+murmur3_32 = _hashing.murmur3_32
+hash_keys = _hashing.hash_keys
 
 
 def _path_from_environment() -> None:
