@@ -10,7 +10,6 @@ is hashed once and each row's hash gathered from it (hash_view_run).
 
 cimport cython
 from cpython.object cimport PyObject, PyObject_GenericSetAttr, PyTypeObject
-from cpython.ref cimport Py_DECREF
 from cpython.list cimport PyList_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
@@ -32,6 +31,7 @@ cdef extern from "numpy/arrayobject.h":
 cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1
     int bc_hash_scalar(PyObject *o, int replace, uint32_t *out) except -1
+    void bc_release_held(void **held, size_t n)
     int bc_describe_objects(PyObject **items, const char *base, Py_ssize_t stride, size_t n,
                             bc_key *keys, void **held, size_t *nheld, size_t *at,
                             int *plain, int may_ready) except -1
@@ -49,6 +49,8 @@ cdef extern from "arrow_c.h" nogil:
                        int64_t dict_len, int allow_none, uint32_t *raw, uint8_t *has_key, size_t *at,
                        int *keyless)
     int64_t bc_index_at(const void *indices, int width, int is_signed, int64_t i)
+    int bc_offsets32_fixed(const int32_t *off, size_t m, int64_t nvalues, size_t *len)
+    int bc_offsets64_fixed(const int64_t *off, size_t m, int64_t nvalues, size_t *len)
     int bc_views_fixed(const uint8_t *views, int64_t first, size_t m, const uint8_t *const *variadic,
                        const int64_t *sizes, int64_t nvariadic, const uint8_t **base, size_t *len)
     bint bc_bit(const uint8_t *bits, int64_t i)
@@ -62,6 +64,8 @@ cdef extern from "npstring.h" nogil:
     bc_npstr_allocator *bc_npstr_acquire(void *descr)
     int bc_npstr_load(bc_npstr_allocator *a, const void *packed, bc_npstr *out)
     void bc_npstr_release(bc_npstr_allocator *a)
+    int bc_npstr_describe(bc_npstr_allocator *a, const char *base, Py_ssize_t stride, size_t m,
+                          bc_key *keys, size_t *at, int *plain)
 
 
 # The multi-lane path every kernel hashes by: BC_PATH_AUTO (the best this CPU has) unless forced.
@@ -370,22 +374,20 @@ cdef inline bint all_valid(const uint8_t *bits, Py_ssize_t first, Py_ssize_t m) 
 
 
 cdef inline int describe_offsets32(const int32_t *off, const uint8_t *values, int64_t nvalues,
-                                   Py_ssize_t m, bc_key *keys) noexcept nogil:
+                                   Py_ssize_t m, bc_key *keys, size_t *fixed_len) noexcept nogil:
     """Describe m valid Arrow values from int32 offsets, checked in one branch-free pass.
     Returns 0 (keys undefined) when some offset is out of order or out of range, for the checking
-    loop to name; 2 when every value has the length off[1] - off[0] >= 16 (keys not written: the
+    loop to name; 2 when every value has one length *fixed_len >= 16 (keys not written: the
     values lie back to back, for bc_hash_fixed); 1 when keys are written. An int32 length is
     never over BC_KEY_MAX_BYTES."""
+    if bc_offsets32_fixed(off, <size_t>m, nvalues, fixed_len):
+        return 2
     cdef Py_ssize_t j
     cdef int32_t bad = (off[0] < 0) | (off[m] > nvalues)
-    cdef int32_t first = off[1] - off[0], other = 0
     for j in range(m):
         bad |= off[j + 1] < off[j]
-        other |= (off[j + 1] - off[j]) ^ first
     if bad:
         return 0
-    if other == 0 and first >= 16:
-        return 2
     for j in range(m):
         keys[j].data = values + off[j]
         keys[j].len = <uint32_t>(off[j + 1] - off[j])
@@ -394,20 +396,19 @@ cdef inline int describe_offsets32(const int32_t *off, const uint8_t *values, in
 
 
 cdef inline int describe_offsets64(const int64_t *off, const uint8_t *values, int64_t nvalues,
-                                   Py_ssize_t m, bc_key *keys) noexcept nogil:
+                                   Py_ssize_t m, bc_key *keys, size_t *fixed_len) noexcept nogil:
     """describe_offsets32 for int64 offsets (large_string / large_binary), which also checks
     that no value is longer than BC_KEY_MAX_BYTES (0: the checking loop names the bad one)."""
+    if bc_offsets64_fixed(off, <size_t>m, nvalues, fixed_len):
+        return 2
     cdef Py_ssize_t j
     cdef int64_t bad = (off[0] < 0) | (off[m] > nvalues)
-    cdef int64_t first = off[1] - off[0], other = 0, length
+    cdef int64_t length
     for j in range(m):
         length = off[j + 1] - off[j]
         bad |= (length < 0) | (length > <int64_t>BC_KEY_MAX_BYTES)
-        other |= length ^ first
     if bad:
         return 0
-    if other == 0 and first >= 16:
-        return 2
     for j in range(m):
         keys[j].data = values + off[j]
         keys[j].len = <uint32_t>(off[j + 1] - off[j])
@@ -466,17 +467,15 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
         return BC_OK
     if v.mode == COL_ARROW:
         if off32 != NULL and m > 0 and all_valid(bits, first, m):
-            described = describe_offsets32(off32 + first, values, nvalues, m, keys)
+            described = describe_offsets32(off32 + first, values, nvalues, m, keys, &v.fixed_len)
             if described == 2:
                 v.fixed_base = values + off32[first]
-                v.fixed_len = <size_t>(off32[first + 1] - off32[first])
             if described:
                 return BC_OK
         if off64 != NULL and m > 0 and all_valid(bits, first, m):
-            described = describe_offsets64(off64 + first, values, nvalues, m, keys)
+            described = describe_offsets64(off64 + first, values, nvalues, m, keys, &v.fixed_len)
             if described == 2:
                 v.fixed_base = values + off64[first]
-                v.fixed_len = <size_t>(off64[first + 1] - off64[first])
             if described:
                 return BC_OK
         v.plain = bits == NULL
@@ -550,30 +549,18 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
 
 cdef int describe_npstrings(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                             Py_ssize_t *err_index) noexcept nogil:
-    """Describe items [pos, pos+m) of a numpy StringDType array: numpy unpacks each (the bytes
-    stay where numpy keeps them); a missing item (the dtype's na_object) is keyless."""
-    cdef bc_npstr s
-    cdef Py_ssize_t j
-    cdef int rc
-    cdef bint plain = True
+    """Describe items [pos, pos+m) of a numpy StringDType array, the bytes left where numpy keeps
+    them (bc_npstr_describe: short and arena strings unpacked a block at a time, any other item by
+    numpy's NpyString_load); a missing item (the dtype's na_object) is keyless."""
+    cdef size_t at = 0
+    cdef int plain = 0
     cdef bc_npstr_allocator *alloc = bc_npstr_acquire(v.npy_descr)
-    for j in range(m):
-        rc = bc_npstr_load(alloc, v.base + (pos + j) * v.stride, &s)
-        if rc < 0 or (rc == 0 and s.size > BC_KEY_MAX_BYTES):
-            bc_npstr_release(alloc)
-            err_index[0] = pos + j
-            v.plain = False
-            return BC_ERR_NPSTRING if rc < 0 else BC_ERR_KEY_TOO_LONG
-        if rc == 1:
-            keys[j].kind = BC_KEY_NONE
-            keys[j].data = NULL
-            keys[j].len = 0
-            plain = False
-        else:
-            keys[j].kind = BC_KEY_BYTES
-            keys[j].data = s.buf
-            keys[j].len = <uint32_t>s.size
+    cdef int rc = bc_npstr_describe(alloc, v.base + pos * v.stride, v.stride, <size_t>m, keys, &at, &plain)
     bc_npstr_release(alloc)
+    if rc != BC_OK:
+        err_index[0] = pos + <Py_ssize_t>at
+        v.plain = False
+        return rc
     v.plain = plain
     return BC_OK
 
@@ -735,10 +722,9 @@ cdef class KeyColumn:
 
     cdef void release(self):
         """Drop the items held since the last describe_objects (GIL required)."""
-        cdef Py_ssize_t j
-        for j in range(self.nheld):
-            Py_DECREF(<object>self.held[j])
+        cdef Py_ssize_t n = self.nheld
         self.nheld = 0
+        bc_release_held(self.held, <size_t>n)
 
 
 def objects_column(object seq):

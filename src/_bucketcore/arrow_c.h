@@ -13,6 +13,9 @@
 #include <string.h>
 #include "keys.h"
 #include "status.h"
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#endif
 
 #ifndef ARROW_C_DATA_INTERFACE
 #define ARROW_C_DATA_INTERFACE
@@ -71,6 +74,38 @@ static inline int bc_bit(const uint8_t *bits, int64_t i)
     return bits == NULL || ((bits[i >> 3] >> (i & 7)) & 1);
 }
 
+/* Whether the m + 1 offsets off[0..m] (m >= 1) of a string/binary array step by one length of at
+ * least 16 bytes and at most BC_KEY_MAX_BYTES (its m values lie back to back, each *len bytes) and
+ * stay inside [0, nvalues]. The step is checked as off[j] == off[0] + j * len in unsigned arithmetic:
+ * one xor and one or per value and no compare, so the loop vectorises. The bounds are checked first,
+ * so the progression cannot wrap: every offset it accepts is off[0] + j * len <= nvalues. */
+#define BC_OFFSETS_FIXED(T, U)                                                         \
+    do {                                                                               \
+        int64_t o0 = (int64_t)off[0], step = (int64_t)off[1] - (int64_t)off[0];        \
+        if (o0 < 0 || o0 > nvalues || step < 16 || step > (int64_t)BC_KEY_MAX_BYTES || \
+            (uint64_t)step * (uint64_t)m > (uint64_t)(nvalues - o0))                   \
+            return 0;                                                                  \
+        U other = 0, expect = (U)o0, ustep = (U)step;                                  \
+        for (size_t j = 1; j <= m; j++) {                                              \
+            expect += ustep;                                                           \
+            other |= (U)off[j] ^ expect;                                               \
+        }                                                                              \
+        if (other)                                                                     \
+            return 0;                                                                  \
+        *len = (size_t)step;                                                           \
+        return 1;                                                                      \
+    } while (0)
+
+static inline int bc_offsets32_fixed(const int32_t *off, size_t m, int64_t nvalues, size_t *len)
+{
+    BC_OFFSETS_FIXED(int32_t, uint32_t);
+}
+
+static inline int bc_offsets64_fixed(const int64_t *off, size_t m, int64_t nvalues, size_t *len)
+{
+    BC_OFFSETS_FIXED(int64_t, uint64_t);
+}
+
 /* Describe m values of a string/binary view array from value `first` on. A view is 16 bytes: an
  * int32 length, then either the value itself (length <= 12) or a 4-byte prefix, the int32 index
  * of a variadic data buffer and the int32 offset of the value in it. Returns BC_OK, or
@@ -117,6 +152,52 @@ static inline int bc_describe_views(const uint8_t *views, const uint8_t *bits, i
     return BC_OK;
 }
 
+/* Whether the m views from v on (16 bytes each) are (len0, any prefix, index0, offset0 + j * len0)
+ * for j = 0..m-1: the words compared as unsigned 32-bit values, which is exact for offsets the caller
+ * bounded below 2^31. SSE2 (every x86-64) compares a whole view per step, four views per round;
+ * elsewhere a plain loop. */
+#if defined(__SSE2__) || defined(_M_X64)
+static inline int bc_views_step(const uint8_t *v, size_t m, uint32_t len0, uint32_t index0, uint32_t offset0)
+{
+    const __m128i step = _mm_setr_epi32(0, 0, 0, (int)len0), step4 = _mm_slli_epi32(step, 2);
+    __m128i w0 = _mm_setr_epi32((int)len0, 0, (int)index0, (int)offset0);
+    __m128i w1 = _mm_add_epi32(w0, step), w2 = _mm_add_epi32(w1, step), w3 = _mm_add_epi32(w2, step);
+    __m128i d0 = _mm_setzero_si128(), d1 = d0;
+    size_t j = 0;
+    for (; j + 4 <= m; j += 4) {
+        const __m128i *p = (const __m128i *)(v + 16 * j);
+        d0 = _mm_or_si128(d0, _mm_xor_si128(_mm_loadu_si128(p), w0));
+        d1 = _mm_or_si128(d1, _mm_xor_si128(_mm_loadu_si128(p + 1), w1));
+        d0 = _mm_or_si128(d0, _mm_xor_si128(_mm_loadu_si128(p + 2), w2));
+        d1 = _mm_or_si128(d1, _mm_xor_si128(_mm_loadu_si128(p + 3), w3));
+        w0 = _mm_add_epi32(w0, step4);
+        w1 = _mm_add_epi32(w1, step4);
+        w2 = _mm_add_epi32(w2, step4);
+        w3 = _mm_add_epi32(w3, step4);
+    }
+    for (; j < m; j++) {
+        d0 = _mm_or_si128(d0, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(v + 16 * j)), w0));
+        w0 = _mm_add_epi32(w0, step);
+    }
+    /* the prefix word (the second) is the value's first bytes: not compared */
+    __m128i diff = _mm_and_si128(_mm_or_si128(d0, d1), _mm_setr_epi32(-1, 0, -1, -1));
+    return _mm_movemask_epi8(_mm_cmpeq_epi32(diff, _mm_setzero_si128())) == 0xFFFF;
+}
+#else
+static inline int bc_views_step(const uint8_t *v, size_t m, uint32_t len0, uint32_t index0, uint32_t offset0)
+{
+    uint32_t other = 0, expect = offset0;
+    for (size_t j = 0; j < m; j++, expect += len0) {
+        uint32_t l, ix, off;
+        memcpy(&l, v + j * 16, 4);
+        memcpy(&ix, v + j * 16 + 8, 4);
+        memcpy(&off, v + j * 16 + 12, 4);
+        other |= (l ^ len0) | (ix ^ index0) | (off ^ expect);
+    }
+    return other == 0;
+}
+#endif
+
 /* Whether m valid views from value `first` on all have one length >= 16 and lie back to back in
  * one variadic buffer (checked against its size): then *base is the first value and *len the
  * length, and the run can be hashed without descriptors. Reads the views only. */
@@ -131,19 +212,11 @@ static inline int bc_views_fixed(const uint8_t *views, int64_t first, size_t m,
     memcpy(&len0, v, 4);
     memcpy(&index0, v + 8, 4);
     memcpy(&offset0, v + 12, 4);
+    int64_t end = (int64_t)offset0 + (int64_t)len0 * (int64_t)m;
     if (len0 < 16 || index0 < 0 || index0 >= nvariadic || offset0 < 0 || variadic[index0] == NULL ||
-        (int64_t)offset0 + (int64_t)len0 * (int64_t)m > sizes[index0])
+        end > sizes[index0] || end > INT32_MAX)
         return 0;
-    uint64_t other = 0;
-    for (size_t j = 1; j < m; j++) {
-        int32_t l, ix, off;
-        memcpy(&l, v + j * 16, 4);
-        memcpy(&ix, v + j * 16 + 8, 4);
-        memcpy(&off, v + j * 16 + 12, 4);
-        other |= (uint64_t)(uint32_t)(l ^ len0) | (uint64_t)(uint32_t)(ix ^ index0) |
-                 (uint64_t)((int64_t)off - ((int64_t)offset0 + (int64_t)j * len0));
-    }
-    if (other)
+    if (!bc_views_step(v, m, (uint32_t)len0, (uint32_t)index0, (uint32_t)offset0))
         return 0;
     *base = variadic[index0] + offset0;
     *len = (size_t)len0;

@@ -9,6 +9,9 @@
 
 #include <Python.h>
 #include <numpy/arrayobject.h>
+#include <string.h>
+#include "keys.h"
+#include "status.h"
 
 typedef npy_static_string bc_npstr;
 typedef npy_string_allocator bc_npstr_allocator;
@@ -31,6 +34,105 @@ static inline int bc_npstr_load(bc_npstr_allocator *a, const void *packed, bc_np
 static inline void bc_npstr_release(bc_npstr_allocator *a)
 {
     (*(void (*)(npy_string_allocator *))PyArray_API[318])(a);
+}
+
+/* The packed item of numpy >= 2.0 on a little-endian 64-bit host (NEP 55): 16 bytes, the last of
+ * which holds the flags in its high nibble. A short string (flags exactly INITIALIZED | OUTSIDE_ARENA)
+ * keeps its bytes in the item and its size in the low nibble; a string in the array's arena (flags
+ * INITIALIZED, maybe LONG, never OUTSIDE_ARENA or MISSING) has its offset from the arena's start in
+ * the first 8 bytes and its size in the low 7 bytes of the second 8. NpyString_load reads exactly
+ * these two forms so; every other form (missing, on the heap, uninitialized) is left to it. */
+#define BC_NPSTR_FLAGS(item) ((uint8_t)(item)[15] & 0xF0u)
+#define BC_NPSTR_SHORT       0x60u /* INITIALIZED | OUTSIDE_ARENA */
+#define BC_NPSTR_ARENA       0x40u /* INITIALIZED, in the arena, at most 255 bytes */
+#define BC_NPSTR_ARENA_LONG  0x50u /* INITIALIZED | LONG, in the arena */
+
+static inline int bc_npstr_inline_layout(void)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return sizeof(size_t) == 8 && sizeof(npy_packed_static_string *) == 8;
+#elif defined(_M_X64) || defined(_M_ARM64)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* One item by numpy's NpyString_load into k: BC_OK (a missing item keyless), BC_ERR_NPSTRING (numpy
+ * could not unpack it) or BC_ERR_KEY_TOO_LONG. */
+static inline int bc_npstr_load_key(bc_npstr_allocator *a, const char *item, bc_key *k)
+{
+    bc_npstr s;
+    int rc = bc_npstr_load(a, item, &s);
+    if (rc < 0)
+        return BC_ERR_NPSTRING;
+    if (rc == 1) {
+        k->kind = BC_KEY_NONE;
+        k->data = NULL;
+        k->len = 0;
+        return BC_OK;
+    }
+    if (s.size > BC_KEY_MAX_BYTES)
+        return BC_ERR_KEY_TOO_LONG;
+    k->kind = BC_KEY_BYTES;
+    k->data = s.buf;
+    k->len = (uint32_t)s.size;
+    return BC_OK;
+}
+
+/* Describe the m StringDType items at base + j * stride (the allocator acquired): short and arena
+ * strings are unpacked here, a block at a time, the arena's start taken once from numpy's own
+ * NpyString_load of the first arena string (its buffer minus its offset); every other item by
+ * NpyString_load. Returns BC_OK, or the status of the item at *at. *plain: no item was missing. */
+static inline int bc_npstr_describe(bc_npstr_allocator *a, const char *base, Py_ssize_t stride, size_t m,
+                                    bc_key *keys, size_t *at, int *plain)
+{
+    static const char empty[1] = {0};
+    int inline_layout = bc_npstr_inline_layout(), all = 1;
+    uintptr_t arena = 0;
+    for (size_t j = 0; j < m; j++) {
+        const char *item = base + (Py_ssize_t)j * stride;
+        unsigned flags = inline_layout ? BC_NPSTR_FLAGS(item) : 0;
+        if (flags == BC_NPSTR_SHORT) {
+            keys[j].kind = BC_KEY_BYTES;
+            keys[j].data = item;
+            keys[j].len = (uint32_t)((uint8_t)item[15] & 0x0Fu);
+            continue;
+        }
+        if (flags == BC_NPSTR_ARENA || flags == BC_NPSTR_ARENA_LONG) {
+            uint64_t offset, size;
+            memcpy(&offset, item, 8);
+            memcpy(&size, item + 8, 8);
+            size &= 0x00FFFFFFFFFFFFFFull;
+            if (size > BC_KEY_MAX_BYTES) {
+                *at = j;
+                return BC_ERR_KEY_TOO_LONG;
+            }
+            keys[j].kind = BC_KEY_BYTES;
+            keys[j].len = (uint32_t)size;
+            if (size == 0) {
+                keys[j].data = empty;
+            } else if (arena != 0) {
+                keys[j].data = (const void *)(arena + (uintptr_t)offset);
+            } else {
+                int rc = bc_npstr_load_key(a, item, &keys[j]);
+                if (rc != BC_OK) {
+                    *at = j;
+                    return rc;
+                }
+                arena = (uintptr_t)keys[j].data - (uintptr_t)offset;
+            }
+            continue;
+        }
+        int rc = bc_npstr_load_key(a, item, &keys[j]);
+        if (rc != BC_OK) {
+            *at = j;
+            return rc;
+        }
+        all &= keys[j].kind == BC_KEY_BYTES;
+    }
+    *plain = all;
+    return BC_OK;
 }
 
 #endif

@@ -184,14 +184,6 @@ static inline int bc_hash_scalar(PyObject *o, int replace, uint32_t *out)
     return bc_hash_other_scalar(o, replace, out);
 }
 
-/* Describe n items, each held (INCREF) into held[] so a list changed by another thread while the
- * GIL is released cannot free a key under the kernel (a bytearray or memoryview item is held through
- * a new memoryview of it instead: its buffer export keeps another thread from resizing or releasing
- * the bytes meanwhile; the key is described from that export) (held NULL: the caller keeps the GIL until
- * the keys are hashed, so nothing can change the column and nothing is held). The items are items[0..n), or
- * when items is NULL the object pointers at base + j * stride (a field of a structured array may leave them
- * unaligned). Returns BC_OK, or the bc_describe_key_as status of the item at *at (held too). *nheld
- * is the number held; *plain is whether every key is bytes (nothing to encode, no None). */
 /* Hold an item that is not an exact str or bytes into *slot: a bytearray or memoryview through a
  * memoryview export of it (so it cannot be resized or released while a thread without the GIL
  * reads its bytes; *o becomes the export), anything else as it is. A released memoryview cannot be
@@ -215,10 +207,75 @@ static BC_NOINLINE int bc_hold_item(PyObject **o, void **slot)
     return 0;
 }
 
+/* Hold o into *slot and describe it (the describing loop's out-of-line case: anything but an exact
+ * compact-ASCII str). *held_it: whether o is held now (a hold fails only with a Python error: -1). */
+static BC_NOINLINE int bc_hold_and_describe(PyObject *o, bc_key *k, void **slot, int may_ready, int *held_it)
+{
+    *held_it = 0;
+    /* a str or bytes is held as it is, without the buffer-type tests */
+    if (PyUnicode_CheckExact(o) || PyBytes_CheckExact(o)) {
+        Py_INCREF(o);
+        *slot = (void *)o;
+    } else if (bc_hold_item(&o, slot) < 0) {
+        return -1;
+    }
+    *held_it = 1;
+    return bc_describe_key_as(o, k, may_ready);
+}
+
+/* Whether o is an exact, compact ASCII str short enough to hash: the usual key, whose chars are
+ * its UTF-8 bytes. */
+static inline int bc_is_plain_ascii(PyObject *o)
+{
+    return PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o) &&
+           (uint64_t)PyUnicode_GET_LENGTH(o) <= BC_KEY_MAX_BYTES;
+}
+
+/* bc_describe_objects of items[0..n) held into held[]: the usual key (an exact compact-ASCII str)
+ * is held and described in line, anything else out of line. */
+static inline int bc_describe_held_items(PyObject *const *items, size_t n, bc_key *keys, void **held,
+                                         size_t *nheld, size_t *at, int *plain, int may_ready)
+{
+    int all_bytes = 1;
+    for (size_t j = 0; j < n; j++) {
+        PyObject *o = items[j];
+        if (bc_is_plain_ascii(o)) {
+            Py_INCREF(o);
+            held[j] = (void *)o;
+            keys[j].data = (const void *)(((PyASCIIObject *)o) + 1);
+            keys[j].len = (uint32_t)PyUnicode_GET_LENGTH(o);
+            keys[j].kind = BC_KEY_BYTES;
+            continue;
+        }
+        int held_it;
+        int rc = bc_hold_and_describe(o, &keys[j], &held[j], may_ready, &held_it);
+        if (rc != BC_OK) {
+            *nheld = held_it ? j + 1 : j;
+            *at = j;
+            *plain = 0;
+            return rc;
+        }
+        all_bytes &= keys[j].kind == BC_KEY_BYTES;
+    }
+    *nheld = n;
+    *plain = all_bytes;
+    return BC_OK;
+}
+
+/* Describe n items, each held (INCREF) into held[] so a list changed by another thread while the
+ * GIL is released cannot free a key under the kernel (a bytearray or memoryview item is held through
+ * a new memoryview of it instead: its buffer export keeps another thread from resizing or releasing
+ * the bytes meanwhile; the key is described from that export) (held NULL: the caller keeps the GIL until
+ * the keys are hashed, so nothing can change the column and nothing is held). The items are items[0..n), or
+ * when items is NULL the object pointers at base + j * stride (a field of a structured array may leave them
+ * unaligned). Returns BC_OK, or the bc_describe_key_as status of the item at *at (held too). *nheld
+ * is the number held; *plain is whether every key is bytes (nothing to encode, no None). */
 static inline int bc_describe_objects(PyObject *const *items, const char *base, Py_ssize_t stride, size_t n,
                                       bc_key *keys, void **held, size_t *nheld, size_t *at, int *plain,
                                       int may_ready)
 {
+    if (items && held)
+        return bc_describe_held_items(items, n, keys, held, nheld, at, plain, may_ready);
     int all_bytes = 1;
     for (size_t j = 0; j < n; j++) {
         PyObject *o;
@@ -226,30 +283,37 @@ static inline int bc_describe_objects(PyObject *const *items, const char *base, 
             o = items[j];
         else
             memcpy(&o, base + (Py_ssize_t)j * stride, sizeof o);
+        int rc;
         if (held) {
-            /* a str or bytes (the usual key) is held as it is, without the buffer-type tests */
-            if (PyUnicode_CheckExact(o) || PyBytes_CheckExact(o)) {
-                Py_INCREF(o);
-                held[j] = (void *)o;
-            } else if (bc_hold_item(&o, &held[j]) < 0) {
-                *nheld = j;
+            int held_it;
+            rc = bc_hold_and_describe(o, &keys[j], &held[j], may_ready, &held_it);
+            if (rc != BC_OK) {
+                *nheld = held_it ? j + 1 : j;
                 *at = j;
                 *plain = 0;
-                return -1;
+                return rc;
             }
-        }
-        int rc = bc_describe_key_as(o, &keys[j], may_ready);
-        if (rc != BC_OK) {
-            *nheld = held ? j + 1 : 0;
-            *at = j;
-            *plain = 0;
-            return rc;
+        } else {
+            rc = bc_describe_key_as(o, &keys[j], may_ready);
+            if (rc != BC_OK) {
+                *nheld = 0;
+                *at = j;
+                *plain = 0;
+                return rc;
+            }
         }
         all_bytes &= keys[j].kind == BC_KEY_BYTES;
     }
     *nheld = held ? n : 0;
     *plain = all_bytes;
     return BC_OK;
+}
+
+/* Drop the n items bc_describe_objects held (GIL required). */
+static inline void bc_release_held(void **held, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        Py_DECREF((PyObject *)held[j]);
 }
 
 #endif
