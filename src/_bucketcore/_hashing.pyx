@@ -9,7 +9,7 @@ is hashed once and each row's hash gathered from it (hash_view_run).
 """
 
 cimport cython
-from cpython.object cimport PyObject, PyObject_GenericSetAttr, PyTypeObject
+from cpython.object cimport PyObject, PyTypeObject
 from cpython.list cimport PyList_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
@@ -27,6 +27,52 @@ cdef extern from "Python.h":
 
 cdef extern from "numpy/arrayobject.h":
     object PyArray_Scalar(void *data, cnp.dtype descr, PyObject *base)
+
+# numpy scalars made as numpy's own scalar constructors make them (allocated, then the value set)
+cdef extern from *:
+    """
+    #include <numpy/arrayscalars.h>
+    static PyObject *bc_uint32_scalar(uint32_t v)
+    {
+        PyObject *o = PyArrayScalar_New(UInt32);
+        if (o != NULL)
+            PyArrayScalar_ASSIGN(o, UInt32, v);
+        return o;
+    }
+    static PyObject *bc_uint16_scalar(uint16_t v)
+    {
+        PyObject *o = PyArrayScalar_New(UInt16);
+        if (o != NULL)
+            PyArrayScalar_ASSIGN(o, UInt16, v);
+        return o;
+    }
+    """
+    object bc_uint32_scalar(uint32_t v)
+    object bc_uint16_scalar(uint16_t v)
+
+# The slots of the KeyHashes class: a field's place in the instance, as its member descriptor
+# (what ``__slots__`` makes) gives it; a field stored there is what ``object.__setattr__`` stores.
+cdef extern from *:
+    """
+    #include <structmember.h>
+    static Py_ssize_t bc_slot_offset(PyObject *descr, Py_ssize_t basicsize)
+    {
+        if (!PyObject_TypeCheck(descr, &PyMemberDescr_Type))
+            return -1;
+        PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+        if (m->type != T_OBJECT_EX || (m->flags & READONLY) || m->offset < (Py_ssize_t)sizeof(PyObject) ||
+            m->offset + (Py_ssize_t)sizeof(PyObject *) > basicsize)
+            return -1;
+        return m->offset;
+    }
+    static void bc_store_slot(PyObject *o, Py_ssize_t offset, PyObject *v)
+    {
+        Py_INCREF(v);
+        Py_XSETREF(*(PyObject **)((char *)o + offset), v);
+    }
+    """
+    Py_ssize_t bc_slot_offset(object descr, Py_ssize_t basicsize)
+    void bc_store_slot(object o, Py_ssize_t offset, object v)
 
 cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1
@@ -206,9 +252,8 @@ def hash_one(object key, bint replace):
 cdef object general_murmur3_32 = None
 cdef object general_hash_keys = None
 cdef object key_hashes_type = None
+cdef Py_ssize_t slot_raw, slot_segment_hash, slot_bucket_hash, slot_has_key
 cdef tuple no_args = ()
-cdef cnp.dtype uint32_descr = cnp.PyArray_DescrFromType(cnp.NPY_UINT32)
-cdef cnp.dtype uint16_descr = cnp.PyArray_DescrFromType(cnp.NPY_UINT16)
 cdef object numpy_true = PyArray_Scalar(<char *>b"\x01", cnp.PyArray_DescrFromType(cnp.NPY_BOOL), NULL)
 
 
@@ -218,8 +263,15 @@ def install_general_paths(object murmur3_32, object hash_keys, object key_hashes
     column)`` (bucketcore.hashing's column paths, which also raise every error), and the KeyHashes
     class a scalar's hashes are returned as."""
     global general_murmur3_32, general_hash_keys, key_hashes_type
+    global slot_raw, slot_segment_hash, slot_bucket_hash, slot_has_key
     if not isinstance(key_hashes, type):
         raise TypeError("key_hashes must be the KeyHashes class")
+    cdef Py_ssize_t basicsize = (<PyTypeObject *>key_hashes).tp_basicsize
+    offsets = [bc_slot_offset(key_hashes.__dict__.get(name), basicsize)
+               for name in ("raw", "segment_hash", "bucket_hash", "has_key")]
+    if min(offsets) < 0:
+        raise TypeError("key_hashes must keep raw, segment_hash, bucket_hash and has_key in __slots__")
+    slot_raw, slot_segment_hash, slot_bucket_hash, slot_has_key = offsets
     general_murmur3_32 = murmur3_32
     general_hash_keys = hash_keys
     key_hashes_type = key_hashes
@@ -337,19 +389,16 @@ TypeError, KeyEncodingError, ValueError
     As :func:`murmur3_32`, except that missing keys are accepted.
 """
     cdef uint32_t h
-    cdef uint16_t half
     if key_hashes_type is None:
         raise RuntimeError("bucketcore.hashing did not install the general paths (import bucketcore)")
     if not hash_scalar(keys, errors, column, &h):
         return general_hash_keys(keys, errors, threads, column)
-    # a KeyHashes of numpy scalars, its fields set as its (frozen) __init__ sets them
+    # a KeyHashes of numpy scalars, its fields stored in its slots as its (frozen) __init__ stores them
     result = PyBaseObject_Type.tp_new(<type>key_hashes_type, <PyObject *>no_args, NULL)  # object.__new__
-    PyObject_GenericSetAttr(result, "raw", PyArray_Scalar(&h, uint32_descr, NULL))
-    half = <uint16_t>(h >> 16)
-    PyObject_GenericSetAttr(result, "segment_hash", PyArray_Scalar(&half, uint16_descr, NULL))
-    half = <uint16_t>(h & 0xFFFF)
-    PyObject_GenericSetAttr(result, "bucket_hash", PyArray_Scalar(&half, uint16_descr, NULL))
-    PyObject_GenericSetAttr(result, "has_key", numpy_true)
+    bc_store_slot(result, slot_raw, bc_uint32_scalar(h))
+    bc_store_slot(result, slot_segment_hash, bc_uint16_scalar(<uint16_t>(h >> 16)))
+    bc_store_slot(result, slot_bucket_hash, bc_uint16_scalar(<uint16_t>(h & 0xFFFF)))
+    bc_store_slot(result, slot_has_key, numpy_true)
     return result
 
 

@@ -40,7 +40,7 @@ _ARROW_KEY_TYPES = ("string", "large_string", "binary", "large_binary")
 KeyInput = Union[str, bytes, "list[str | bytes | None]", "tuple[str | bytes | None, ...]", np.ndarray, Any]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class KeyHashes(ArrowColumns):
     """Hashes of a key column, as :func:`hash_keys` returns them.
 
