@@ -72,7 +72,9 @@ def run_threads(targets: list[Callable[[], None]], timeout: float) -> None:
 
 
 class KnownBug(AssertionError):
-    """The symptom of a bug reported to the kernels' owners (the xfail reasons name it)."""
+    """The symptom of a bug these tests were written for (fixed: the hashing and pipeline entry
+    points refuse a list cut after its keys were counted, and an interrupted call releases its
+    worker)."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -161,16 +163,7 @@ def test_hashing_a_list_whose_items_other_threads_replace_gives_hashes_of_held_k
     assert counts["hashed"] > 0 and counts["changed_size"] == 0
 
 
-LIST_SHRUNK = (
-    "bucketcore/hashing.py: the column's length is taken by classify_keys, but the KeyColumn (its "
-    "list_size, the only size the kernel checks) is made later by key_columns; a list another thread "
-    "shrinks in between is read past its end (murmur3_32/hash_keys, threads=1 and 2): garbage "
-    "hashes or a crash instead of the 'changed size' RuntimeError"
-)
-
-
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=LIST_SHRUNK)
 def test_hashing_a_list_other_threads_resize_gives_hashes_of_held_keys_or_a_clear_error(slow_opted_in):
     counts = _hash_while_mutating(LONG, resize=True)
     assert counts["hashed"] > 0
@@ -219,8 +212,8 @@ SHRINK_CHILD = textwrap.dedent(
 @pytest.mark.parametrize(
     "call, threads",
     [
-        pytest.param("murmur3_32", 1, marks=pytest.mark.xfail(strict=True, raises=KnownBug, reason=LIST_SHRUNK)),
-        pytest.param("murmur3_32", 2, marks=pytest.mark.xfail(strict=True, raises=KnownBug, reason=LIST_SHRUNK)),
+        ("murmur3_32", 1),
+        ("murmur3_32", 2),
         ("bucket_entries", 1),  # the fused kernel takes the column's own length
         ("bucket_entries", 2),  # the pipeline checks the column's length against the message count
     ],
@@ -616,19 +609,10 @@ def _interrupt_pipeline(rounds: int, watchdog: float) -> dict[str, int]:
     return counts
 
 
-ABANDONED_WORKER = (
-    "bucketcore/hashing.py _hash_pipeline and bucketcore/producer.py _pipelined_entries submit the "
-    "stage's worker before the calling thread's part starts: an exception in between (a signal's "
-    "KeyboardInterrupt) leaves the worker waiting forever for a hand-off (HashStage.run, "
-    "ScanStage.run have no abort), and once every pool worker is stuck later threaded calls hang"
-)
-
-
 NO_SIGALRM = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="SIGALRM timers are POSIX only")
 
 
 @NO_SIGALRM
-@pytest.mark.xfail(strict=True, raises=KnownBug, reason=ABANDONED_WORKER)
 def test_interrupting_a_two_thread_pipeline_leaves_no_busy_worker_and_a_usable_library():
     counts = _interrupt_pipeline(rounds=90, watchdog=20)
     assert counts["interrupted"] > 0, counts
@@ -636,7 +620,6 @@ def test_interrupting_a_two_thread_pipeline_leaves_no_busy_worker_and_a_usable_l
 
 @NO_SIGALRM
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=KnownBug, reason=ABANDONED_WORKER)
 def test_interrupting_a_two_thread_pipeline_long_run(slow_opted_in):
     counts = _interrupt_pipeline(rounds=2000, watchdog=900)
     assert counts["interrupted"] > 0, counts
@@ -686,7 +669,6 @@ HOOKED_CHILD = (
 )
 
 
-@pytest.mark.xfail(strict=True, raises=KnownBug, reason=ABANDONED_WORKER)
 @pytest.mark.parametrize(
     "call, where",
     [

@@ -135,19 +135,11 @@ else
     export TSAN_OPTIONS="$common:halt_on_error=0:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
 fi
 
-# Deselected, each for a stated reason:
-# - the regressions of the list read past its end (tests/test_threads_stress.py, xfail until the
-#   hashing kernels' owner fixes it): they make the kernel read freed memory on purpose, which is
-#   exactly what the sanitizers report; they run in the normal suite meanwhile. Drop these lines
-#   with the fix.
-shrunk=tests/test_threads_stress.py::test_a_list_shrunk_while_the_call_starts_is_a_clear_error_or_the_new_lists_result
-deselect=(--deselect "$shrunk[murmur3_32-1]" --deselect "$shrunk[murmur3_32-2]")
-
 cd "$work/src"
 echo "sanitize.sh: pytest ${args[*]:-(whole suite)} under $sanitize"
 start=$(date +%s)
 status=0
-LD_PRELOAD="$preload" nice -n 10 "$python" -m pytest -q -p no:cacheprovider "${deselect[@]}" "${args[@]}" || status=$?
+LD_PRELOAD="$preload" nice -n 10 "$python" -m pytest -q -p no:cacheprovider "${args[@]}" || status=$?
 echo "sanitize.sh: tests ran in $(($(date +%s) - start)) s (pytest exit $status)"
 
 # Reports name their program (log_exe_name). Python processes are the ones that load the kernels;

@@ -907,8 +907,11 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
     disjoint ranges of one source, each through its own KeyColumn; an object column's chunks
     are held while the GIL is released to hash them.
     """
-    if stop < 0 or stop > col.length:
+    if stop < 0:
         stop = col.length
+    elif stop > col.length:
+        # a list cut after its keys were counted: refused, never read past its end
+        return BC_ERR_LIST_CHANGED, start
     cdef HashOut out = make_out(raw, segment_hash, bucket_hash, has_key)
     cdef Py_ssize_t err_index = -1
     cdef int st

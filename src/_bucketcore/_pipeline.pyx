@@ -221,7 +221,8 @@ cdef class HashStage:
                     PyThread_acquire_lock_timed(self.wake_caller, 1000, 0)
             # from here on the GIL stays with this thread until the worker is done
             try:
-                st = self.col.pin(&self.view)
+                # a list cut after its keys were counted has fewer than stop: refused, not read
+                st = self.col.pin(&self.view) if self.stop <= self.col.length else BC_ERR_LIST_CHANGED
                 if st != BC_OK:
                     err_index = self.start
                 else:
@@ -274,6 +275,15 @@ cdef class HashStage:
         if status == BC_ERR_NOMEM:
             raise MemoryError()
         return status, (index if status != BC_OK else -1)
+
+    def abandon(self):
+        """Release a worker whose calling thread will not run its part (an exception, e.g. a
+        KeyboardInterrupt, between submitting ``run`` and ``run_calling_thread``): the worker
+        takes nothing and returns. After ``run_calling_thread`` it changes nothing."""
+        if not bc_observe(&self.pinned):
+            bc_publish(&self.failed, 1)
+            bc_publish(&self.pinned, 1)
+            PyThread_release_lock(self.wake_worker)
 
     def run(self):
         """The worker's part: take blocks from the pinned view (none without memory for them)."""
@@ -561,6 +571,11 @@ cdef class ScanStage:
                          self.size_ptr + p if self.size_ptr != NULL else NULL)
             p += m
         return rc
+
+    def abandon(self):
+        """Stop the worker when the publisher will not feed it (an exception, e.g. a
+        KeyboardInterrupt, before or inside ``feed``): it returns without waiting for more."""
+        self.abort()
 
     def run(self):
         """The worker: finish and group every published step, in order, until all n messages

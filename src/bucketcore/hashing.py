@@ -438,11 +438,16 @@ def _hash_pipeline(source: Any, n: int, outputs: tuple[Any, ...], replace: bool,
         stage = _pipeline.HashStage(
             column, *(_part(o, out, end) for o in outputs), replace, allow_none, lo, hi, HASH_BLOCK
         )
-        hashing = shared_pool().submit(stage.run)
+        hashing = None
         try:
+            hashing = shared_pool().submit(stage.run)
             status, index = stage.run_calling_thread()
+        except BaseException:
+            stage.abandon()  # an interrupt before this thread's part began: release the worker
+            raise
         finally:
-            hashing.result()
+            if hashing is not None:
+                hashing.result()
         if status != Status.BC_OK:
             return status, out + index - lo
     return Status.BC_OK, -1

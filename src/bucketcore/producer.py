@@ -532,11 +532,17 @@ def _pipelined_entries(
     )
     # a thread of the shared pool (not one started per call); none of the
     # pool's tasks waits for another, so a busy pool only delays the worker, and feed waits for it
-    scanning = shared_pool().submit(stage.run)
+    columns = key_columns(source)
+    scanning = None
     try:
-        status, index = stage.feed(key_columns(source), replace)
+        scanning = shared_pool().submit(stage.run)
+        status, index = stage.feed(columns, replace)
+    except BaseException:
+        stage.abandon()  # an interrupt before feed began: the worker must not wait for it
+        raise
     finally:
-        scanning.result()  # feed stopped the worker on any failure
+        if scanning is not None:
+            scanning.result()  # feed stopped the worker on any failure
     if status != Status.BC_OK:
         return status, index, None, round_robin
     columns, next_rr = stage.finish()
