@@ -469,6 +469,9 @@ def bool_column(values: Any, name: str, size: int) -> np.ndarray:
         The column is not 1-D or does not have ``size`` items.
     """
     arr = np.asarray(values)
+    if arr.size == 0 and not isinstance(values, np.ndarray):
+        # an empty list has no dtype of its own (numpy calls it float64): it is an empty column
+        arr = np.zeros(arr.shape, dtype=np.bool_)
     if arr.dtype != np.bool_:
         raise TypeError(f"{name} must be a bool column, not values of dtype {arr.dtype}")
     if arr.ndim != 1 or arr.size != size:
