@@ -1,6 +1,7 @@
 """Side by side in one run: broker dispatch vs a pure-Python per-entry loop, same data, best of N.
 
     python benches/compare_dispatch.py [--n 1000000] [--repeat 5] [--dispatch-n 200000]
+    python benches/compare_dispatch.py --callgrind [--calls 5000]
 
 Prints ns per entry and the speed-up over the baseline measured in the same process:
 - route_entries over n stamped entries with 64 consumers for N in {64, 256, 4096, 32768} buckets
@@ -11,6 +12,11 @@ Prints ns per entry and the speed-up over the baseline measured in the same proc
   10,000 entries, consumers acking each round except 10% held to the next; baseline: the same
   rules written per entry in Python (dicts and deques, as a broker would);
 - the Dispatcher driven one entry / one ack per call (scalar fast path) against the same baseline.
+
+``--callgrind`` runs the one-call-per-entry row of each side under ``valgrind --tool=callgrind``
+twice, with ``--calls`` entries and twice as many, and prints the difference of the two runs'
+instruction totals divided by ``--calls``: the instructions of one offer + ack, deterministic on a
+loaded machine (set-up and interpreter start cancel out). ``--count SIDE N`` is the child.
 """
 
 from __future__ import annotations
@@ -18,7 +24,12 @@ from __future__ import annotations
 import argparse
 import bisect
 import functools
+import os
+import re
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -113,28 +124,43 @@ def compare_dispatcher(n: int, repeat: int) -> None:
     )
 
 
-def compare_scalar(n: int) -> None:
-    """One call per entry and per ack (a broker handing entries over one by one), no churn."""
+def _scalar_side(side: str, n: int) -> Callable[[], None]:
+    """One call per entry and per ack (a broker handing entries over one by one), no churn: 16
+    consumers, N=256, ``n`` random stamps; ``side`` is ``"bc"`` or ``"py"``. Each side's loop calls
+    its own methods directly (no wrapper in between), so the driver costs the same on both."""
     rng = np.random.default_rng(4)
     hs = rng.integers(0, 0x10000, n).tolist()
     buckets = bc.Buckets.equal_width(256)
 
-    def run(d, offer, ack) -> None:
+    def run_bc() -> None:
+        d = bc.Dispatcher(buckets)
         for c in consumers(16):
             d.add_consumer(*c)
+        offer, ack = d.offer, d.ack
         for i, h in enumerate(hs):
-            offer(d, i, h)
-        for c, got in d.poll().items():
-            for e in got.entry_ids.tolist() if hasattr(got, "entry_ids") else got:
-                ack(d, c, e)
+            offer(i, h)
+        for (name, cid), got in d.poll().items():
+            for e in got.entry_ids.tolist():
+                ack(name, cid, e)
 
-    fast = best_of(lambda: run(bc.Dispatcher(buckets), lambda d, i, h: d.offer(i, h), lambda d, c, e: d.ack(*c, e)), 3)
-    slow = best_of(
-        lambda: run(
-            PyDispatcher(list(buckets.splits)), lambda d, i, h: d.offer([i], [h]), lambda d, c, e: d.ack(c, [e])
-        ),
-        3,
-    )
+    def run_py() -> None:
+        d = PyDispatcher(list(buckets.splits))
+        for c in consumers(16):
+            d.add_consumer(*c)
+        offer, ack = d.offer, d.ack
+        for i, h in enumerate(hs):
+            offer([i], [h])
+        for c, got in d.poll().items():
+            for e in got:
+                ack(c, [e])
+
+    return run_bc if side == "bc" else run_py
+
+
+def compare_scalar(n: int) -> None:
+    """The one-call-per-entry row, wall clock, both sides in this process."""
+    fast = best_of(_scalar_side("bc", n), 3)
+    slow = best_of(_scalar_side("py", n), 3)
     print(
         f"\nDispatcher, one call per entry and per ack ({n:,} entries, 16 consumers, N=256): "
         f"py loop {ns(slow, n):.0f} ns, bc.Dispatcher {ns(fast, n):.0f} ns per entry "
@@ -142,12 +168,43 @@ def compare_scalar(n: int) -> None:
     )
 
 
+def callgrind(side: str, calls: int) -> float:
+    """Instructions of one offer + ack of ``side``: the difference of two runs' totals, per entry."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
+    totals = []
+    for n in (calls, 2 * calls):
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
+            + ["--count", side, str(n)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode:
+            raise SystemExit(f"{side}: the run of {n} entries failed:\n{done.stderr[-2000:]}")
+        totals.append(int(re.search(r"Collected : (\d+)", done.stderr).group(1)))  # type: ignore[union-attr]
+    return (totals[1] - totals[0]) / calls
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000, help="entries for route/fits (default 1M)")
     parser.add_argument("--repeat", type=int, default=5, help="best of this many runs")
     parser.add_argument("--dispatch-n", type=int, default=200_000, help="entries for the Dispatcher run")
+    parser.add_argument("--callgrind", action="store_true", help="instructions per offer + ack instead")
+    parser.add_argument("--calls", type=int, default=5000, help="entries of the smaller callgrind run")
+    parser.add_argument("--count", nargs=2, metavar=("SIDE", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.count:
+        _scalar_side(args.count[0], int(args.count[1]))()
+        return
+    if args.callgrind:
+        ours, base = callgrind("bc", args.calls), callgrind("py", args.calls)
+        print(
+            f"instructions per entry, one offer + one ack per call (16 consumers, N=256): "
+            f"py loop {base:.0f}, bc.Dispatcher {ours:.0f} ({base / ours:.2f}x)"
+        )
+        return
     print(f"bucketcore {bc.__version__}, numpy {np.__version__}, {time.strftime('%Y-%m-%d %H:%M:%S')}")
     compare_route(args.n, args.repeat)
     compare_fits(args.n, args.repeat)

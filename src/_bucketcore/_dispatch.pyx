@@ -8,6 +8,7 @@ build no Python object per entry. Buckets come from a boundary list's 65536-entr
 from the shared ``bc_bucket_of`` search for a few entries (``fits`` without a table).
 """
 
+cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 cimport numpy as cnp
@@ -478,10 +479,14 @@ cdef class DispatchCore:
                 np.asarray(self.bucket), np.asarray(self.holder_log), np.asarray(self.hashes),
                 np.asarray(self.state), np.asarray(self.redelivered)]
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     cdef inline void _update_ready(self, Py_ssize_t b) noexcept:
         cdef int32_t o = self.owner[b], h = self.holder[b]
         self.ready[b] = o >= 0 and (h < 0 or h == o)
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     cdef int _deliver(self, Py_ssize_t pos) except -1:
         """Hand a queued log position to its bucket's owner (the bucket must be ready)."""
         cdef Py_ssize_t b = self.bucket[pos]
@@ -499,6 +504,8 @@ cdef class DispatchCore:
         self._push_row(k, self.ids[pos], self.hashes[pos], self.redelivered[pos])
         return 0
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     cdef int _release(self, Py_ssize_t b) except -1:
         """Deliver bucket b's queue, in order, while it is ready."""
         cdef int64_t pos
@@ -661,8 +668,8 @@ cdef class DispatchCore:
         self.end = live
         return 0
 
-    def offer(self, const int64_t[::1] ids not None, const int32_t[::1] bucket not None,
-              const uint16_t[::1] hashes not None, const int64_t[::1] msgs not None):
+    def offer_routed(self, const int64_t[::1] ids not None, const int32_t[::1] bucket not None,
+                     const uint16_t[::1] hashes not None, const int64_t[::1] msgs not None):
         """Append routed entries (ids ascending, after the log's last) and deliver or queue each;
         returns how many were delivered right away."""
         cdef Py_ssize_t n = ids.shape[0], i, b, now = 0
@@ -684,24 +691,8 @@ cdef class DispatchCore:
         self._reserve(1)
         return bool(self._append(entry_id, bucket, hash, msgs))
 
-    def offer_stamped(self, object entry_id, object hash_min):
-        """One stamped entry, the hottest call shape, checked here in one call: ``entry_id`` an int
-        above every id offered before (and below 2**63), ``hash_min`` an int in 0..0xFFFF.
-        Returns 1 when it was delivered right away, 0 when it queued, or -1 when it is not such an
-        entry: then nothing changed, and the caller's general path names what is wrong."""
-        cdef int overflow = 0
-        cdef long long entry, h
-        if type(entry_id) is not int or type(hash_min) is not int:
-            return -1
-        entry = PyLong_AsLongLongAndOverflow(entry_id, &overflow)
-        if overflow or entry <= self.last_id:
-            return -1
-        h = PyLong_AsLongLongAndOverflow(hash_min, &overflow)
-        if overflow or h < 0 or h > 0xFFFF:
-            return -1
-        self._reserve(1)
-        return self._append(entry, self.table[h], <uint16_t>h if h else 1, 1)
-
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     cdef int _append(self, int64_t entry_id, Py_ssize_t b, uint16_t hash, int64_t msgs) except -1:
         """Append one entry (capacity reserved); deliver it if its bucket is ready, else queue it."""
         cdef Py_ssize_t pos = self.end
@@ -726,9 +717,19 @@ cdef class DispatchCore:
         self.b_queued[b] += 1
         return 0
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     cdef Py_ssize_t _find(self, int64_t entry_id) noexcept:
-        """Log position of entry_id in [base, end), or -1 (ids ascend: binary search)."""
+        """Log position of entry_id in [base, end), or -1 (ids ascend: binary search, after one
+        probe where the id would be if the ids had no gaps, as offsets of a ledger have not)."""
         cdef Py_ssize_t lo = self.base, hi = self.end, mid
+        cdef int64_t gap
+        if lo == hi:
+            return -1
+        if entry_id >= self.ids[lo]:  # logged ids are >= 0: the difference cannot overflow
+            gap = entry_id - self.ids[lo]
+            if gap < hi - lo and self.ids[lo + gap] == entry_id:
+                return lo + <Py_ssize_t>gap
         while lo < hi:
             mid = (lo + hi) >> 1
             if self.ids[mid] < entry_id:
@@ -750,6 +751,8 @@ cdef class DispatchCore:
             self.ack_cap = max(n, 16)
         return self.ack_pos
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     cdef int _ack_ids(self, int32_t key, const int64_t *ids, Py_ssize_t n, Py_ssize_t *bad,
                       int32_t *detail) except -1:
         """Ack n ids all or nothing: BC_OK, or the status of the first failing one (its index in
@@ -784,7 +787,7 @@ cdef class DispatchCore:
             self._commit_ack(key, p[i])
         return BC_OK
 
-    def ack(self, int32_t key, const int64_t[::1] ids not None):
+    def ack_keyed(self, int32_t key, const int64_t[::1] ids not None):
         """Individual acks from consumer ``key``; all or nothing.
 
         Returns ``(status, index, detail)``: BC_OK, or the first failing id's index and why
@@ -797,9 +800,9 @@ cdef class DispatchCore:
         status = self._ack_ids(key, &ids[0], ids.shape[0], &bad, &detail)
         return status, bad, detail
 
-    def ack_array(self, int32_t key, object ids):
-        """Acks given as a one-dimensional C-contiguous ``np.int64`` array of ids >= 0, all or
-        nothing: the count acked, or -1 when ``ids`` is not such an array or an ack fails (then
+    cdef Py_ssize_t _ack_array(self, int32_t key, object ids) except -2:
+        """Acks given as a one-dimensional C-contiguous native ``np.int64`` array of ids >= 0, all
+        or nothing: the count acked, or -1 when ``ids`` is not such an array or an ack fails (then
         nothing changed and the caller's general path names what is wrong)."""
         cdef cnp.ndarray arr
         cdef Py_ssize_t n, i, bad = -1
@@ -816,13 +819,20 @@ cdef class DispatchCore:
         for i in range(n):
             if p[i] < 0:
                 return -1
-        if n == 0 or self._ack_ids(key, p, n, &bad, &detail) != BC_OK:
-            return -1 if n else 0
+        if n == 0:
+            return 0
+        if self._ack_ids(key, p, n, &bad, &detail) != BC_OK:
+            return -1
         return n
 
-    def ack_one(self, int32_t key, int64_t entry_id):
-        """One individual ack; returns a status as :meth:`ack` does (the holder of an entry held
-        by another consumer: :meth:`entry_holder`)."""
+    def ack_array(self, int32_t key, object ids):
+        """Acks given as an ``np.int64`` column (see ``_ack_array``): the count, or -1."""
+        return self._ack_array(key, ids)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    cdef int _ack_one(self, int32_t key, int64_t entry_id) except -1:
+        """One individual ack: BC_OK, or why not (nothing changed then)."""
         cdef Py_ssize_t pos = self._find(entry_id)
         if pos < 0:
             return BC_ERR_ACK_UNKNOWN
@@ -835,6 +845,13 @@ cdef class DispatchCore:
         self._commit_ack(key, pos)
         return BC_OK
 
+    def ack_one(self, int32_t key, int64_t entry_id):
+        """One individual ack; returns a status as :meth:`ack_keyed` does (the holder of an entry
+        held by another consumer: :meth:`entry_holder`)."""
+        return self._ack_one(key, entry_id)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     cdef int _commit_ack(self, int32_t key, Py_ssize_t pos) except -1:
         cdef Py_ssize_t b = self.bucket[pos]
         self.state[pos] = ACKED
@@ -842,7 +859,7 @@ cdef class DispatchCore:
         self.b_pending[b] -= 1
         self.kstats[key, K_ACKED] += 1
         self.kstats[key, K_PENDING] -= 1
-        self.kstats[key, 5] -= self.msgs[pos]
+        self.kstats[key, K_PENDING_MESSAGES] -= self.msgs[pos]
         if self.b_pending[b] == 0:
             # The holder drained this bucket: a new owner waiting for it may take its queue now.
             self.holder[b] = -1
@@ -892,3 +909,364 @@ cdef class DispatchCore:
         """Holder key of a delivered, unacked entry (or -1)."""
         cdef Py_ssize_t pos = self._find(entry_id)
         return -1 if pos < 0 else self.holder_log[pos]
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-entry methods of the public classes, as C methods of their bases: ``Dispatcher`` and
+# ``EntryBucketSelector`` (bucketcore.dispatcher / bucketcore.selector) subclass these. Each fast
+# path takes the common call shape (exact ``int`` / ``str`` arguments, an ``np.int64`` ack column),
+# checks every argument, and otherwise changes nothing and hands the call to the subclass's
+# general path (``_offer_general``, ``_ack_general``, ``_member``, ``_owner_of_general``), which
+# accepts every other form and raises the errors that name the bad argument.
+
+
+cdef class Member:
+    """One consumer connected to a Dispatcher: its dense key in the core, ``consumer`` (its
+    ``(name, consumer_id)``) and whether it is ``leaving`` (left cleanly, still holding entries).
+
+    Parameters
+    ----------
+    key : int
+        The consumer's key in the :class:`DispatchCore` (dense, never reused).
+    consumer : tuple of (str, int)
+        A checked ``(name, consumer_id)`` pair.
+    """
+
+    cdef readonly int32_t key
+    cdef readonly tuple consumer
+    cdef readonly str name
+    cdef readonly object consumer_id
+    cdef public bint leaving
+    cdef Member next_of_name   # the next connected member with the same name
+
+    def __init__(self, int32_t key, tuple consumer not None):
+        if len(consumer) != 2 or type(consumer[0]) is not str or type(consumer[1]) is not int:
+            raise TypeError(f"consumer must be a (str, int) pair, not {consumer!r}")
+        self.key = key
+        self.consumer = consumer
+        self.name = consumer[0]
+        self.consumer_id = consumer[1]
+        self.leaving = False
+
+
+cdef class DispatcherBase:
+    """The Dispatcher's per-entry calls in C: ``offer`` of one entry, ``ack``, ``poll``.
+
+    Holds the :class:`DispatchCore` and the connected members by name (for a lookup that builds
+    no ``(name, id)`` tuple) and by key. The subclass keeps membership and the general paths.
+    """
+
+    cdef readonly DispatchCore _core
+    cdef dict by_name                  # name -> first Member of that name
+    cdef readonly list _by_key         # key -> Member, None once forgotten
+    cdef public int64_t offered_entries
+    cdef public int64_t straddling_entries
+
+    def __cinit__(self, *args, **kwargs):
+        self.by_name = {}
+        self._by_key = []
+
+    def __init__(self, DispatchCore core not None):
+        self._core = core
+
+    def _register(self, Member m not None) -> None:
+        """Make a newly connected member findable by name and by key."""
+        cdef Member head = self.by_name.get(m.name)
+        while len(self._by_key) <= m.key:
+            self._by_key.append(None)
+        if self._by_key[m.key] is not None:
+            raise ValueError(f"consumer key {m.key} is taken")
+        self._by_key[m.key] = m
+        m.next_of_name = head
+        self.by_name[m.name] = m
+
+    def _unregister(self, Member m not None) -> None:
+        """Forget a member (it holds nothing any more)."""
+        cdef Member cur = self.by_name.get(m.name), prev = None
+        while cur is not None and cur is not m:
+            prev = cur
+            cur = cur.next_of_name
+        if cur is None:
+            raise KeyError(f"consumer {m.consumer!r} is not registered")
+        if prev is not None:
+            prev.next_of_name = m.next_of_name
+        elif m.next_of_name is not None:
+            self.by_name[m.name] = m.next_of_name
+        else:
+            del self.by_name[m.name]
+        m.next_of_name = None
+        self._by_key[m.key] = None
+
+    cdef Member _find_member(self, object name, object consumer_id):
+        """The connected member of an exact ``str`` name and ``int`` id, else None (not found, or
+        another type: the general path decides)."""
+        cdef Member m
+        if type(name) is not str or type(consumer_id) is not int:
+            return None
+        m = self.by_name.get(name)
+        while m is not None:
+            if m.consumer_id == consumer_id:
+                return m
+            m = m.next_of_name
+        return None
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    cdef int _offer_scalar(self, object entry_id, object hash_min, object hash_max,
+                           object message_count) except -2:
+        """One stamped entry given as exact ints: 1 delivered right away, 0 queued; -1 when the
+        arguments are not of that shape or not valid (nothing changed)."""
+        cdef DispatchCore core = self._core
+        cdef int overflow = 0
+        cdef long long entry, lo, hi, msgs = 1
+        cdef uint16_t b
+        cdef int now
+        if type(entry_id) is not int or type(hash_min) is not int:
+            return -1
+        entry = PyLong_AsLongLongAndOverflow(entry_id, &overflow)
+        if overflow or entry < 0 or entry <= core.last_id:
+            return -1
+        lo = PyLong_AsLongLongAndOverflow(hash_min, &overflow)
+        if overflow or lo < 0 or lo > 0xFFFF:
+            return -1
+        hi = lo
+        if hash_max is not None:
+            if type(hash_max) is not int:
+                return -1
+            hi = PyLong_AsLongLongAndOverflow(hash_max, &overflow)
+            if overflow or hi < lo or hi > 0xFFFF:
+                return -1
+        if message_count is not None:
+            if type(message_count) is not int:
+                return -1
+            msgs = PyLong_AsLongLongAndOverflow(message_count, &overflow)
+            if overflow or msgs < 1:
+                return -1
+        b = core.table[lo]
+        core._reserve(1)
+        # 0 means "no hash" to a Pulsar broker: the sticky hash of stamp 0 is 1
+        now = core._append(entry, b, <uint16_t>lo if lo else 1, msgs)
+        self.offered_entries += 1
+        if core.table[hi] != b:
+            self.straddling_entries += 1
+        return now
+
+    def offer(self, entry_ids, hash_min=None, *, hash_max=None, key_hash=None, stamped=None,
+              message_count=None):
+        """Take committed entries, in offset order.
+
+        One entry may be given as scalars. A bad argument is an error and changes nothing.
+
+        Parameters
+        ----------
+        entry_ids : int or array-like of int
+            Ledger entry ids / offsets (0..2**63-1), strictly increasing within the call and above
+            every id offered before.
+        hash_min, hash_max, key_hash, stamped
+            Stamp and key columns as in :func:`route_entries` (``hash_max`` optional: validates
+            stamps and counts ``straddling_entries``).
+        message_count : int or array-like of int, optional
+            Messages per entry (>= 1, default 1), for the message counters.
+
+        Returns
+        -------
+        int
+            How many of the entries went straight to an outbox (the rest queue).
+
+        Raises
+        ------
+        TypeError, ValueError, MalformedStampError
+            As :func:`route_entries` for the stamp and key columns; also ids that are negative,
+            above int64, not increasing or not after the last offered id, a ``message_count``
+            below 1, and columns whose lengths differ from ``entry_ids`` (each naming the index).
+        """
+        cdef int now
+        if key_hash is None and stamped is None:
+            now = self._offer_scalar(entry_ids, hash_min, hash_max, message_count)
+            if now >= 0:
+                return now
+        return self._offer_general(entry_ids, hash_min, hash_max, key_hash, stamped, message_count)
+
+    cdef int _after_ack(self, Member m) except -1:
+        if m.leaving and self._core.kstats[m.key, K_PENDING] == 0:
+            self._forget(m)
+        return 0
+
+    def ack(self, name, consumer_id, entry_ids):
+        """Individual acks from a consumer. Acking the last entry a consumer held of a moved bucket unpauses it.
+
+        Every id must be pending on that consumer (delivered to it, not yet acked); otherwise
+        nothing is acked.
+
+        Parameters
+        ----------
+        name : str
+        consumer_id : int
+        entry_ids : int or array-like of int
+
+        Returns
+        -------
+        int
+            How many entries were acked.
+
+        Raises
+        ------
+        TypeError
+            A bad name or id, or ``entry_ids`` that is neither an int nor a column of ints.
+        ValueError
+            The same id twice in the call.
+        KeyError
+            The consumer is not connected, or an id is not pending on it (unknown, already acked,
+            queued, held by another consumer, or outside 0..2**63-1), naming the id.
+        """
+        cdef Member m = self._find_member(name, consumer_id)
+        cdef int overflow = 0
+        cdef long long entry
+        cdef Py_ssize_t n
+        if m is not None:
+            if type(entry_ids) is int:
+                entry = PyLong_AsLongLongAndOverflow(entry_ids, &overflow)
+                if not overflow and entry >= 0 and self._core._ack_one(m.key, entry) == BC_OK:
+                    self._after_ack(m)
+                    return 1
+            else:
+                n = self._core._ack_array(m.key, entry_ids)
+                if n >= 0:
+                    self._after_ack(m)
+                    return n
+        return self._ack_general(name, consumer_id, entry_ids)
+
+    def poll(self, name=None, consumer_id=None):
+        """Empty the outboxes.
+
+        Costs in proportion to what is delivered (and to the consumers given entries since the
+        last poll), never to the number of consumers or buckets.
+
+        Parameters
+        ----------
+        name : str, optional
+        consumer_id : int, optional
+            Both, for one consumer's outbox; neither, for every consumer's.
+
+        Returns
+        -------
+        Deliveries or dict
+            One consumer's :class:`Deliveries` (maybe empty), or ``{consumer: Deliveries}`` of
+            every consumer with something to send, sorted by consumer.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A bad name or id.
+        KeyError
+            The consumer is not connected.
+        """
+        cdef Member m
+        if name is None and consumer_id is None:
+            return self._poll_all()
+        m = self._find_member(name, consumer_id)
+        if m is None:
+            m = self._member(name, consumer_id)  # any other form of a connected one, or the error
+        return self._core._take_box(m.key, True)
+
+    cdef object _poll_all(self):
+        cdef DispatchCore core = self._core
+        cdef Py_ssize_t i
+        cdef int32_t k
+        cdef Member m
+        cdef list rows = []
+        for i in range(core.n_listed):
+            k = core.listed[i]
+            core.boxes[k].listed = 0
+            if core.boxes[k].len:
+                m = self._by_key[k]
+                if m is None:
+                    raise RuntimeError(f"dispatcher: consumer key {k} has rows and no member")
+                rows.append((m.consumer, core._take_box(k, True)))
+        core.n_listed = 0
+        if len(rows) > 1:
+            rows.sort()  # by consumer: the consumers differ, so their Deliveries are never compared
+        return dict(rows)
+
+
+cdef class SelectorBase:
+    """The selector's per-hash lookup in C: the boundary list's bucket table, the owner slot of
+    each bucket and the members, replaced together on every membership change (a reader sees
+    either the old spread or the new one)."""
+
+    cdef const uint16_t[::1] tab
+    cdef const int32_t[::1] own
+    cdef object table_arr, owner_arr
+    cdef tuple members
+
+    def __cinit__(self, *args, **kwargs):
+        self.members = ()
+
+    @property
+    def _table(self):
+        """The boundary list's 65536-item bucket table (``np.uint16``)."""
+        return self.table_arr
+
+    @_table.setter
+    def _table(self, table):
+        cdef const uint16_t[::1] tab = table
+        if tab.shape[0] != 65536:
+            raise ValueError(f"a bucket table has 65536 items, not {tab.shape[0]}")
+        self.tab = tab
+        self.table_arr = table
+
+    @property
+    def _owner(self):
+        """Per bucket, the owner's index in the members or -1 (``np.int32``, read-only)."""
+        return self.owner_arr
+
+    @property
+    def _consumers(self):
+        """The members, sorted by ``(name, consumer_id)``."""
+        return self.members
+
+    def _set_spread(self, tuple consumers not None, owner not None) -> None:
+        """Take a new membership and its spread (per bucket: index into ``consumers`` or -1)."""
+        cdef const int32_t[::1] own = owner
+        cdef Py_ssize_t b, k = len(consumers)
+        if self.tab is None:
+            raise ValueError("the selector has no bucket table yet")
+        if own.shape[0] != <Py_ssize_t>self.tab[65535] + 1:
+            raise ValueError(f"the spread has {own.shape[0]} items; the boundary list has "
+                             f"{self.tab[65535] + 1} buckets")
+        for b in range(own.shape[0]):
+            if own[b] < -1 or own[b] >= k:
+                raise ValueError(f"bucket {b}: owner slot {own[b]} outside the {k} consumers")
+        self.own = own
+        self.owner_arr = owner
+        self.members = consumers
+
+    def owner_of(self, hash):
+        """Owner of the bucket containing a bucket hash.
+
+        Parameters
+        ----------
+        hash : int
+            A bucket hash, 0..0xFFFF.
+
+        Returns
+        -------
+        tuple of (str, int) or None
+            ``(name, consumer_id)``, or None while the segment has no sharer.
+
+        Raises
+        ------
+        TypeError
+            ``hash`` is not an int.
+        ValueError
+            ``hash`` is outside 0..0xFFFF.
+        """
+        cdef int overflow = 0
+        cdef long long h
+        cdef int32_t slot
+        if type(hash) is int and self.own is not None:
+            h = PyLong_AsLongLongAndOverflow(hash, &overflow)
+            if not overflow and 0 <= h <= 0xFFFF:
+                slot = self.own[self.tab[h]]
+                return None if slot < 0 else self.members[slot]
+        return self._owner_of_general(hash)

@@ -82,19 +82,6 @@ class BucketStats:
 _dispatch.bind(Deliveries)
 
 
-class _Member:
-    __slots__ = ("key", "consumer", "leaving")
-
-    def __init__(self, key: int, consumer: Consumer) -> None:
-        self.key = key
-        self.consumer = consumer
-        self.leaving = False
-
-
-def _first(pair: tuple[Consumer, Deliveries]) -> Consumer:
-    return pair[0]
-
-
 def _paused(owner: np.ndarray, holder: np.ndarray) -> np.ndarray:
     """Per bucket: owned, but another consumer still holds unacknowledged entries of it."""
     return (owner >= 0) & (holder >= 0) & (holder != owner)
@@ -148,7 +135,7 @@ def _entry_id_column(values: Any, name: str = "entry_ids") -> np.ndarray:
     return np.ascontiguousarray(ids, dtype=np.int64)
 
 
-class Dispatcher:
+class Dispatcher(_dispatch.DispatcherBase):
     """Stateful broker dispatcher of one shared segment (docs/design.md, "Dispatch").
 
     Drive it with committed entries in offset order and with acks; every call that can make
@@ -178,6 +165,8 @@ class Dispatcher:
     * Acks are strict: acking an entry that is not pending on that consumer is an error naming it.
 
     Not thread-safe: one dispatcher per segment, driven by one thread (or under one lock).
+    ``offer`` of one entry, ``ack`` and ``poll`` are C methods of the compiled base
+    (:class:`_bucketcore._dispatch.DispatcherBase`); other call shapes take the general paths here.
 
     Parameters
     ----------
@@ -195,14 +184,11 @@ class Dispatcher:
         self._selector = EntryBucketSelector(buckets)
         self._n = self._selector._n
         # Per-entry and per-bucket state lives in the compiled core; names and membership here.
-        self._core = _dispatch.DispatchCore(self._selector._table, self._n)
-        self._members: dict[Consumer, _Member] = {}
-        self._by_key: dict[int, _Member] = {}
+        super().__init__(_dispatch.DispatchCore(self._selector._table, self._n))
+        self._members: dict[Consumer, _dispatch.Member] = {}
         # the consumer key of each active member, in the selector's (sorted) order
         self._slot_keys: list[int] = []
         self._next_key = 0
-        self.offered_entries = 0
-        self.straddling_entries = 0
 
     # -- views --------------------------------------------------------------------------------
 
@@ -310,7 +296,7 @@ class Dispatcher:
             return {c: self._stats_of(m, paused_mask) for c, m in sorted(self._members.items())}
         return self._stats_of(self._member(name, consumer_id), self._paused_mask())
 
-    def _stats_of(self, m: _Member, paused_mask: np.ndarray) -> ConsumerStats:
+    def _stats_of(self, m: _dispatch.Member, paused_mask: np.ndarray) -> ConsumerStats:
         delivered, messages, redelivered, acked, pending, pending_messages = self._core.key_stats(m.key)
         if m.leaving:
             owned = range(0)
@@ -331,14 +317,14 @@ class Dispatcher:
             paused,
         )
 
-    def _member(self, name: Any, consumer_id: Any) -> _Member:
+    def _member(self, name: Any, consumer_id: Any) -> _dispatch.Member:
         consumer = _check_consumer(name, consumer_id)
         m = self._members.get(consumer)
         if m is None:
             raise KeyError(f"consumer {consumer!r} is not connected to this dispatcher")
         return m
 
-    def _pending_of(self, m: _Member) -> int:
+    def _pending_of(self, m: _dispatch.Member) -> int:
         _, _, _, _, pending, _ = self._core.key_stats(m.key)
         return int(pending)
 
@@ -378,11 +364,11 @@ class Dispatcher:
                 )
             raise ValueError(f"consumer {consumer!r} is already a member")
         moves = self._selector.add_consumer(name, consumer_id, declared=declared)
-        m = _Member(self._next_key, consumer)
+        m = _dispatch.Member(self._next_key, consumer)
         self._next_key += 1
         self._core.add_key(m.key)
         self._members[consumer] = m
-        self._by_key[m.key] = m
+        self._register(m)
         self._slot_keys.insert(bisect.bisect_left(self._selector.consumers, consumer), m.key)
         self._refresh_owners()
         return moves
@@ -439,66 +425,22 @@ class Dispatcher:
                 self._forget(m)
         return moves
 
-    def _forget(self, m: _Member) -> None:
+    def _forget(self, m: _dispatch.Member) -> None:
         self._core.take_outbox_of(m.key)  # nothing left to send to a consumer that is gone
         del self._members[m.consumer]
-        del self._by_key[m.key]
+        self._unregister(m)
 
     def _refresh_owners(self) -> None:
         self._core.set_owner_slots(self._selector.owner_slots, np.array(self._slot_keys, dtype=np.int32))
 
     # -- entries, acks, delivery --------------------------------------------------------------
 
-    def offer(
-        self,
-        entry_ids: Any,
-        hash_min: Any = None,
-        *,
-        hash_max: Any = None,
-        key_hash: Any = None,
-        stamped: Any = None,
-        message_count: Any = None,
+    def _offer_general(
+        self, entry_ids: Any, hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any, message_count: Any
     ) -> int:
-        """Take committed entries, in offset order.
-
-        One entry may be given as scalars. A bad argument is an error and changes nothing.
-
-        Parameters
-        ----------
-        entry_ids : int or array-like of int
-            Ledger entry ids / offsets (0..2**63-1), strictly increasing within the call and above
-            every id offered before.
-        hash_min, hash_max, key_hash, stamped
-            Stamp and key columns as in :func:`route_entries` (``hash_max`` optional: validates
-            stamps and counts ``straddling_entries``).
-        message_count : int or array-like of int, optional
-            Messages per entry (>= 1, default 1), for the message counters.
-
-        Returns
-        -------
-        int
-            How many of the entries went straight to an outbox (the rest queue).
-
-        Raises
-        ------
-        TypeError, ValueError, MalformedStampError
-            As :func:`route_entries` for the stamp and key columns; also ids that are negative, above
-            int64, not increasing or not after the last offered id, a ``message_count`` below 1, and
-            columns whose lengths differ from ``entry_ids`` (each naming the index).
-        """
-        if hash_max is None and key_hash is None and stamped is None and message_count is None:
-            delivered = self._core.offer_stamped(entry_ids, hash_min)  # the hottest shape, in one call
-            if delivered >= 0:
-                self.offered_entries += 1
-                return delivered
+        """``offer`` of every shape the compiled one-entry path does not take (see ``offer``)."""
         if type(entry_ids) is int or is_int(entry_ids):
-            if (
-                type(hash_min) is int
-                and hash_max is None
-                and key_hash is None
-                and stamped is None
-                and message_count is None
-            ) or _one_entry(hash_min, hash_max, key_hash, stamped, message_count):
+            if _one_entry(hash_min, hash_max, key_hash, stamped, message_count):
                 return self._offer_one(entry_ids, hash_min, hash_max, key_hash, stamped, message_count)
             # one entry whose other arguments are not all scalars: as columns of one item
             entry_ids, hash_min, hash_max, key_hash, stamped, message_count = (
@@ -561,43 +503,17 @@ class Dispatcher:
         # Validated: from here on nothing can fail half-way.
         self.offered_entries += n
         self.straddling_entries += straddling
-        return int(self._core.offer(ids, bucket, hashes, np.ascontiguousarray(msgs, dtype=np.int64)))
+        return int(self._core.offer_routed(ids, bucket, hashes, np.ascontiguousarray(msgs, dtype=np.int64)))
 
-    def ack(self, name: str, consumer_id: int, entry_ids: Any) -> int:
-        """Individual acks from a consumer. Acking the last entry a consumer held of a moved bucket unpauses it.
-
-        Every id must be pending on that consumer (delivered to it, not yet acked); otherwise nothing
-        is acked.
-
-        Parameters
-        ----------
-        name : str
-        consumer_id : int
-        entry_ids : int or array-like of int
-
-        Returns
-        -------
-        int
-            How many entries were acked.
-
-        Raises
-        ------
-        TypeError
-            A bad name or id, or ``entry_ids`` that is neither an int nor a column of ints.
-        ValueError
-            The same id twice in the call.
-        KeyError
-            The consumer is not connected, or an id is not pending on it (unknown, already acked,
-            queued, held by another consumer, or outside 0..2**63-1), naming the id.
-        """
-        m = self._members.get((name, consumer_id)) if type(name) is str and type(consumer_id) is int else None
-        if m is None:
-            m = self._member(name, consumer_id)
+    def _ack_general(self, name: Any, consumer_id: Any, entry_ids: Any) -> int:
+        """``ack`` of every shape the compiled path does not take, and every failing ack (see
+        ``ack``): the errors name the consumer and the id."""
+        m = self._member(name, consumer_id)
         acked = self._core.ack_array(m.key, entry_ids)  # an int64 column, checked and acked in one call
         if acked >= 0:
             if m.leaving and self._pending_of(m) == 0:
                 self._forget(m)
-            return acked
+            return int(acked)
         if is_int(entry_ids) and 0 <= entry_ids <= INT64_MAX:
             entry = int(entry_ids)
             status = self._core.ack_one(m.key, entry)
@@ -633,7 +549,7 @@ class Dispatcher:
         ids = np.ascontiguousarray(raw, dtype=np.int64)
         if ids.size == 0:
             return 0
-        status, index, detail = self._core.ack(m.key, ids)
+        status, index, detail = self._core.ack_keyed(m.key, ids)
         if status != Status.BC_OK:
             holder = self._by_key[detail].consumer if status == Status.BC_ERR_ACK_OTHER else None
             check_status(status, index, entry=int(ids[index]), consumer=m.consumer, holder=holder)  # type: ignore[arg-type]
@@ -642,7 +558,7 @@ class Dispatcher:
         return int(ids.size)
 
     @staticmethod
-    def _not_an_entry(m: _Member, index: int, entry: int) -> None:
+    def _not_an_entry(m: _dispatch.Member, index: int, entry: int) -> None:
         raise KeyError(
             f"entry {entry} (index {index}) is not pending on consumer {m.consumer!r}: "
             "outside the entry id range 0..2**63-1"
@@ -692,44 +608,7 @@ class Dispatcher:
         self.offered_entries += 1
         if straddling:
             self.straddling_entries += 1
-        if msgs == 1 and is_stamped:
-            return int(self._core.offer_stamped(entry, h))
         return int(self._core.offer_one(entry, int(self._selector._table[h]), h if h else 1, msgs))
-
-    def poll(self, name: str | None = None, consumer_id: int | None = None) -> Any:
-        """Empty the outboxes.
-
-        Parameters
-        ----------
-        name : str, optional
-        consumer_id : int, optional
-            Both, for one consumer's outbox; neither, for every consumer's.
-
-        Returns
-        -------
-        Deliveries or dict
-            One consumer's :class:`Deliveries` (maybe empty), or ``{consumer: Deliveries}`` of every
-            consumer with something to send, sorted by consumer.
-
-        Raises
-        ------
-        TypeError, ValueError
-            A bad name or id.
-        KeyError
-            The consumer is not connected.
-        """
-        if name is not None or consumer_id is not None:
-            m = self._members.get((name, consumer_id)) if type(name) is str and type(consumer_id) is int else None
-            if m is None:
-                m = self._member(name, consumer_id)
-            return self._core.take_deliveries_of(m.key)
-        # only the consumers given entries since the last poll are visited
-        taken = self._core.take_deliveries()
-        by_key = self._by_key
-        if len(taken) == 1:
-            key, deliveries = taken[0]
-            return {by_key[key].consumer: deliveries}
-        return dict(sorted([(by_key[key].consumer, deliveries) for key, deliveries in taken], key=_first))
 
     def __repr__(self) -> str:
         pending, queued = self._core.totals()

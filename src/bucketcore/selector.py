@@ -96,7 +96,7 @@ def _declared_splits(declared: Any) -> tuple[int, ...]:
     return tuple(check_hash(v, f"declared split {i}") for i, v in enumerate(items))
 
 
-class EntryBucketSelector:
+class EntryBucketSelector(_dispatch.SelectorBase):
     """Live sharers of one segment and the bucket -> consumer spread of docs/design.md ("Dispatch").
 
     Consumers are kept sorted by ``(name, consumer_id)``; consumer ``j`` of ``k`` owns buckets
@@ -106,7 +106,9 @@ class EntryBucketSelector:
     :func:`route_entries` updates three counters here: ``routed_entries``, ``straddling_entries``
     (stamps crossing a boundary of this list, routed whole by ``hash_min``) and
     ``malformed_entries`` (marked, never routed). Not thread-safe: one selector per segment,
-    mutated by one thread (routing may run concurrently: each membership builds new tables).
+    mutated by one thread (routing may run concurrently: each membership builds new tables, and
+    the members and their spread are replaced together). :meth:`owner_of` is a C method of the
+    compiled base (:class:`_bucketcore._dispatch.SelectorBase`).
 
     Parameters
     ----------
@@ -128,8 +130,7 @@ class EntryBucketSelector:
         self._buckets.check_dispatchable("the segment's boundary list")
         self._n = int(self._buckets.count)
         self._table = self._buckets.lookup_table()  # built once per boundary list, kept by it
-        self._consumers: tuple[Consumer, ...] = ()
-        self._owner = self._spread(0)
+        self._set_spread((), self._spread(0))
         self.routed_entries = 0
         self.straddling_entries = 0
         self.malformed_entries = 0
@@ -160,7 +161,7 @@ class EntryBucketSelector:
         new one added (``joined``) or at ``index`` of the old one removed."""
         old_consumers, old_owner = self._consumers, self._owner
         new_owner = self._spread(len(consumers))
-        self._consumers, self._owner = consumers, new_owner
+        self._set_spread(consumers, new_owner)
         # codes into the larger of the two memberships (the other one lacks one consumer)
         if joined:
             everyone = consumers
@@ -262,26 +263,8 @@ class EntryBucketSelector:
         k = len(self._consumers)
         return range(j * self._n // k, (j + 1) * self._n // k)
 
-    def owner_of(self, hash: int) -> Consumer | None:
-        """Owner of the bucket containing a bucket hash.
-
-        Parameters
-        ----------
-        hash : int
-            A bucket hash, 0..0xFFFF.
-
-        Returns
-        -------
-        tuple of (str, int) or None
-            ``(name, consumer_id)``, or None while the segment has no sharer.
-
-        Raises
-        ------
-        TypeError
-            ``hash`` is not an int.
-        ValueError
-            ``hash`` is outside 0..0xFFFF.
-        """
+    def _owner_of_general(self, hash: Any) -> Consumer | None:
+        """``owner_of`` of a hash the compiled path does not take: a numpy integer, or the error."""
         slot = int(self._owner[self._table[check_hash(hash, "hash")]])
         return None if slot < 0 else self._consumers[slot]
 
