@@ -143,7 +143,9 @@ class DispatcherMachine(RuleBasedStateMachine):
 
     # -- entries --------------------------------------------------------------------------------
     @rule(
-        hashes=st.lists(st.integers(0, 0xFFFF), min_size=1, max_size=6), scalar=st.booleans(), unstamped=st.booleans()
+        hashes=st.lists(st.integers(0, 0xFFFF), min_size=1, max_size=6),
+        scalar=st.sampled_from(["", "int", "int+max", "numpy"]),  # "": columns
+        unstamped=st.booleans(),
     )
     def offer(self, hashes, scalar, unstamped):
         ids = list(range(self.next_id, self.next_id + len(hashes)))
@@ -152,14 +154,31 @@ class DispatcherMachine(RuleBasedStateMachine):
             for e, h in zip(ids, hashes, strict=False):
                 if unstamped:
                     self.d.offer(e, 0, stamped=False, key_hash=(0xABCD << 16) | h)
+                elif scalar == "int":
+                    self.d.offer(e, h)  # the compiled one-entry path
+                elif scalar == "int+max":
+                    self.d.offer(e, h, hash_max=h, message_count=2)  # the compiled path, all its arguments
                 else:
-                    self.d.offer(e, h)
+                    self.d.offer(np.int64(e), np.uint16(h))  # the general one-entry path
         elif unstamped:
             self.d.offer(ids, key_hash=[(0x1234 << 16) | h for h in hashes])
         else:
             self.d.offer(ids, hash_min=hashes, hash_max=hashes)
         for e, h in zip(ids, hashes, strict=False):
             self.m.offer(e, bucket_of(self.m.splits, h))
+
+    @rule(c=st.sampled_from(POOL))
+    def poll_one(self, c):
+        if c not in self.m.active and c not in self.m.leaving:
+            with pytest.raises(KeyError):
+                self.d.poll(*c)
+            return
+        ids = self.d.poll(*c).entry_ids.tolist()
+        assert sorted(ids) == sorted(self.m.outbox.pop(c, []))
+        for b in {self.m.bucket[e] for e in ids}:  # per bucket, offset order
+            seq = [e for e in ids if self.m.bucket[e] == b]
+            assert seq == sorted(seq), (c, ids)
+        self.received[c].extend(ids)
 
     @rule()
     def poll(self):
@@ -185,8 +204,13 @@ class DispatcherMachine(RuleBasedStateMachine):
         if not mine:
             return
         chosen = data.draw(st.lists(st.sampled_from(mine), min_size=1, max_size=len(mine), unique=True))
-        if len(chosen) == 1 and data.draw(st.booleans()):
-            assert self.d.ack(*c, chosen[0]) == 1  # the scalar path
+        form = data.draw(st.sampled_from(["int", "numpy", "int64 column", "list"]))
+        if len(chosen) == 1 and form == "int":
+            assert self.d.ack(*c, chosen[0]) == 1  # the compiled one-id path
+        elif len(chosen) == 1 and form == "numpy":
+            assert self.d.ack(*c, np.int64(chosen[0])) == 1  # the general one-id path
+        elif form == "int64 column":
+            assert self.d.ack(*c, np.array(chosen, dtype=np.int64)) == len(chosen)  # the compiled column path
         else:
             assert self.d.ack(*c, chosen) == len(chosen)
         for e in chosen:

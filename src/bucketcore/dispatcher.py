@@ -28,7 +28,16 @@ from .entry_routing import (
 from .hashing import KeyHashes
 from .selector import BucketMove, BucketsLike, Consumer, EntryBucketSelector, _check_consumer
 from .status import Status, check_status
-from .validation import INT64_MAX, MAX_HASH, MAX_RAW_HASH, first_outside, int_column, is_int, plain_ints
+from .validation import (
+    INT64_MAX,
+    MAX_HASH,
+    MAX_RAW_HASH,
+    describe,
+    first_outside,
+    int_column,
+    is_int,
+    plain_ints,
+)
 
 __all__ = ["Deliveries", "ConsumerStats", "BucketStats", "Dispatcher"]
 
@@ -451,6 +460,8 @@ class Dispatcher(_dispatch.DispatcherBase):
                 _one_item(stamped),
                 _one_item(message_count),
             )
+        elif np.ndim(entry_ids) == 0:  # a scalar that is not an int (a bool, a float, None, a str)
+            raise TypeError(f"entry_ids must be an int or a column of ints, not {describe(entry_ids)}")
         ids = _entry_id_column(entry_ids)
         n = ids.size
         if n:

@@ -1,0 +1,315 @@
+"""The compiled one-entry paths of Dispatcher (offer, ack, poll) and EntryBucketSelector (owner_of).
+
+They take the common call shapes in C; every other shape goes to the general paths. These tests
+check that both give the same results, that every bad argument of the fast shapes is refused with
+the general path's error (naming the argument, the id or the consumer), and that a refused call
+changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bucketcore as bc
+from bucketcore.dispatcher import Dispatcher
+
+A, B = ("a", 1), ("b", 2)
+
+
+def dispatcher(n: int = 4, *members: tuple[str, int]) -> Dispatcher:
+    d = Dispatcher(bc.Buckets.equal_width(n))
+    for m in members:
+        d.add_consumer(*m)
+    return d
+
+
+def snapshot(d: Dispatcher) -> tuple[Any, ...]:
+    """Everything a refused call must leave as it was (outboxes are compared by the caller)."""
+    bs = d.bucket_stats()
+    return (
+        d.offered_entries,
+        d.straddling_entries,
+        d.pending_entries,
+        d.queued_entries,
+        d.consumers,
+        d.leaving,
+        {c: s for c, s in d.consumer_stats().items()},
+        bs.delivered.tolist(),
+        bs.pending.tolist(),
+        bs.queued.tolist(),
+    )
+
+
+def polled(d: Dispatcher) -> dict[tuple[str, int], tuple[list[int], list[int], list[bool]]]:
+    return {c: (b.entry_ids.tolist(), b.hashes.tolist(), b.redelivered.tolist()) for c, b in sorted(d.poll().items())}
+
+
+# -- offer ------------------------------------------------------------------------------------
+
+_entry = st.tuples(
+    st.integers(1, 5),  # gap to the previous id
+    st.integers(0, 0xFFFF),  # hash_min
+    st.integers(0, 0x3000),  # hash_max - hash_min
+    st.one_of(st.none(), st.integers(1, 2**40)),  # message_count
+    st.booleans(),  # pass hash_max
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(entries=st.lists(_entry, max_size=30), n=st.sampled_from([1, 3, 16, 256]))
+def test_one_entry_offers_as_ints_and_as_columns_of_one_item_agree(entries, n):
+    fast, column, numpy_scalars = dispatcher(n, A, B), dispatcher(n, A, B), dispatcher(n, A, B)
+    entry_id = -1
+    for gap, lo, width, msgs, with_max in entries:
+        entry_id += gap
+        hi = min(lo + width, 0xFFFF) if with_max else None
+        kwargs: dict[str, Any] = {}
+        if hi is not None:
+            kwargs["hash_max"] = hi
+        if msgs is not None:
+            kwargs["message_count"] = msgs
+        now = fast.offer(entry_id, lo, **kwargs)
+        col = {k: [v] for k, v in kwargs.items()}
+        assert column.offer([entry_id], [lo], **col) == now
+        np_kwargs = {k: np.int64(v) for k, v in kwargs.items()}
+        assert numpy_scalars.offer(np.int64(entry_id), np.uint16(lo), **np_kwargs) == now
+    assert snapshot(fast) == snapshot(column) == snapshot(numpy_scalars)
+    assert polled(fast) == polled(column) == polled(numpy_scalars)
+
+
+def test_a_stamp_of_0_gets_the_sticky_hash_1_on_the_fast_path_as_on_the_column_path():
+    fast, column = dispatcher(4, A), dispatcher(4, A)
+    fast.offer(3, 0)
+    column.offer([3], [0])
+    assert polled(fast) == polled(column) == {A: ([3], [1], [False])}
+
+
+def test_a_straddling_stamp_is_counted_on_the_fast_path():
+    d = dispatcher(4, A)
+    d.offer(1, 0x3FFF, hash_max=0x4000)  # crosses the start of bucket 1
+    d.offer(2, 0x4000, hash_max=0x7FFF)
+    assert (d.offered_entries, d.straddling_entries) == (2, 1)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "match"),
+    [
+        ((4, 1), {}, ValueError, "entry id at index 0 is 4, not after the last offered id 6"),
+        ((6, 1), {}, ValueError, "not after the last offered id 6"),
+        ((-1, 1), {}, ValueError, "entry id at index 0 is -1; entry ids are >= 0"),
+        ((2**63, 1), {}, ValueError, "above the int64 range"),
+        ((True, 1), {}, TypeError, "entry_ids must be an int or a column of ints, not bool"),
+        ((7.0, 1), {}, TypeError, "entry_ids must be an int or a column of ints, not float"),
+        (("7", 1), {}, TypeError, "entry_ids must be an int or a column of ints, not str"),
+        ((None, 1), {}, TypeError, "entry_ids must be an int or a column of ints, not NoneType"),
+        ((7, -1), {}, bc.MalformedStampError, "hash_min=-1 is outside 0..0xFFFF"),
+        ((7, 0x10000), {}, bc.MalformedStampError, "hash_min=65536 is outside 0..0xFFFF"),
+        ((7, 2**70), {}, bc.MalformedStampError, "hash_min=.* is outside 0..0xFFFF"),
+        ((7, True), {}, TypeError, r"hash_min at index 0 is a bool \(True\)"),
+        ((7, 1.5), {}, TypeError, "hash_min at index 0 is float 1.5"),
+        ((7,), {}, TypeError, "pass hash_min"),
+        ((7, 5), {"hash_max": 4}, bc.MalformedStampError, "hash_min=0x0005 > hash_max=0x0004"),
+        ((7, 5), {"hash_max": 0x10000}, bc.MalformedStampError, "hash_max=65536 is outside 0..0xFFFF"),
+        ((7, 5), {"hash_max": -1}, bc.MalformedStampError, "hash_max=-1 is outside"),
+        ((7, 5), {"hash_max": "x"}, TypeError, "hash_max at index 0 is str 'x'"),
+        ((7, 5), {"message_count": 0}, ValueError, "message_count at index 0 is 0; an entry holds >= 1 message"),
+        ((7, 5), {"message_count": -3}, ValueError, "message_count at index 0 is -3"),
+        ((7, 5), {"message_count": 2**63}, ValueError, "message_count above the int64 range"),
+        ((7, 5), {"message_count": True}, TypeError, r"message_count at index 0 is a bool \(True\)"),
+        ((7, 5), {"message_count": 1.0}, TypeError, "message_count at index 0 is float 1.0"),
+    ],
+)
+def test_a_refused_one_entry_offer_names_the_argument_and_changes_nothing(args, kwargs, error, match):
+    d = dispatcher(4, A, B)
+    d.offer(5, 1)
+    d.offer(6, 0xF000)
+    before = snapshot(d)
+    with pytest.raises(error, match=match):
+        d.offer(*args, **kwargs)
+    assert snapshot(d) == before
+    assert polled(d) == {A: ([5], [1], [False]), B: ([6], [0xF000], [False])}
+    assert d.offer(7, 2) == 1  # the next good id is still taken
+
+
+# -- ack --------------------------------------------------------------------------------------
+
+
+def delivered(n_entries: int = 4) -> Dispatcher:
+    """A and B, entries 0..n-1 alternating between bucket 0 (A's) and bucket 3 (B's), polled."""
+    d = dispatcher(4, A, B)
+    for i in range(n_entries):
+        d.offer(i, 0x0001 if i % 2 == 0 else 0xF000)
+    d.poll()
+    return d
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        ((1, 1, 0), TypeError, "consumer name must be a str, not int"),
+        ((None, 1, 0), TypeError, "consumer name must be a str, not NoneType"),
+        (("a", "1", 0), TypeError, "consumer_id must be an int, not str"),
+        (("a", True, 0), TypeError, "consumer_id must be an int, not bool"),
+        (("a", -1, 0), ValueError, "consumer_id must be 0..2\\*\\*64-1"),
+        (("z", 1, 0), KeyError, r"consumer \('z', 1\) is not connected"),
+        (("a", 2, 0), KeyError, r"consumer \('a', 2\) is not connected"),
+        (("a", 1, 1), KeyError, r"entry 1 is not pending on consumer \('a', 1\): pending on consumer \('b', 2\)"),
+        (("a", 1, 99), KeyError, "entry 99 is not pending on consumer .*not a dispatched entry"),
+        (("a", 1, -5), KeyError, "entry -5 .*outside the entry id range"),
+        (("a", 1, 2**64), KeyError, "outside the entry id range"),
+        (("a", 1, True), TypeError, "entry_ids must be an int or a column of ints, not bool"),
+        (("a", 1, 0.0), TypeError, "entry_ids must be an int or a column of ints, not float"),
+        (("a", 1, np.array([0, 1], dtype=np.int64)), KeyError, "entry 1 is not pending"),
+        (("a", 1, np.array([0, -1], dtype=np.int64)), KeyError, "outside the entry id range"),
+        (("a", 1, np.array([0, 0], dtype=np.int64)), ValueError, "twice|duplicate|same id"),
+    ],
+)
+def test_a_refused_ack_names_what_is_wrong_and_changes_nothing(args, error, match):
+    d = delivered()
+    before = snapshot(d)
+    with pytest.raises(error, match=match):
+        d.ack(*args)
+    assert snapshot(d) == before
+    assert d.ack("a", 1, 0) == 1 and d.ack("b", 2, np.array([1, 3], dtype=np.int64)) == 2
+
+
+def test_an_entry_acked_twice_or_still_queued_is_refused_by_id():
+    d = dispatcher(2, A, B)
+    d.offer(1, 0x0001)
+    d.offer(2, 0x0002)
+    d.poll()
+    d.remove_consumer(*A)  # bucket 0 moves to B: new entries of it queue until A acked
+    d.offer(3, 0x0003)
+    assert d.ack(*A, 1) == 1
+    with pytest.raises(KeyError, match="entry 1 is not pending .*already acked"):
+        d.ack(*A, 1)
+    with pytest.raises(KeyError, match="entry 3 is not pending"):
+        d.ack(*B, 3)
+    assert d.queued_entries == 1
+
+
+def test_int_ack_numpy_scalar_ack_and_column_acks_agree():
+    ways = {
+        "int": lambda e: e,
+        "numpy scalar": lambda e: np.uint32(e),
+        "int64 column": lambda e: np.array([e], dtype=np.int64),
+        "list": lambda e: [e],
+    }
+    snapshots = []
+    for make in ways.values():
+        d = delivered(8)
+        for e in (0, 4, 6):
+            assert d.ack(*A, make(e)) == 1
+        assert d.ack(*B, make(5)) == 1
+        snapshots.append(snapshot(d))
+    assert all(s == snapshots[0] for s in snapshots)
+
+
+def test_members_sharing_a_name_are_told_apart_by_id():
+    a1, a2, a3 = ("a", 1), ("a", 2), ("a", 3)
+    d = dispatcher(3, a1, a2, a3)
+    for i, h in enumerate((0x0001, 0x6000, 0xC000)):
+        d.offer(i, h)
+    assert [d.poll(*c).entry_ids.tolist() for c in (a1, a2, a3)] == [[0], [1], [2]]
+    assert d.ack("a", 2, 1) == 1
+    with pytest.raises(KeyError, match=r"entry 2 is not pending on consumer \('a', 1\)"):
+        d.ack("a", 1, 2)
+    d.remove_consumer("a", 2)  # holds nothing: forgotten at once
+    with pytest.raises(KeyError, match=r"\('a', 2\) is not connected"):
+        d.poll("a", 2)
+    assert d.ack("a", 3, 2) == 1 and d.ack("a", 1, 0) == 1
+    d.add_consumer("a", 2)  # rejoins under the same name
+    d.offer(3, 0x8000)
+    assert d.poll("a", 2).entry_ids.tolist() == [3]
+
+
+def test_a_leaving_consumer_is_forgotten_when_its_last_entry_is_acked_by_int():
+    d = dispatcher(2, A, B)
+    d.offer(1, 0x0001)
+    d.offer(2, 0x0002)
+    d.poll()
+    d.remove_consumer(*A)
+    assert d.ack(*A, 1) == 1 and d.leaving == (A,)
+    assert d.ack(*A, 2) == 1 and d.leaving == ()
+    with pytest.raises(KeyError, match="not connected"):
+        d.ack(*A, 2)
+
+
+# -- poll -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "match"),
+    [
+        (("a",), {}, TypeError, "consumer_id must be an int, not NoneType"),
+        ((None, 1), {}, TypeError, "consumer name must be a str, not NoneType"),
+        ((), {"consumer_id": 1}, TypeError, "consumer name must be a str, not NoneType"),
+        (("a", "1"), {}, TypeError, "consumer_id must be an int, not str"),
+        (("z", 1), {}, KeyError, r"consumer \('z', 1\) is not connected"),
+    ],
+)
+def test_a_refused_poll_names_what_is_wrong_and_keeps_the_outboxes(args, kwargs, error, match):
+    d = dispatcher(2, A, B)
+    d.offer(1, 0x0001)
+    d.offer(2, 0xF000)
+    with pytest.raises(error, match=match):
+        d.poll(*args, **kwargs)
+    assert polled(d) == {A: ([1], [1], [False]), B: ([2], [0xF000], [False])}
+
+
+def test_poll_of_one_consumer_by_keyword_or_numpy_id_is_the_same_outbox():
+    d = dispatcher(2, A, B)
+    d.offer(1, 0x0001)
+    d.offer(2, 0x0002)
+    assert d.poll(name="a", consumer_id=np.int64(1)).entry_ids.tolist() == [1, 2]
+    assert len(d.poll("a", 1)) == 0
+    assert d.poll() == {}
+
+
+# -- owner_of ---------------------------------------------------------------------------------
+
+
+def test_owner_of_an_int_and_of_a_numpy_integer_agree_over_every_hash():
+    sel = bc.EntryBucketSelector(bc.Buckets.equal_width(7))
+    for c in (("x", 3), ("a", 1), ("m", 2)):
+        sel.add_consumer(*c)
+    owners = sel.owners()
+    table = sel.buckets.lookup_table()
+    for h in range(0, 0x10000, 97):
+        assert sel.owner_of(h) == sel.owner_of(np.uint16(h)) == sel.owner_of(hash=h) == owners[table[h]]
+
+
+def test_owner_of_follows_every_membership_change():
+    sel = bc.EntryBucketSelector(bc.Buckets.equal_width(4))
+    assert sel.owner_of(0x8000) is None
+    sel.add_consumer(*B)
+    assert sel.owner_of(0x0001) == B
+    sel.add_consumer(*A)
+    assert (sel.owner_of(0x0001), sel.owner_of(0xFFFF)) == (A, B)
+    sel.remove_consumer(*B)
+    assert sel.owner_of(0xFFFF) == A
+    sel.remove_consumer(*A)
+    assert sel.owner_of(0xFFFF) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "match"),
+    [
+        (-1, ValueError, "hash"),
+        (0x10000, ValueError, "hash"),
+        (2**80, ValueError, "hash"),
+        (True, TypeError, "hash"),
+        (1.0, TypeError, "hash"),
+        (None, TypeError, "hash"),
+    ],
+)
+def test_owner_of_refuses_a_bad_hash_by_name(value, error, match):
+    sel = bc.EntryBucketSelector(bc.Buckets.equal_width(2))
+    sel.add_consumer(*A)
+    with pytest.raises(error, match=match):
+        sel.owner_of(value)
