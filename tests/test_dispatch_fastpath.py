@@ -8,6 +8,8 @@ changes nothing.
 
 from __future__ import annotations
 
+import gc
+import pickle
 from typing import Any
 
 import numpy as np
@@ -16,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bucketcore as bc
-from bucketcore.dispatcher import Dispatcher
+from bucketcore.dispatcher import Deliveries, Dispatcher
 
 A, B = ("a", 1), ("b", 2)
 
@@ -313,3 +315,35 @@ def test_owner_of_refuses_a_bad_hash_by_name(value, error, match):
     sel.add_consumer(*A)
     with pytest.raises(error, match=match):
         sel.owner_of(value)
+
+
+# -- Deliveries -------------------------------------------------------------------------------
+
+
+def test_a_delivery_column_outlives_its_deliveries_and_is_the_same_array_each_time():
+    d = dispatcher(2, A)
+    for i, h in enumerate((0, 0x0002, 0x0003)):
+        d.offer(i, h)
+    d.remove_consumer(*A, crash=True)
+    d.add_consumer(*A)
+    batch = d.poll(*A)
+    assert batch.entry_ids is batch.entry_ids
+    ids, hashes = batch.entry_ids, batch.hashes
+    copy = pickle.loads(pickle.dumps(batch))
+    del batch
+    gc.collect()
+    assert ids.tolist() == [0, 1, 2] and ids.dtype == np.int64
+    assert hashes.tolist() == [1, 2, 3] and hashes.dtype == np.uint16
+    assert copy.entry_ids.tolist() == [0, 1, 2] and copy.redelivered.tolist() == [True, True, True]
+    assert copy.redelivered.dtype == np.bool_ and len(copy) == 3
+    assert "entry_ids=array([0, 1, 2])" in repr(copy)
+
+
+def test_deliveries_from_columns_need_three_1d_columns_of_one_length():
+    got = Deliveries([5, 6], [1, 2], [False, True])
+    assert (got.entry_ids.tolist(), got.hashes.tolist(), got.redelivered.tolist()) == ([5, 6], [1, 2], [False, True])
+    assert len(Deliveries([], [], [])) == 0 and Deliveries([], [], []).entry_ids.dtype == np.int64
+    with pytest.raises(ValueError, match="one length"):
+        Deliveries([5, 6], [1], [False, True])
+    with pytest.raises(ValueError, match="1-D"):
+        Deliveries([[5]], [[1]], [[False]])

@@ -14,7 +14,7 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 cimport numpy as cnp
 
 from cpython.long cimport PyLong_AsLongLongAndOverflow
-from cpython.ref cimport Py_DECREF
+from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject, PyTypeObject
 from libc.string cimport memcpy, memset
@@ -281,27 +281,95 @@ cdef extern from "Python.h":
     int PyObject_GenericSetAttr(object obj, object name, object value) except -1
 
 
-cdef type _deliveries_class = None     # bucketcore.dispatcher.Deliveries, set by bind()
-cdef str _ENTRY_IDS = "entry_ids"
-cdef str _HASHES = "hashes"
-cdef str _REDELIVERED = "redelivered"
+cdef class Deliveries:
+    """What a consumer is to be sent, in order: ``entry_ids`` (``np.int64``), ``hashes`` (the
+    entries' sticky hashes, ``np.uint16``, 0 nudged to 1) and ``redelivered`` (``np.bool_``: a
+    redelivery after its previous holder crashed).
 
+    The rows are held in one C buffer; each column becomes an array on its first access (then
+    the same array every time), so a caller that sends only ids builds one array. ``len()`` is the
+    number of entries. Built by :meth:`Dispatcher.poll`; ``Deliveries(entry_ids, hashes,
+    redelivered)`` builds one from three columns of the same length.
 
-def bind(type deliveries) -> None:
-    """Give the kernel the class ``take_deliveries`` builds (a slotted dataclass of
-    ``entry_ids``, ``hashes`` and ``redelivered``); dispatcher.py calls it once at import."""
-    global _deliveries_class
-    _deliveries_class = deliveries
+    Parameters
+    ----------
+    entry_ids, hashes, redelivered : array-like
+        Entry ids (int64), sticky hashes (uint16) and redelivery flags (bool), one item per entry.
+    """
 
+    cdef char *buf                      # n int64 ids, then n uint16 hashes, then n uint8 flags
+    cdef Py_ssize_t n
+    cdef object ids_arr, hashes_arr, red_arr
 
-cdef object new_deliveries(object ids, object hashes, object redelivered):
-    """A Deliveries of three fresh columns, built without running the dataclass ``__init__``."""
-    cdef object out = <object>PyType_GenericAlloc(<PyTypeObject *>_deliveries_class, 0)
-    Py_DECREF(out)       # the cast took a second reference to the new object
-    PyObject_GenericSetAttr(out, _ENTRY_IDS, ids)
-    PyObject_GenericSetAttr(out, _HASHES, hashes)
-    PyObject_GenericSetAttr(out, _REDELIVERED, redelivered)
-    return out
+    def __init__(self, entry_ids, hashes, redelivered):
+        ids = np.ascontiguousarray(entry_ids, dtype=np.int64)
+        hs = np.ascontiguousarray(hashes, dtype=np.uint16)
+        red = np.ascontiguousarray(redelivered, dtype=np.bool_)
+        if ids.ndim != 1 or hs.shape != ids.shape or red.shape != ids.shape:
+            raise ValueError(f"entry_ids, hashes and redelivered must be 1-D columns of one length, not "
+                             f"shapes {ids.shape}, {hs.shape}, {red.shape}")
+        self._fill(ids.shape[0], <const int64_t *>cnp.PyArray_DATA(ids),
+                   <const uint16_t *>cnp.PyArray_DATA(hs), <const uint8_t *>cnp.PyArray_DATA(red))
+
+    def __dealloc__(self):
+        PyMem_Free(self.buf)
+
+    cdef int _fill(self, Py_ssize_t n, const int64_t *ids, const uint16_t *hashes,
+                   const uint8_t *red) except -1:
+        cdef char *buf = NULL
+        if n:
+            buf = <char *>PyMem_Malloc(n * (sizeof(int64_t) + sizeof(uint16_t) + 1))
+            if buf == NULL:
+                raise MemoryError("dispatcher: no memory for a delivery")
+            memcpy(buf, ids, n * sizeof(int64_t))
+            memcpy(buf + n * sizeof(int64_t), hashes, n * sizeof(uint16_t))
+            memcpy(buf + n * (sizeof(int64_t) + sizeof(uint16_t)), red, n)
+        PyMem_Free(self.buf)
+        self.buf = buf
+        self.n = n
+        self.ids_arr = self.hashes_arr = self.red_arr = None
+        return 0
+
+    cdef object _column(self, Py_ssize_t offset, int typenum):
+        """A column over the buffer (kept alive by the array), or a fresh empty one."""
+        cdef cnp.npy_intp n = self.n
+        if n == 0:
+            return cnp.PyArray_SimpleNew(1, &n, typenum)
+        arr = cnp.PyArray_SimpleNewFromData(1, &n, typenum, self.buf + offset)
+        Py_INCREF(self)  # the array's base reference
+        cnp.PyArray_SetBaseObject(arr, self)
+        return arr
+
+    @property
+    def entry_ids(self):
+        """Entry ids, in delivery order (``np.int64``)."""
+        if self.ids_arr is None:
+            self.ids_arr = self._column(0, cnp.NPY_INT64)
+        return self.ids_arr
+
+    @property
+    def hashes(self):
+        """The entries' sticky hashes (``np.uint16``, 0 nudged to 1)."""
+        if self.hashes_arr is None:
+            self.hashes_arr = self._column(self.n * sizeof(int64_t), cnp.NPY_UINT16)
+        return self.hashes_arr
+
+    @property
+    def redelivered(self):
+        """Per entry, whether it is a redelivery after its previous holder crashed (``np.bool_``)."""
+        if self.red_arr is None:
+            self.red_arr = self._column(self.n * (sizeof(int64_t) + sizeof(uint16_t)), cnp.NPY_BOOL)
+        return self.red_arr
+
+    def __len__(self):
+        return self.n
+
+    def __repr__(self):
+        return (f"Deliveries(entry_ids={self.entry_ids!r}, hashes={self.hashes!r}, "
+                f"redelivered={self.redelivered!r})")
+
+    def __reduce__(self):
+        return Deliveries, (self.entry_ids, self.hashes, self.redelivered)
 
 
 # One consumer key's outbox: delivered rows not yet polled, in delivery order.
@@ -444,6 +512,12 @@ cdef class DispatchCore:
         them; the outbox empties."""
         cdef Outbox *box = &self.boxes[k]
         cdef cnp.npy_intp n = box.len
+        cdef Deliveries out
+        if as_deliveries:
+            out = Deliveries.__new__(Deliveries)
+            out._fill(n, box.ids, box.hashes, box.redelivered)
+            box.len = 0
+            return out
         ids = cnp.PyArray_SimpleNew(1, &n, cnp.NPY_INT64)
         hashes = cnp.PyArray_SimpleNew(1, &n, cnp.NPY_UINT16)
         red = cnp.PyArray_SimpleNew(1, &n, cnp.NPY_BOOL)
@@ -452,8 +526,6 @@ cdef class DispatchCore:
             memcpy(cnp.PyArray_DATA(hashes), box.hashes, n * sizeof(uint16_t))
             memcpy(cnp.PyArray_DATA(red), box.redelivered, n)
         box.len = 0
-        if as_deliveries:
-            return new_deliveries(ids, hashes, red)
         return ids, hashes, red
 
     @property

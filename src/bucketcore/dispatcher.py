@@ -42,18 +42,9 @@ from .validation import (
 __all__ = ["Deliveries", "ConsumerStats", "BucketStats", "Dispatcher"]
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Deliveries:
-    """What a consumer is to be sent, in order: ``entry_ids`` (``np.int64``), ``hashes`` (the
-    entries' sticky hashes, ``np.uint16``, 0 nudged to 1) and ``redelivered`` (``np.bool_``: a
-    redelivery after its previous holder crashed)."""
-
-    entry_ids: np.ndarray
-    hashes: np.ndarray
-    redelivered: np.ndarray
-
-    def __len__(self) -> int:
-        return int(self.entry_ids.size)
+# What a consumer is to be sent (entry ids, sticky hashes, redelivered flags): a compiled type
+# whose columns are built on first access.
+Deliveries = _dispatch.Deliveries
 
 
 @dataclass(frozen=True)
@@ -86,9 +77,6 @@ class BucketStats:
     pending: np.ndarray
     queued: np.ndarray
     paused: np.ndarray
-
-
-_dispatch.bind(Deliveries)
 
 
 def _paused(owner: np.ndarray, holder: np.ndarray) -> np.ndarray:
