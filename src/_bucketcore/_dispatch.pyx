@@ -15,6 +15,7 @@ cimport numpy as cnp
 
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject, PyTypeObject
 from libc.string cimport memcpy, memset
@@ -281,13 +282,14 @@ cdef extern from "Python.h":
     int PyObject_GenericSetAttr(object obj, object name, object value) except -1
 
 
+@cython.no_gc  # holds a bytearray and arrays over it: nothing that can refer back to it
 cdef class Deliveries:
     """What a consumer is to be sent, in order: ``entry_ids`` (``np.int64``), ``hashes`` (the
     entries' sticky hashes, ``np.uint16``, 0 nudged to 1) and ``redelivered`` (``np.bool_``: a
     redelivery after its previous holder crashed).
 
-    The rows are held in one C buffer; each column becomes an array on its first access (then
-    the same array every time), so a caller that sends only ids builds one array. ``len()`` is the
+    The rows are held in one buffer; each column becomes an array over it on its first access
+    (then the same array every time), so a caller that sends only ids builds one array. ``len()`` is the
     number of entries. Built by :meth:`Dispatcher.poll`; ``Deliveries(entry_ids, hashes,
     redelivered)`` builds one from three columns of the same length.
 
@@ -297,7 +299,10 @@ cdef class Deliveries:
         Entry ids (int64), sticky hashes (uint16) and redelivery flags (bool), one item per entry.
     """
 
-    cdef char *buf                      # n int64 ids, then n uint16 hashes, then n uint8 flags
+    # a bytearray of n int64 ids, then n uint16 hashes, then n uint8 flags (None when n == 0):
+    # the columns' base, so an array keeps the rows alive without a reference cycle
+    cdef object raw
+    cdef char *buf
     cdef Py_ssize_t n
     cdef object ids_arr, hashes_arr, red_arr
 
@@ -311,33 +316,28 @@ cdef class Deliveries:
         self._fill(ids.shape[0], <const int64_t *>cnp.PyArray_DATA(ids),
                    <const uint16_t *>cnp.PyArray_DATA(hs), <const uint8_t *>cnp.PyArray_DATA(red))
 
-    def __dealloc__(self):
-        PyMem_Free(self.buf)
-
     cdef int _fill(self, Py_ssize_t n, const int64_t *ids, const uint16_t *hashes,
                    const uint8_t *red) except -1:
-        cdef char *buf = NULL
+        self.raw = None
+        self.buf = NULL
         if n:
-            buf = <char *>PyMem_Malloc(n * (sizeof(int64_t) + sizeof(uint16_t) + 1))
-            if buf == NULL:
-                raise MemoryError("dispatcher: no memory for a delivery")
-            memcpy(buf, ids, n * sizeof(int64_t))
-            memcpy(buf + n * sizeof(int64_t), hashes, n * sizeof(uint16_t))
-            memcpy(buf + n * (sizeof(int64_t) + sizeof(uint16_t)), red, n)
-        PyMem_Free(self.buf)
-        self.buf = buf
+            self.raw = PyByteArray_FromStringAndSize(NULL, n * (sizeof(int64_t) + sizeof(uint16_t) + 1))
+            self.buf = PyByteArray_AS_STRING(self.raw)
+            memcpy(self.buf, ids, n * sizeof(int64_t))
+            memcpy(self.buf + n * sizeof(int64_t), hashes, n * sizeof(uint16_t))
+            memcpy(self.buf + n * (sizeof(int64_t) + sizeof(uint16_t)), red, n)
         self.n = n
         self.ids_arr = self.hashes_arr = self.red_arr = None
         return 0
 
     cdef object _column(self, Py_ssize_t offset, int typenum):
-        """A column over the buffer (kept alive by the array), or a fresh empty one."""
+        """A column over the rows (the array keeps them alive), or a fresh empty one."""
         cdef cnp.npy_intp n = self.n
         if n == 0:
             return cnp.PyArray_SimpleNew(1, &n, typenum)
         arr = cnp.PyArray_SimpleNewFromData(1, &n, typenum, self.buf + offset)
-        Py_INCREF(self)  # the array's base reference
-        cnp.PyArray_SetBaseObject(arr, self)
+        Py_INCREF(self.raw)  # the reference PyArray_SetBaseObject takes over
+        cnp.PyArray_SetBaseObject(arr, self.raw)
         return arr
 
     @property
@@ -1246,19 +1246,28 @@ cdef class DispatcherBase:
         cdef Py_ssize_t i
         cdef int32_t k
         cdef Member m
-        cdef list rows = []
+        cdef object first = None, first_rows = None
+        cdef list rows = None
         for i in range(core.n_listed):
             k = core.listed[i]
             core.boxes[k].listed = 0
-            if core.boxes[k].len:
-                m = self._by_key[k]
-                if m is None:
-                    raise RuntimeError(f"dispatcher: consumer key {k} has rows and no member")
-                rows.append((m.consumer, core._take_box(k, True)))
+            if not core.boxes[k].len:
+                continue
+            m = self._by_key[k]
+            if m is None:
+                raise RuntimeError(f"dispatcher: consumer key {k} has rows and no member")
+            if first is None:  # the common poll: one consumer was given entries
+                first = m.consumer
+                first_rows = core._take_box(k, True)
+                continue
+            if rows is None:
+                rows = [(first, first_rows)]
+            rows.append((m.consumer, core._take_box(k, True)))
         core.n_listed = 0
-        if len(rows) > 1:
+        if rows is not None:
             rows.sort()  # by consumer: the consumers differ, so their Deliveries are never compared
-        return dict(rows)
+            return dict(rows)
+        return {} if first is None else {first: first_rows}
 
 
 cdef class SelectorBase:
