@@ -347,3 +347,43 @@ def test_deliveries_from_columns_need_three_1d_columns_of_one_length():
         Deliveries([5, 6], [1], [False, True])
     with pytest.raises(ValueError, match="1-D"):
         Deliveries([[5]], [[1]], [[False]])
+
+
+# -- membership moves -------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    ids=st.lists(st.integers(0, 600), min_size=1, max_size=40, unique=True),
+    data=st.data(),
+)
+def test_the_moves_of_a_membership_change_are_exactly_the_buckets_whose_owner_changed(n, ids, data):
+    # more consumers than buckets too: the idle ones own empty ranges
+    b = bc.Buckets.equal_width(n) if n > 1 else bc.Buckets()
+    d = Dispatcher(b)
+    members: list[tuple[str, int]] = []
+    for i in ids:
+        before = d.owners()
+        leave = members and data.draw(st.booleans())
+        if leave:
+            c = data.draw(st.sampled_from(members))
+            moves = d.remove_consumer(*c)
+            members.remove(c)
+        else:
+            c = (f"c{i % 7}", i)
+            moves = d.add_consumer(*c)
+            members.append(c)
+        after = d.owners()
+        assert [x for mv in moves for x in mv.buckets] == [x for x in range(b.count) if before[x] != after[x]]
+        for mv in moves:
+            assert all(before[x] == mv.old_owner and after[x] == mv.new_owner for x in mv.buckets)
+        assert [mv.buckets.start for mv in moves] == sorted(mv.buckets.start for mv in moves)
+        # the dispatcher hands entries of every bucket to the owner the selector reports
+        h = data.draw(st.integers(0, 0xFFFF))
+        entry = d.offered_entries
+        d.offer(entry, h)
+        owner = d._selector.owner_of(h)
+        if owner is not None:
+            got = d.poll(*owner).entry_ids.tolist()
+            assert entry in got or d.queued_entries > 0

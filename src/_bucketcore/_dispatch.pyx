@@ -196,24 +196,30 @@ def fits(const uint16_t[::1] splits not None, const uint16_t[::1] table,
     return status, err_index
 
 
+cdef void fill_spread(int32_t *owner, Py_ssize_t n, Py_ssize_t consumers) noexcept nogil:
+    """Consumer j of k owns buckets ``[j*N//k, (j+1)*N//k)``; with no consumer every bucket -1."""
+    cdef Py_ssize_t j, b, lo, hi
+    if consumers == 0:
+        for b in range(n):
+            owner[b] = -1
+        return
+    for j in range(consumers):
+        lo = (j * n) // consumers
+        hi = ((j + 1) * n) // consumers
+        for b in range(lo, hi):
+            owner[b] = <int32_t>j
+
+
 def spread(int32_t[::1] owner not None, Py_ssize_t consumers):
     """Fill ``owner`` (one slot per bucket) with the spread of docs/design.md ("Dispatch").
 
     Consumer j of k owns buckets ``[j*N//k, (j+1)*N//k)``; with no consumer every bucket gets -1.
     """
-    cdef Py_ssize_t n = owner.shape[0], j, b, lo, hi
     if consumers < 0:
         raise ValueError(f"consumers must be >= 0, not {consumers}")
-    with nogil:
-        if consumers == 0:
-            for b in range(n):
-                owner[b] = -1
-        else:
-            for j in range(consumers):
-                lo = (j * n) // consumers
-                hi = ((j + 1) * n) // consumers
-                for b in range(lo, hi):
-                    owner[b] = <int32_t>j
+    if owner.shape[0]:
+        with nogil:
+            fill_spread(&owner[0], owner.shape[0], consumers)
 
 
 cdef str _BUCKETS = "buckets"
@@ -231,33 +237,51 @@ cdef object new_move(type move_class, Py_ssize_t start, Py_ssize_t end, object o
     return move
 
 
-def owner_moves(type move_class, tuple everyone, const int32_t[::1] old_owner not None,
-                const int32_t[::1] old_code not None, const int32_t[::1] new_owner not None,
-                const int32_t[::1] new_code not None):
-    """The buckets whose owner changed between two spreads, as ``move_class`` objects (slotted
-    ``buckets``, ``old_owner``, ``new_owner``), one per run of buckets with the same change,
-    by first bucket; one pass over the buckets.
+cdef inline Py_ssize_t slot_end(Py_ssize_t j, Py_ssize_t n, Py_ssize_t k) noexcept:
+    return ((j + 1) * n) // k
 
-    ``old_owner`` / ``new_owner`` hold per bucket a slot (-1: none); ``old_code`` / ``new_code``
-    map a slot to an index into ``everyone`` (the consumers of both spreads).
+
+def spread_moves(type move_class, tuple everyone not None, Py_ssize_t n, const int32_t[::1] old_code not None,
+                 const int32_t[::1] new_code not None):
+    """The buckets whose owner changed between the spread of ``len(old_code)`` consumers and that
+    of ``len(new_code)`` consumers over ``n`` buckets, as ``move_class`` objects (slotted
+    ``buckets``, ``old_owner``, ``new_owner``), one per run of buckets with the same change, by
+    first bucket.
+
+    ``old_code`` / ``new_code`` map a spread's slot to an index into ``everyone`` (the consumers
+    of both spreads). Walks the two spreads' slot boundaries, not the buckets: the cost grows
+    with the consumers and the moves, never with ``n``.
     """
-    cdef Py_ssize_t n = old_owner.shape[0], b, start = -1
-    cdef int32_t o, w, run_o = -1, run_w = -1, slot
-    cdef Py_ssize_t n_old = old_code.shape[0], n_new = new_code.shape[0], n_all = len(everyone)
+    cdef Py_ssize_t ko = old_code.shape[0], kw = new_code.shape[0], n_all = len(everyone)
+    cdef Py_ssize_t b = 0, jo = 0, jw = 0, end_o, end_w, start = -1, i
+    cdef int32_t o, w, run_o = -1, run_w = -1
     cdef list out = []
-    if new_owner.shape[0] != n:
-        raise ValueError("the two spreads have different bucket counts")
-    for b in range(n):
-        slot = old_owner[b]
-        if slot >= n_old:
-            raise ValueError(f"bucket {b}: old slot {slot} has no code")
-        o = old_code[slot] if slot >= 0 else -1
-        slot = new_owner[b]
-        if slot >= n_new:
-            raise ValueError(f"bucket {b}: new slot {slot} has no code")
-        w = new_code[slot] if slot >= 0 else -1
-        if o >= n_all or w >= n_all:
-            raise ValueError(f"bucket {b}: a code outside the consumers")
+    if n < 0:
+        raise ValueError(f"n must be >= 0, not {n}")
+    for i in range(ko):
+        if not 0 <= old_code[i] < n_all:
+            raise ValueError(f"old slot {i}: code {old_code[i]} outside the {n_all} consumers")
+    for i in range(kw):
+        if not 0 <= new_code[i] < n_all:
+            raise ValueError(f"new slot {i}: code {new_code[i]} outside the {n_all} consumers")
+    while b < n:
+        # the slot holding bucket b in each spread, and where that slot's range ends
+        if ko:
+            while slot_end(jo, n, ko) <= b:
+                jo += 1
+            end_o = slot_end(jo, n, ko)
+            o = old_code[jo]
+        else:
+            end_o = n
+            o = -1
+        if kw:
+            while slot_end(jw, n, kw) <= b:
+                jw += 1
+            end_w = slot_end(jw, n, kw)
+            w = new_code[jw]
+        else:
+            end_w = n
+            w = -1
         if start >= 0 and (o != run_o or w != run_w):
             out.append(new_move(move_class, start, b, None if run_o < 0 else everyone[run_o],
                                 None if run_w < 0 else everyone[run_w]))
@@ -266,6 +290,7 @@ def owner_moves(type move_class, tuple everyone, const int32_t[::1] old_owner no
             start = b
             run_o = o
             run_w = w
+        b = min(end_o, end_w)
     if start >= 0:
         out.append(new_move(move_class, start, n, None if run_o < 0 else everyone[run_o],
                             None if run_w < 0 else everyone[run_w]))
@@ -429,6 +454,8 @@ cdef class DispatchCore:
     # scratch of ``ack``: the log positions of the ids being acked
     cdef int64_t *ack_pos
     cdef Py_ssize_t ack_cap
+    # scratch of a release: buckets whose queues may flow (one slot per bucket)
+    cdef int32_t *todo
 
     def __init__(self, const uint16_t[::1] table not None, Py_ssize_t n_buckets):
         if table.shape[0] != 65536 or <Py_ssize_t>table[65535] + 1 != n_buckets:
@@ -448,6 +475,10 @@ cdef class DispatchCore:
         self.last_id = -1
         self.kstats = np.zeros((16, NKSTATS), dtype=np.int64)
         self._grow_boxes(16)
+        PyMem_Free(self.todo)
+        self.todo = <int32_t *>PyMem_Malloc(max(n_buckets, 1) * sizeof(int32_t))
+        if self.todo == NULL:
+            raise MemoryError("dispatcher: no memory for the bucket scratch")
 
     def __dealloc__(self):
         cdef Py_ssize_t k
@@ -458,6 +489,7 @@ cdef class DispatchCore:
         PyMem_Free(self.boxes)
         PyMem_Free(self.listed)
         PyMem_Free(self.ack_pos)
+        PyMem_Free(self.todo)
 
     cdef int _grow_boxes(self, Py_ssize_t cap) except -1:
         """Room for the outboxes of keys 0..cap-1 (new ones empty)."""
@@ -618,17 +650,11 @@ cdef class DispatchCore:
     def release_all(self):
         """Deliver the queues of every ready bucket, merged in log (offset) order."""
         cdef Py_ssize_t b, m = 0
-        cdef int32_t *todo = <int32_t *>PyMem_Malloc(max(self.n_buckets, 1) * sizeof(int32_t))
-        if todo == NULL:
-            raise MemoryError("dispatcher: no memory to release the queues")
-        try:
-            for b in range(self.n_buckets):
-                if self.ready[b] and self.q_head[b] >= 0:
-                    todo[m] = <int32_t>b
-                    m += 1
-            self._release_buckets(todo, m)
-        finally:
-            PyMem_Free(todo)
+        for b in range(self.n_buckets):
+            if self.ready[b] and self.q_head[b] >= 0:
+                self.todo[m] = <int32_t>b
+                m += 1
+        self._release_buckets(self.todo, m)
 
     # -- membership ------------------------------------------------------------------------------
 
@@ -646,46 +672,23 @@ cdef class DispatchCore:
             self._grow_boxes(max(key + 1, 2 * self.n_boxes))
         self.boxes[key].len = 0
 
-    def set_owners(self, const int32_t[::1] owner_key not None):
-        """New spread (per bucket: owner key or -1); queues of buckets that became ready flow."""
-        if owner_key.shape[0] != self.n_buckets:
-            raise ValueError("owner_key must have one item per bucket")
-        self._set_owners(&owner_key[0], False, NULL, 0)
-
-    def set_owner_slots(self, const int32_t[::1] slots not None, const int32_t[::1] slot_keys not None):
-        """New spread given per bucket as a slot (-1: none) and per slot its consumer key; only
-        buckets whose owner changed are touched, and only their queues can flow."""
-        if slots.shape[0] != self.n_buckets:
-            raise ValueError("slots must have one item per bucket")
-        self._set_owners(&slots[0], True, &slot_keys[0] if slot_keys.shape[0] else NULL, slot_keys.shape[0])
-
-    cdef int _set_owners(self, const int32_t *per_bucket, bint by_slot, const int32_t *slot_keys,
-                         Py_ssize_t n_slots) except -1:
-        cdef Py_ssize_t b, m = 0
-        cdef int32_t k
-        cdef int32_t *todo = <int32_t *>PyMem_Malloc(max(self.n_buckets, 1) * sizeof(int32_t))
-        if todo == NULL:
-            raise MemoryError("dispatcher: no memory to release the queues")
-        try:
-            for b in range(self.n_buckets):
-                k = per_bucket[b]
-                if by_slot and k >= 0:
-                    if k >= n_slots:
-                        raise ValueError(f"bucket {b}: slot {k} has no consumer key")
-                    k = slot_keys[k]
-                elif k < 0:
-                    k = -1
-                if k == self.owner[b]:
-                    continue
-                self.owner[b] = k
-                self._update_ready(b)
-                if self.ready[b] and self.q_head[b] >= 0:
-                    todo[m] = <int32_t>b
-                    m += 1
-            self._release_buckets(todo, m)
-        finally:
-            PyMem_Free(todo)
-        return 0
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    cdef Py_ssize_t _set_owner_run(self, Py_ssize_t start, Py_ssize_t stop, int32_t key,
+                                   Py_ssize_t m) noexcept:
+        """Give buckets [start, stop) (in range) to consumer key ``key`` (-1: nobody); the buckets
+        that became ready with a queue are added to the scratch list after its first m; returns
+        its new length."""
+        cdef Py_ssize_t b
+        for b in range(start, stop):
+            if self.owner[b] == key:
+                continue
+            self.owner[b] = key
+            self._update_ready(b)
+            if self.ready[b] and self.q_head[b] >= 0:
+                self.todo[m] = <int32_t>b
+                m += 1
+        return m
 
     def requeue(self, int32_t key):
         """A consumer crashed: its unacked entries go back to the front of their queues, in order,
@@ -1069,6 +1072,33 @@ cdef class DispatcherBase:
         m.next_of_name = None
         self._by_key[m.key] = None
 
+    def _apply_moves(self, tuple moves not None) -> None:
+        """Give the buckets of each move (``buckets`` range, ``new_owner`` an active member or
+        None) to their new owner; the queues that became ready flow, merged in offset order.
+        Costs in proportion to the buckets that moved."""
+        cdef DispatchCore core = self._core
+        cdef Py_ssize_t m = 0, start, stop
+        cdef int32_t key
+        cdef Member member
+        for move in moves:
+            span = move.buckets
+            start = span.start
+            stop = span.stop
+            if span.step != 1 or not 0 <= start <= stop <= core.n_buckets:
+                raise ValueError(f"a move's buckets {span!r} are not a run of the {core.n_buckets} buckets")
+            owner = move.new_owner
+            if owner is None:
+                key = -1
+            else:
+                member = self._find_member(owner[0], owner[1])
+                if member is None:
+                    member = self._member(owner[0], owner[1])
+                if member.leaving:
+                    raise ValueError(f"buckets {span!r} move to {owner!r}, which left")
+                key = member.key
+            m = core._set_owner_run(start, stop, key, m)
+        core._release_buckets(core.todo, m)
+
     cdef Member _find_member(self, object name, object consumer_id):
         """The connected member of an exact ``str`` name and ``int`` id, else None (not found, or
         another type: the general path decides)."""
@@ -1306,19 +1336,18 @@ cdef class SelectorBase:
         """The members, sorted by ``(name, consumer_id)``."""
         return self.members
 
-    def _set_spread(self, tuple consumers not None, owner not None) -> None:
-        """Take a new membership and its spread (per bucket: index into ``consumers`` or -1)."""
-        cdef const int32_t[::1] own = owner
-        cdef Py_ssize_t b, k = len(consumers)
+    def _set_spread(self, tuple consumers not None) -> None:
+        """Take a new membership (sorted) and its spread, built here, as one change."""
+        cdef Py_ssize_t n
+        cdef cnp.npy_intp dim
         if self.tab is None:
             raise ValueError("the selector has no bucket table yet")
-        if own.shape[0] != <Py_ssize_t>self.tab[65535] + 1:
-            raise ValueError(f"the spread has {own.shape[0]} items; the boundary list has "
-                             f"{self.tab[65535] + 1} buckets")
-        for b in range(own.shape[0]):
-            if own[b] < -1 or own[b] >= k:
-                raise ValueError(f"bucket {b}: owner slot {own[b]} outside the {k} consumers")
-        self.own = own
+        n = <Py_ssize_t>self.tab[65535] + 1
+        dim = n
+        owner = cnp.PyArray_SimpleNew(1, &dim, cnp.NPY_INT32)
+        fill_spread(<int32_t *>cnp.PyArray_DATA(owner), n, len(consumers))
+        owner.flags.writeable = False
+        self.own = owner
         self.owner_arr = owner
         self.members = consumers
 

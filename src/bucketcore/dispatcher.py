@@ -9,7 +9,6 @@ live here.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,8 +182,6 @@ class Dispatcher(_dispatch.DispatcherBase):
         # Per-entry and per-bucket state lives in the compiled core; names and membership here.
         super().__init__(_dispatch.DispatchCore(self._selector._table, self._n))
         self._members: dict[Consumer, _dispatch.Member] = {}
-        # the consumer key of each active member, in the selector's (sorted) order
-        self._slot_keys: list[int] = []
         self._next_key = 0
 
     # -- views --------------------------------------------------------------------------------
@@ -366,8 +363,7 @@ class Dispatcher(_dispatch.DispatcherBase):
         self._core.add_key(m.key)
         self._members[consumer] = m
         self._register(m)
-        self._slot_keys.insert(bisect.bisect_left(self._selector.consumers, consumer), m.key)
-        self._refresh_owners()
+        self._apply_moves(moves)
         return moves
 
     def remove_consumer(self, name: str, consumer_id: int, *, crash: bool = False) -> tuple[BucketMove, ...]:
@@ -410,9 +406,8 @@ class Dispatcher(_dispatch.DispatcherBase):
                 )
             moves: tuple[BucketMove, ...] = ()
         else:
-            del self._slot_keys[bisect.bisect_left(self._selector.consumers, m.consumer)]
             moves = self._selector.remove_consumer(name, consumer_id)
-            self._refresh_owners()
+            self._apply_moves(moves)
         if crash:
             self._core.requeue(m.key)
             self._forget(m)
@@ -426,9 +421,6 @@ class Dispatcher(_dispatch.DispatcherBase):
         self._core.take_outbox_of(m.key)  # nothing left to send to a consumer that is gone
         del self._members[m.consumer]
         self._unregister(m)
-
-    def _refresh_owners(self) -> None:
-        self._core.set_owner_slots(self._selector.owner_slots, np.array(self._slot_keys, dtype=np.int32))
 
     # -- entries, acks, delivery --------------------------------------------------------------
 

@@ -130,16 +130,10 @@ class EntryBucketSelector(_dispatch.SelectorBase):
         self._buckets.check_dispatchable("the segment's boundary list")
         self._n = int(self._buckets.count)
         self._table = self._buckets.lookup_table()  # built once per boundary list, kept by it
-        self._set_spread((), self._spread(0))
+        self._set_spread(())  # the spread of no consumer: every bucket unowned
         self.routed_entries = 0
         self.straddling_entries = 0
         self.malformed_entries = 0
-
-    def _spread(self, k: int) -> np.ndarray:
-        owner = np.empty(self._n, dtype=np.int32)
-        _dispatch.spread(owner, k)
-        owner.flags.writeable = False
-        return owner
 
     @property
     def buckets(self) -> Buckets:
@@ -159,9 +153,8 @@ class EntryBucketSelector(_dispatch.SelectorBase):
     def _change(self, consumers: tuple[Consumer, ...], index: int, joined: bool) -> tuple[BucketMove, ...]:
         """Take the membership ``consumers``: the old one with the consumer at ``index`` of the
         new one added (``joined``) or at ``index`` of the old one removed."""
-        old_consumers, old_owner = self._consumers, self._owner
-        new_owner = self._spread(len(consumers))
-        self._set_spread(consumers, new_owner)
+        old_consumers = self._consumers
+        self._set_spread(consumers)
         # codes into the larger of the two memberships (the other one lacks one consumer)
         if joined:
             everyone = consumers
@@ -173,7 +166,8 @@ class EntryBucketSelector(_dispatch.SelectorBase):
             old_code = np.arange(len(old_consumers), dtype=np.int32)
             new_code = np.arange(len(consumers), dtype=np.int32)
             new_code[index:] += 1
-        return _dispatch.owner_moves(BucketMove, everyone, old_owner, old_code, new_owner, new_code)
+        # computed from the two spreads' slot boundaries: the cost grows with the consumers, not the buckets
+        return _dispatch.spread_moves(BucketMove, everyone, self._n, old_code, new_code)
 
     def add_consumer(self, name: str, consumer_id: int, *, declared: Any = None) -> tuple[BucketMove, ...]:
         """Add a sharer.
