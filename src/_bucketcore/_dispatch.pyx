@@ -680,12 +680,20 @@ cdef class DispatchCore:
         that became ready with a queue are added to the scratch list after its first m; returns
         its new length."""
         cdef Py_ssize_t b
+        cdef int32_t *owner = &self.owner[0]
+        cdef const int32_t *holder = &self.holder[0]
+        cdef uint8_t *ready = &self.ready[0]
+        cdef const int64_t *q_head = &self.q_head[0]
+        cdef int32_t h
+        cdef uint8_t r
         for b in range(start, stop):
-            if self.owner[b] == key:
+            if owner[b] == key:
                 continue
-            self.owner[b] = key
-            self._update_ready(b)
-            if self.ready[b] and self.q_head[b] >= 0:
+            owner[b] = key
+            h = holder[b]
+            r = key >= 0 and (h < 0 or h == key)  # as _update_ready
+            ready[b] = r
+            if r and q_head[b] >= 0:
                 self.todo[m] = <int32_t>b
                 m += 1
         return m
@@ -1072,31 +1080,41 @@ cdef class DispatcherBase:
         m.next_of_name = None
         self._by_key[m.key] = None
 
-    def _apply_moves(self, tuple moves not None) -> None:
-        """Give the buckets of each move (``buckets`` range, ``new_owner`` an active member or
-        None) to their new owner; the queues that became ready flow, merged in offset order.
-        Costs in proportion to the buckets that moved."""
+    def _apply_spread(self, const int32_t[::1] old_keys not None, const int32_t[::1] new_keys not None) -> None:
+        """Move from the spread of the members ``old_keys`` (consumer keys in spread order) to that
+        of ``new_keys`` (every one an active member): only the buckets whose owner changes are
+        touched, and the queues that became ready flow, merged in offset order. Walks the two
+        spreads' slot boundaries: the cost grows with the consumers and the buckets that move."""
         cdef DispatchCore core = self._core
-        cdef Py_ssize_t m = 0, start, stop
-        cdef int32_t key
+        cdef Py_ssize_t n = core.n_buckets, ko = old_keys.shape[0], kw = new_keys.shape[0]
+        cdef Py_ssize_t b = 0, jo = 0, jw = 0, end_o, end_w, end, m = 0, i
+        cdef int32_t o, w
         cdef Member member
-        for move in moves:
-            span = move.buckets
-            start = span.start
-            stop = span.stop
-            if span.step != 1 or not 0 <= start <= stop <= core.n_buckets:
-                raise ValueError(f"a move's buckets {span!r} are not a run of the {core.n_buckets} buckets")
-            owner = move.new_owner
-            if owner is None:
-                key = -1
+        for i in range(kw):
+            member = self._by_key[new_keys[i]] if 0 <= new_keys[i] < len(self._by_key) else None
+            if member is None or member.leaving:
+                raise ValueError(f"slot {i} of the new spread: consumer key {new_keys[i]} is not an active member")
+        while b < n:
+            if ko:
+                while slot_end(jo, n, ko) <= b:
+                    jo += 1
+                end_o = slot_end(jo, n, ko)
+                o = old_keys[jo]
             else:
-                member = self._find_member(owner[0], owner[1])
-                if member is None:
-                    member = self._member(owner[0], owner[1])
-                if member.leaving:
-                    raise ValueError(f"buckets {span!r} move to {owner!r}, which left")
-                key = member.key
-            m = core._set_owner_run(start, stop, key, m)
+                end_o = n
+                o = -1
+            if kw:
+                while slot_end(jw, n, kw) <= b:
+                    jw += 1
+                end_w = slot_end(jw, n, kw)
+                w = new_keys[jw]
+            else:
+                end_w = n
+                w = -1
+            end = min(end_o, end_w)
+            if o != w:
+                m = core._set_owner_run(b, end, w, m)
+            b = end
         core._release_buckets(core.todo, m)
 
     cdef Member _find_member(self, object name, object consumer_id):

@@ -9,6 +9,7 @@ live here.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,6 +184,8 @@ class Dispatcher(_dispatch.DispatcherBase):
         super().__init__(_dispatch.DispatchCore(self._selector._table, self._n))
         self._members: dict[Consumer, _dispatch.Member] = {}
         self._next_key = 0
+        # the consumer key of each active member, in the selector's (sorted) order
+        self._slot_keys = np.empty(0, dtype=np.int32)
 
     # -- views --------------------------------------------------------------------------------
 
@@ -363,7 +366,9 @@ class Dispatcher(_dispatch.DispatcherBase):
         self._core.add_key(m.key)
         self._members[consumer] = m
         self._register(m)
-        self._apply_moves(moves)
+        old_keys = self._slot_keys
+        self._slot_keys = np.insert(old_keys, bisect.bisect_left(self._selector.consumers, consumer), m.key)
+        self._apply_spread(old_keys, self._slot_keys)
         return moves
 
     def remove_consumer(self, name: str, consumer_id: int, *, crash: bool = False) -> tuple[BucketMove, ...]:
@@ -406,8 +411,11 @@ class Dispatcher(_dispatch.DispatcherBase):
                 )
             moves: tuple[BucketMove, ...] = ()
         else:
+            index = bisect.bisect_left(self._selector.consumers, m.consumer)
             moves = self._selector.remove_consumer(name, consumer_id)
-            self._apply_moves(moves)
+            old_keys = self._slot_keys
+            self._slot_keys = np.delete(old_keys, index)
+            self._apply_spread(old_keys, self._slot_keys)
         if crash:
             self._core.requeue(m.key)
             self._forget(m)
