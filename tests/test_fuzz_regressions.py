@@ -1,0 +1,142 @@
+"""Findings of the fuzz harnesses (fuzz/), each minimised to the smallest input that shows it.
+
+A finding whose fix is outside the fuzzing work is marked ``xfail(strict=True)`` with what is
+wrong: the test states the behaviour bucketcore must have, fails loudly (XPASS) once the fix
+lands, and then loses its marker; the harness that found it stops tolerating it at the same time
+(each harness names its tolerated findings).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import pytest
+
+import bucketcore as bc
+import bucketcore.stream as st
+from bucketcore import wire
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        if not value:
+            out.append(byte)
+            return bytes(out)
+        out.append(byte | 0x80)
+
+
+def _entry_with_stamp_fields(fields: bytes) -> bytes:
+    """One checksummed entry of one keyless message b"p", its MessageMetadata ending in ``fields``."""
+    # producer_name "p", sequence_id 0, publish_time 1, uncompressed_size 9, num_messages 1
+    metadata = bytes.fromhex("0a017010001801400048095801") + fields
+    payload = bytes.fromhex("000000041801400070")  # SingleMessageMetadata(payload_size 1) + b"p"
+    body = len(metadata).to_bytes(4, "big") + metadata + payload
+    return b"\x0e\x01" + wire.checksum(body).to_bytes(4, "big") + body
+
+
+def _stamp(lo: int | None, hi: int | None) -> bytes:
+    out = b""
+    if lo is not None:
+        out += b"\x88\x02" + _varint(lo)  # field 33 (entry_hash_min), varint
+    if hi is not None:
+        out += b"\x90\x02" + _varint(hi)  # field 34 (entry_hash_max), varint
+    return out
+
+
+def test_the_minimal_stamped_entry_decodes_on_both_paths() -> None:
+    """The frame the wire regressions below damage is itself well formed."""
+    data = _entry_with_stamp_fields(_stamp(5, 7))
+    decoded = wire.decode_entry(data)
+    assert (decoded.hash_min, decoded.hash_max) == (5, 7)
+    assert [m.payload for m in decoded.messages] == [b"p"]
+    assert wire.read_stamp(wire.metadata_of(data)) == (5, 7)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="finding (fuzz_wire): decode_entry returns stamps the stamp fast path refuses as malformed",
+)
+@pytest.mark.parametrize("lo,hi", [(1, 0), (0, 0x10000), (0x10000, 0x10001), (7, None), (None, 7)])
+def test_decode_entry_refuses_the_stamps_read_stamp_refuses(lo: int | None, hi: int | None) -> None:
+    data = _entry_with_stamp_fields(_stamp(lo, hi))
+    with pytest.raises(wire.WireFormatError):
+        wire.read_stamp(wire.metadata_of(data))
+    try:
+        decoded = wire.decode_entry(data)
+    except wire.WireFormatError:
+        return
+    raise AssertionError(f"decode_entry accepted the stamp ({decoded.hash_min}, {decoded.hash_max})")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="finding (fuzz_routing): an empty list for stamped is refused as 'values of dtype float64'",
+)
+def test_an_empty_stamped_list_routes_nothing() -> None:
+    sel = bc.EntryBucketSelector(bc.Buckets([0x8000]))
+    assert bc.route_entries(sel, [], key_hash=[], stamped=[]).tolist() == []
+    assert bc.sticky_hashes([], key_hash=[], stamped=[]).tolist() == []
+
+
+@pytest.fixture
+def store_path(tmp_path):
+    """A closed store holding stream "x": one append of two entries (one stamped)."""
+    path = str(tmp_path / "s")
+    store = st.StreamStore.open(path)
+    store.create_stream("x")
+    session = store.open_session("x", "w1")
+    store.append("x", [st.EntryPayload(b"A" * 40, 2, b"m", 1, 2), st.EntryPayload(b"B" * 7, 1)], session=session)
+    store.close()
+    return path
+
+
+def _read_all(path: str) -> None:
+    store = st.StreamStore.open(path)
+    try:
+        store.read("x", 0, 10)
+        store.read_stamps("x")
+    finally:
+        store.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=(sqlite3.DatabaseError, UnicodeDecodeError),
+    reason="finding (fuzz_stream): a damaged head database raises sqlite3's errors, not a StreamError",
+)
+@pytest.mark.parametrize("damage", ["garbage", "schema-byte"])
+def test_a_damaged_head_database_is_a_stream_error(store_path: str, damage: str) -> None:
+    heads = os.path.join(store_path, "heads.sqlite3")
+    with open(heads, "rb") as f:
+        data = bytearray(f.read())
+    if damage == "garbage":
+        data = bytearray(b"garbage" * 100)
+    else:
+        # a byte of the schema text sqlite keeps in the file: no longer UTF-8
+        at = data.index(b"PRIMARY KEY (stream_id, epoch)")
+        data[at + 1] = 0xE1
+    with open(heads, "wb") as f:
+        f.write(bytes(data))
+    with pytest.raises(st.StreamError):
+        _read_all(store_path)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=(ValueError, IndexError),
+    reason="finding (fuzz_stream): a damaged index row leaks numpy's ValueError / an IndexError, not a StreamError",
+)
+@pytest.mark.parametrize("column,cut", [("stamps", 1), ("locations", 28)])
+def test_a_damaged_index_row_is_a_stream_error(store_path: str, column: str, cut: int) -> None:
+    db = sqlite3.connect(os.path.join(store_path, "heads.sqlite3"))
+    (blob,) = db.execute(f"SELECT {column} FROM appends").fetchone()
+    db.execute(f"UPDATE appends SET {column} = ?", (bytes(blob)[:-cut],))
+    db.commit()
+    db.close()
+    with pytest.raises(st.StreamError):
+        _read_all(store_path)
