@@ -233,8 +233,12 @@ def test_one_input(data: bytes) -> None:
 
     fdp = atheris.FuzzedDataProvider(data)
     case = Case()
-    schema, array = _build(fdp, case)
-    capsules = case.producer.pair(schema, array)
+    chunks = fdp.ConsumeIntInRange(0, 3)
+    if chunks == 0:
+        schema, array = _build(fdp, case)
+        capsules: Any = case.producer.pair(schema, array)
+    else:
+        capsules = _stream(fdp, case, chunks)
     statuses = [s for s, _ in case.rows]
     try:
         kh = bc.hash_keys(capsules)
@@ -255,10 +259,32 @@ def test_one_input(data: bytes) -> None:
                 want = 0 if value is None else mmh3.hash(value, 0, signed=False)
                 if (raw[i], has[i]) != (want, value is not None):
                     raise Divergence(f"row {i}: {raw[i]:#x}/{has[i]}, expected {want:#x} for {value!r}")
-    expect(
-        case.producer.released == Counter(schema=1, array=1),
-        lambda: f"release callbacks ran {dict(case.producer.released)}, expected once each",
-    )
+    released = case.producer.released
+    if chunks == 0:
+        expected = Counter(schema=1, array=1)
+        expect(released == expected, lambda: f"release callbacks ran {dict(released)}, expected once each")
+    else:
+        # the stream once; each chunk it pulled once (a refused chunk stops the pulling)
+        expect(released["stream"] == 1, f"the stream was released {released['stream']} times")
+        expect(released["array"] <= chunks, f"{released['array']} array releases for {chunks} chunks")
+
+
+def _stream(fdp: Any, case: Case, chunks: int) -> object:
+    """An arrow_array_stream capsule of ``chunks`` string/binary arrays of one format; the rows of
+    all of them, in order, in ``case``."""
+    fmt = fdp.PickValueInList(["u", "z", "U", "Z", "vu", "vz"])
+    arrays = []
+    for _ in range(chunks):
+        part = Case()
+        part.producer = case.producer  # one producer: its release counts cover the whole stream
+        if fmt in OFFSET_FORMATS:
+            _, array = _offsets_case(fdp, part, fmt)
+        else:
+            _, array = _views_case(fdp, part, fmt)
+        case.rows += part.rows
+        case.must_fail |= part.must_fail
+        arrays.append(array)
+    return case.producer.stream(lambda: case.producer.schema(fmt), arrays)
 
 
 if __name__ == "__main__":
