@@ -140,3 +140,15 @@ def test_a_damaged_index_row_is_a_stream_error(store_path: str, column: str, cut
     db.close()
     with pytest.raises(st.StreamError):
         _read_all(store_path)
+
+
+def test_a_short_key_at_its_allocations_end_among_mixed_lengths_hashes_like_mmh3() -> None:
+    """Finding (fuzz_hashing, AddressSanitizer): a group of 16 keys of mixed lengths loaded 16 bytes
+    at a short key's tail, past the end of its allocation (a 1-byte bytearray here). The answer was
+    right; the read was not. Under the sanitizer build (tools/sanitize.sh, tools/fuzz.sh) this
+    test is the proof that no such read is left."""
+    mmh3 = pytest.importorskip("mmh3", reason="mmh3 is the reference hash")
+    keys: list[bytes | bytearray | str] = [bytearray(b"\xa3"), *[""] * 15]
+    want = [mmh3.hash(bytes(k) if not isinstance(k, str) else k.encode(), 0, signed=False) for k in keys]
+    assert bc.murmur3_32(keys).tolist() == want
+    assert bc.murmur3_32(keys, errors="replace").tolist() == want
