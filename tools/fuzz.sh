@@ -85,7 +85,7 @@ run_env() {
     if ls "$build"/src/_bucketcore/_hashing*.so >/dev/null 2>&1; then
         atheris_dir="$("$python" -c 'import atheris; print(atheris.path())')"
         export LD_PRELOAD="$atheris_dir/asan_with_fuzzer.so"
-        export PYTHONPATH="$build/src:$repo${PYTHONPATH:+:$PYTHONPATH}"
+        export PYTHONPATH="$build/src${PYTHONPATH:+:$PYTHONPATH}"
         # CPython and numpy keep allocations until exit by design: leak checking would report
         # them, not bucketcore. Python's allocator sizes requests itself, so a failed huge malloc
         # is an error return there, not a crash.
@@ -96,7 +96,7 @@ run_env() {
         export PYTHONMALLOC=malloc
         echo "instrumented: $build/src (ASan + UBSan + libFuzzer coverage)" >&2
     else
-        export PYTHONPATH="$repo/src:$repo${PYTHONPATH:+:$PYTHONPATH}"
+        export PYTHONPATH="$repo/src${PYTHONPATH:+:$PYTHONPATH}"
         echo "not instrumented: no build in $build (run tools/fuzz.sh build); Python coverage only" >&2
     fi
 }
