@@ -96,7 +96,10 @@ run_env() {
         export PYTHONMALLOC=malloc
         echo "instrumented: $build/src (ASan + UBSan + libFuzzer coverage)" >&2
     else
-        export PYTHONPATH="$repo/src${PYTHONPATH:+:$PYTHONPATH}"
+        # the source tree's in-place build if there is one, else the installed bucketcore
+        if ls "$repo"/src/_bucketcore/_hashing*.so >/dev/null 2>&1; then
+            export PYTHONPATH="$repo/src${PYTHONPATH:+:$PYTHONPATH}"
+        fi
         echo "not instrumented: no build in $build (run tools/fuzz.sh build); Python coverage only" >&2
     fi
 }
