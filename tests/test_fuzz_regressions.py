@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 
+import numpy as np
 import pytest
 
 import bucketcore as bc
@@ -152,3 +153,33 @@ def test_a_short_key_at_its_allocations_end_among_mixed_lengths_hashes_like_mmh3
     want = [mmh3.hash(bytes(k) if not isinstance(k, str) else k.encode(), 0, signed=False) for k in keys]
     assert bc.murmur3_32(keys).tolist() == want
     assert bc.murmur3_32(keys, errors="replace").tolist() == want
+
+
+# UndefinedBehaviorSanitizer findings: a zero offset added to a NULL pointer (undefined in C, even
+# though nothing is read). Each input below is what made the sanitizer build stop; in an ordinary
+# build the tests check the answers, under tools/sanitize.sh they are the proof the code is clean.
+
+
+def test_keyless_keys_among_mixed_lengths_hash_to_zero() -> None:
+    """Finding (fuzz_hashing, UBSan): a keyless key (no data pointer) in a 16-key lane group."""
+    mmh3 = pytest.importorskip("mmh3", reason="mmh3 is the reference hash")
+    kh = bc.hash_keys([None] * 15 + [b"abc"])
+    assert kh.raw.tolist() == [0] * 15 + [mmh3.hash(b"abc", 0, signed=False)]
+    assert kh.has_key.tolist() == [False] * 15 + [True]
+
+
+def test_arrow_strings_of_only_empty_values_may_have_no_values_buffer() -> None:
+    """Finding (fuzz_arrow, UBSan): an Arrow string array whose values are all empty, handed over
+    with a NULL values buffer (allowed: nothing is read from it)."""
+    producer_module = pytest.importorskip("test_arrow_capsule", reason="the suite's Arrow C-data producer")
+    p = producer_module.Producer()
+    offsets = np.zeros(4, dtype=np.int32)
+    kh = bc.hash_keys(p.pair(p.schema("u"), p.array(3, [None, offsets, None])))
+    assert kh.raw.tolist() == [0, 0, 0]
+    assert kh.has_key.tolist() == [True, True, True]
+
+
+def test_read_stamps_of_an_empty_entry_in_an_empty_buffer_is_a_wire_format_error() -> None:
+    """Finding (fuzz_wire, UBSan): read_stamps over an empty buffer (no data pointer)."""
+    with pytest.raises(wire.WireFormatError, match="entry 0"):
+        wire.read_stamps((memoryview(np.zeros(0, dtype=np.uint8)), np.array([0, 0])))
