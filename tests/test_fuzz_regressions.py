@@ -82,6 +82,8 @@ def test_an_empty_stamped_list_routes_nothing() -> None:
     sel = bc.EntryBucketSelector(bc.Buckets([0x8000]))
     assert bc.route_entries(sel, [], key_hash=[], stamped=[]).tolist() == []
     assert bc.sticky_hashes([], key_hash=[], stamped=[]).tolist() == []
+    dispatcher = bc.Dispatcher(bc.Buckets([0x8000]))
+    assert dispatcher.offer([], hash_min=[], stamped=[], key_hash=[]) == 0
 
 
 @pytest.fixture
