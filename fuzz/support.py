@@ -33,6 +33,7 @@ except ImportError:  # the harnesses need it to run; importing this module must 
     atheris = None
 
 _INDEX = re.compile(r"\bindex (\d+)\b")
+_INDEX_TUPLE = re.compile(r"\bindex \((\d+(?:, \d+)*)\)")
 
 
 class Divergence(AssertionError):
@@ -53,10 +54,22 @@ def expect(condition: object, message: str | Callable[[], str]) -> None:
         raise Divergence(message() if callable(message) else message)
 
 
-def named_index(error: BaseException) -> int | None:
-    """The index an error message names (``... index 3 ...``), or None when it names none."""
+def named_index(error: BaseException, shape: tuple[int, ...] | None = None) -> int | None:
+    """The index an error message names (``... index 3 ...``; for an array of ``shape``, also
+    ``... index (1, 2) ...``, returned flat, in C order), or None when it names none."""
     found = _INDEX.search(str(error))
-    return None if found is None else int(found.group(1))
+    if found is not None:
+        return int(found.group(1))
+    found = _INDEX_TUPLE.search(str(error))
+    if found is None or shape is None:
+        return None
+    position = tuple(int(i) for i in found.group(1).split(", "))
+    if len(position) != len(shape) or not all(0 <= i < n for i, n in zip(position, shape)):
+        return None
+    flat = 0
+    for i, n in zip(position, shape):
+        flat = flat * n + i
+    return flat
 
 
 @contextlib.contextmanager
