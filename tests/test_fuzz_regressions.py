@@ -1,9 +1,9 @@
 """Findings of the fuzz harnesses (fuzz/), each minimised to the smallest input that shows it.
 
-A finding whose fix is outside the fuzzing work is marked ``xfail(strict=True)`` with what is
-wrong: the test states the behaviour bucketcore must have, fails loudly (XPASS) once the fix
-lands, and then loses its marker; the harness that found it stops tolerating it at the same time
-(each harness names its tolerated findings).
+A finding whose fix is still pending is marked ``xfail(strict=True)`` with what is wrong: the
+test states the behaviour bucketcore must have, fails loudly (XPASS) once the fix lands, and then
+loses its marker; the harness that found it stops tolerating it at the same time (each harness
+names the findings it tolerates).
 """
 
 from __future__ import annotations
@@ -56,13 +56,9 @@ def test_the_minimal_stamped_entry_decodes_on_both_paths() -> None:
     assert wire.read_stamp(wire.metadata_of(data)) == (5, 7)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="finding (fuzz_wire): decode_entry returns stamps the stamp fast path refuses as malformed",
-)
 @pytest.mark.parametrize("lo,hi", [(1, 0), (0, 0x10000), (0x10000, 0x10001), (7, None), (None, 7)])
 def test_decode_entry_refuses_the_stamps_read_stamp_refuses(lo: int | None, hi: int | None) -> None:
+    """Finding (fuzz_wire), fixed: decode_entry returned stamps the fast path refuses."""
     data = _entry_with_stamp_fields(_stamp(lo, hi))
     with pytest.raises(wire.WireFormatError):
         wire.read_stamp(wire.metadata_of(data))
@@ -107,13 +103,9 @@ def _read_all(path: str) -> None:
         store.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(sqlite3.DatabaseError, UnicodeDecodeError),
-    reason="finding (fuzz_stream): a damaged head database raises sqlite3's errors, not a StreamError",
-)
 @pytest.mark.parametrize("damage", ["garbage", "schema-byte"])
 def test_a_damaged_head_database_is_a_stream_error(store_path: str, damage: str) -> None:
+    """Finding (fuzz_stream), fixed: sqlite3's errors (even a UnicodeDecodeError) escaped."""
     heads = os.path.join(store_path, "heads.sqlite3")
     with open(heads, "rb") as f:
         data = bytearray(f.read())
@@ -125,23 +117,19 @@ def test_a_damaged_head_database_is_a_stream_error(store_path: str, damage: str)
         data[at + 1] = 0xE1
     with open(heads, "wb") as f:
         f.write(bytes(data))
-    with pytest.raises(st.StreamError):
+    with pytest.raises(st.CorruptionError):
         _read_all(store_path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(ValueError, IndexError),
-    reason="finding (fuzz_stream): a damaged index row leaks numpy's ValueError / an IndexError, not a StreamError",
-)
 @pytest.mark.parametrize("column,cut", [("stamps", 1), ("locations", 28)])
 def test_a_damaged_index_row_is_a_stream_error(store_path: str, column: str, cut: int) -> None:
+    """Finding (fuzz_stream), fixed: numpy's ValueError or an IndexError escaped."""
     db = sqlite3.connect(os.path.join(store_path, "heads.sqlite3"))
     (blob,) = db.execute(f"SELECT {column} FROM appends").fetchone()
     db.execute(f"UPDATE appends SET {column} = ?", (bytes(blob)[:-cut],))
     db.commit()
     db.close()
-    with pytest.raises(st.StreamError):
+    with pytest.raises(st.CorruptionError):
         _read_all(store_path)
 
 
