@@ -121,9 +121,6 @@ def test_one_input(data: bytes) -> None:
     lo, _ = _column(fdp, lo_v)
     hi = _column(fdp, hi_v)[0] if with_max else None
     kh = None if key_v is None else _column(fdp, key_v)[0]
-    if stamped_v is not None and not n:
-        # an empty list for stamped is refused (tests/test_fuzz_regressions.py): pass it typed
-        stamped_v = np.zeros(0, dtype=bool)  # type: ignore[assignment]
     before = (sel.routed_entries, sel.straddling_entries, sel.malformed_entries)
     try:
         got = bc.route_entries(sel, lo, key_hash=kh, stamped=stamped_v, hash_max=hi, malformed=malformed)
