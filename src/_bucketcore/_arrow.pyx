@@ -28,6 +28,9 @@ from _bucketcore._hashing import hash_column
 
 cnp.import_array()
 
+# Where the keys of an Arrow array without a values buffer (all values empty) point.
+cdef uint8_t NO_VALUES[1]
+
 cdef extern from "errno.h":
     enum:
         ENOMEM
@@ -244,8 +247,11 @@ cdef int fill_values(ColumnView *v, bc_arrow_schema *s, bc_arrow_array *a, str w
         if last < 0:
             raise ValueError(f"Arrow {what} has a negative last offset {last} (at index {a.length})")
         v.values = <const uint8_t *>a.buffers[2]
-        if v.values == NULL and last > 0:
-            raise ValueError(f"Arrow {what} has offsets up to {last} but no values buffer")
+        if v.values == NULL:
+            if last > 0:
+                raise ValueError(f"Arrow {what} has offsets up to {last} but no values buffer")
+            # every value is empty: keys point at a real (empty) place, no arithmetic on NULL
+            v.values = NO_VALUES
         v.nvalues = last
         return 0
     if fmt in (b"vu", b"vz"):

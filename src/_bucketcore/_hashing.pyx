@@ -506,7 +506,8 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
     v.fixed_base = NULL
     if v.mode == COL_LIST or v.mode == COL_TUPLE or v.mode == COL_OBJECTS:
         rc = bc_describe_objects_read(v.items + pos if v.mode != COL_OBJECTS else NULL,
-                                      v.base + pos * v.stride, v.stride, <size_t>m, keys, NULL,
+                                      v.base + pos * v.stride if v.base != NULL else NULL, v.stride,
+                                      <size_t>m, keys, NULL,
                                       &count, &at, &plain, 0)
         if rc != BC_OK:
             err_index[0] = pos + <Py_ssize_t>at

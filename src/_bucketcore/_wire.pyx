@@ -554,7 +554,9 @@ def read_stamps(const uint8_t[::1] buf, const int64_t[::1] offsets, uint16_t[::1
                 break
             start = <size_t>offsets[i]
             end = <size_t>offsets[i + 1]
-            st = bc_wire_locate(base + start, end - start, &crc_at, &meta, &meta_len, &payload, &at)
+            # (an empty buffer may have no address: no arithmetic on NULL)
+            st = bc_wire_locate(base + start if base != NULL else base, end - start, &crc_at, &meta, &meta_len,
+                                &payload, &at)
             if st == 0:
                 lo = 0
                 hi = 0

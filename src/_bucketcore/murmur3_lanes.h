@@ -158,11 +158,13 @@ static BC_AVX2 inline void bc_v_load8x4(const bc_key *k, const uint32_t *len32, 
     static const uint8_t zeros[16] = {0};
     const uint8_t *src[8];
     for (int l = 0; l < 8; l++) {
-        const uint8_t *p = (const uint8_t *)k[l].data + 4 * (size_t)b;
         uint32_t left = len32[l] > 4 * b ? len32[l] - 4 * b : 0;
-        if (left == 0)
-            src[l] = zeros;
-        else if (left >= 16 || (BC_READ_PAST_KEYS && ((uintptr_t)p & 4095) <= 4080))
+        if (left == 0) {
+            src[l] = zeros; /* also a keyless key's: no arithmetic on its NULL data */
+            continue;
+        }
+        const uint8_t *p = (const uint8_t *)k[l].data + 4 * (size_t)b;
+        if (left >= 16 || (BC_READ_PAST_KEYS && ((uintptr_t)p & 4095) <= 4080))
             src[l] = p;
         else {
             memcpy(tmp[l], p, left);
