@@ -415,7 +415,8 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
                                 f"{type(props).__name__}"
                             )
                         n_props += len(<dict>props)
-                _grow(<void **>&kvs, &kvs_cap, n_props, sizeof(bc_wire_kv))
+                # at least one slot: empty property dicts still index kvs (no arithmetic on NULL)
+                _grow(<void **>&kvs, &kvs_cap, max(n_props, 1), sizeof(bc_wire_kv))
                 n_props = 0
             top = 0
             pref = 8 if count > 8 else count
