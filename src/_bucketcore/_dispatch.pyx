@@ -241,6 +241,49 @@ cdef inline Py_ssize_t slot_end(Py_ssize_t j, Py_ssize_t n, Py_ssize_t k) noexce
     return ((j + 1) * n) // k
 
 
+cdef struct SpreadWalk:
+    # two spreads of n buckets, over ko and kw slots (a slot's owner: old[j] / new[j])
+    Py_ssize_t n, ko, kw, b, jo, jw
+    const int32_t *old
+    const int32_t *new
+
+
+cdef inline void walk_begin(SpreadWalk *s, Py_ssize_t n, const int32_t[::1] old, const int32_t[::1] new) noexcept:
+    s.n = n
+    s.ko = old.shape[0]
+    s.kw = new.shape[0]
+    s.old = &old[0] if s.ko else NULL
+    s.new = &new[0] if s.kw else NULL
+    s.b = 0
+    s.jo = 0
+    s.jw = 0
+
+
+cdef inline bint walk_next(SpreadWalk *s, Py_ssize_t *start, Py_ssize_t *end, int32_t *o, int32_t *w) noexcept:
+    """The next stretch [start, end) of buckets with one slot in each spread, and those slots'
+    owners (-1: a spread of no consumers); False after the last. Steps over slot boundaries, so
+    a whole walk costs in proportion to the slots, never to n."""
+    cdef Py_ssize_t end_o = s.n, end_w = s.n
+    if s.b >= s.n:
+        return False
+    o[0] = -1
+    w[0] = -1
+    if s.ko:
+        while slot_end(s.jo, s.n, s.ko) <= s.b:
+            s.jo += 1
+        end_o = slot_end(s.jo, s.n, s.ko)
+        o[0] = s.old[s.jo]
+    if s.kw:
+        while slot_end(s.jw, s.n, s.kw) <= s.b:
+            s.jw += 1
+        end_w = slot_end(s.jw, s.n, s.kw)
+        w[0] = s.new[s.jw]
+    start[0] = s.b
+    end[0] = min(end_o, end_w)
+    s.b = end[0]
+    return True
+
+
 def spread_moves(type move_class, tuple everyone not None, Py_ssize_t n, const int32_t[::1] old_code not None,
                  const int32_t[::1] new_code not None):
     """The buckets whose owner changed between the spread of ``len(old_code)`` consumers and that
@@ -253,8 +296,9 @@ def spread_moves(type move_class, tuple everyone not None, Py_ssize_t n, const i
     with the consumers and the moves, never with ``n``.
     """
     cdef Py_ssize_t ko = old_code.shape[0], kw = new_code.shape[0], n_all = len(everyone)
-    cdef Py_ssize_t b = 0, jo = 0, jw = 0, end_o, end_w, start = -1, i
+    cdef Py_ssize_t b, end, start = -1, i
     cdef int32_t o, w, run_o = -1, run_w = -1
+    cdef SpreadWalk walk
     cdef list out = []
     if n < 0:
         raise ValueError(f"n must be >= 0, not {n}")
@@ -264,24 +308,8 @@ def spread_moves(type move_class, tuple everyone not None, Py_ssize_t n, const i
     for i in range(kw):
         if not 0 <= new_code[i] < n_all:
             raise ValueError(f"new slot {i}: code {new_code[i]} outside the {n_all} consumers")
-    while b < n:
-        # the slot holding bucket b in each spread, and where that slot's range ends
-        if ko:
-            while slot_end(jo, n, ko) <= b:
-                jo += 1
-            end_o = slot_end(jo, n, ko)
-            o = old_code[jo]
-        else:
-            end_o = n
-            o = -1
-        if kw:
-            while slot_end(jw, n, kw) <= b:
-                jw += 1
-            end_w = slot_end(jw, n, kw)
-            w = new_code[jw]
-        else:
-            end_w = n
-            w = -1
+    walk_begin(&walk, n, old_code, new_code)
+    while walk_next(&walk, &b, &end, &o, &w):
         if start >= 0 and (o != run_o or w != run_w):
             out.append(new_move(move_class, start, b, None if run_o < 0 else everyone[run_o],
                                 None if run_w < 0 else everyone[run_w]))
@@ -290,7 +318,6 @@ def spread_moves(type move_class, tuple everyone not None, Py_ssize_t n, const i
             start = b
             run_o = o
             run_w = w
-        b = min(end_o, end_w)
     if start >= 0:
         out.append(new_move(move_class, start, n, None if run_o < 0 else everyone[run_o],
                             None if run_w < 0 else everyone[run_w]))
@@ -1086,35 +1113,18 @@ cdef class DispatcherBase:
         touched, and the queues that became ready flow, merged in offset order. Walks the two
         spreads' slot boundaries: the cost grows with the consumers and the buckets that move."""
         cdef DispatchCore core = self._core
-        cdef Py_ssize_t n = core.n_buckets, ko = old_keys.shape[0], kw = new_keys.shape[0]
-        cdef Py_ssize_t b = 0, jo = 0, jw = 0, end_o, end_w, end, m = 0, i
+        cdef Py_ssize_t kw = new_keys.shape[0], b, end, m = 0, i
         cdef int32_t o, w
+        cdef SpreadWalk walk
         cdef Member member
         for i in range(kw):
             member = self._by_key[new_keys[i]] if 0 <= new_keys[i] < len(self._by_key) else None
             if member is None or member.leaving:
                 raise ValueError(f"slot {i} of the new spread: consumer key {new_keys[i]} is not an active member")
-        while b < n:
-            if ko:
-                while slot_end(jo, n, ko) <= b:
-                    jo += 1
-                end_o = slot_end(jo, n, ko)
-                o = old_keys[jo]
-            else:
-                end_o = n
-                o = -1
-            if kw:
-                while slot_end(jw, n, kw) <= b:
-                    jw += 1
-                end_w = slot_end(jw, n, kw)
-                w = new_keys[jw]
-            else:
-                end_w = n
-                w = -1
-            end = min(end_o, end_w)
+        walk_begin(&walk, core.n_buckets, old_keys, new_keys)
+        while walk_next(&walk, &b, &end, &o, &w):
             if o != w:
                 m = core._set_owner_run(b, end, w, m)
-            b = end
         core._release_buckets(core.todo, m)
 
     cdef Member _find_member(self, object name, object consumer_id):
