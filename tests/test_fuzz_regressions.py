@@ -170,3 +170,15 @@ def test_read_stamps_of_an_empty_entry_in_an_empty_buffer_is_a_wire_format_error
     """Finding (fuzz_wire, UBSan): read_stamps over an empty buffer (no data pointer)."""
     with pytest.raises(wire.WireFormatError, match="entry 0"):
         wire.read_stamps((memoryview(np.zeros(0, dtype=np.uint8)), np.array([0, 0])))
+
+
+def test_a_property_field_of_the_wrong_wire_type_is_reported_at_its_value() -> None:
+    """A KeyValue whose key is a varint: the error names the byte where that varint lies (the
+    offset was read from an unset field before, so it was garbage)."""
+    # MessageMetadata.properties (field 4, length 2) holding field 1 as the varint 5
+    data = _entry_with_stamp_fields(b"\x22\x02\x08\x05")
+    value_at = data.index(b"\x22\x02\x08\x05") + 3
+    with pytest.raises(wire.WireFormatError, match="MessageMetadata properties") as caught:
+        wire.decode_entry(data)
+    assert caught.value.offset == value_at
+    assert f"at byte {value_at}" in str(caught.value)

@@ -317,8 +317,9 @@ static inline uint32_t bc_get_be32(const uint8_t *p)
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
 }
 
-/* One field of a protobuf message: number, wire type, and either its varint / fixed value or the
- * [start, start + len) span of its bytes. */
+/* One field of a protobuf message: number, wire type, its varint / fixed value (for those wire
+ * types), and always the [start, start + len) span of its value's bytes, so that an error about
+ * any field can name where its value lies. */
 typedef struct {
     uint32_t field;
     uint32_t wire_type;
@@ -348,6 +349,8 @@ static inline int bc_pb_next(const uint8_t *buf, size_t end, size_t *pos, bc_pb_
         st = bc_get_varint(buf, end, &p, &f->value);
         if (st)
             return st;
+        f->start = *pos;
+        f->len = p - *pos;
         break;
     case BC_PB_I64:
     case BC_PB_I32: {
