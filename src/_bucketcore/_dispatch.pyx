@@ -17,7 +17,8 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
-from cpython.object cimport PyObject, PyTypeObject
+from cpython.number cimport PyNumber_Index as operator_index
+from cpython.object cimport Py_EQ, Py_NE, PyObject, PyObject_RichCompare, PyTypeObject
 from libc.string cimport memcpy, memset
 
 from _bucketcore._status cimport *
@@ -226,15 +227,318 @@ cdef str _BUCKETS = "buckets"
 cdef str _OLD_OWNER = "old_owner"
 cdef str _NEW_OWNER = "new_owner"
 
+# The class of the items a BucketMoves builds (bucketcore.selector.BucketMove, a frozen dataclass
+# with the slots buckets, old_owner, new_owner), given once by set_move_type when that module loads.
+cdef type move_type = None
 
-cdef object new_move(type move_class, Py_ssize_t start, Py_ssize_t end, object old, object new):
+
+def set_move_type(type cls not None) -> None:
+    """Name the class BucketMoves builds its items of: a class whose instances have the slots
+    ``buckets``, ``old_owner`` and ``new_owner`` and no ``__dict__`` (``BucketMove``)."""
+    global move_type
+    cdef object slots = cls.__dict__.get("__slots__")
+    if (slots is None or set(slots) != {_BUCKETS, _OLD_OWNER, _NEW_OWNER} or cls.__base__ is not object
+            or cls.__dictoffset__ != 0):
+        raise TypeError(f"{cls.__name__} must derive from object and have exactly the slots buckets, "
+                        "old_owner, new_owner")
+    move_type = cls
+
+
+cdef object new_move(Py_ssize_t start, Py_ssize_t end, object old, object new):
     """A BucketMove(range(start, end), old, new) built without running the dataclass ``__init__``."""
-    cdef object move = <object>PyType_GenericAlloc(<PyTypeObject *>move_class, 0)
+    cdef object move
+    if move_type is None:
+        raise RuntimeError("BucketMoves: no item class yet (bucketcore.selector sets it on import)")
+    move = <object>PyType_GenericAlloc(<PyTypeObject *>move_type, 0)
     Py_DECREF(move)      # the cast took a second reference to the new object
     PyObject_GenericSetAttr(move, _BUCKETS, range(start, end))
     PyObject_GenericSetAttr(move, _OLD_OWNER, old)
     PyObject_GenericSetAttr(move, _NEW_OWNER, new)
     return move
+
+
+cdef struct MoveRow:
+    int32_t start, stop     # the buckets [start, stop)
+    int32_t old, new        # their owners before / after: indexes into the owners tuple, -1 for none
+
+
+cdef inline bint same_owner(object a, object b) except -1:
+    return a is b or a == b
+
+
+cdef int32_t owner_code(list owners, object owner) except -2:
+    """-1 for no owner, else the index of ``owner`` appended to ``owners``."""
+    if owner is None:
+        return -1
+    owners.append(owner)
+    return <int32_t>(len(owners) - 1)
+
+
+@cython.final
+cdef class BucketMoves:
+    """The buckets that changed owner in one membership change: an immutable sequence of
+    :class:`BucketMove`, sorted by first bucket.
+
+    It behaves as the tuple of those moves: ``len()``, indexing (negative too), slices (a
+    ``BucketMoves``), iteration, ``in``, ``index``, ``count``, ``==`` / ``<`` against a tuple of
+    BucketMove or another ``BucketMoves``, ``hash``, ``+`` / ``*`` (giving tuples), its ``repr`` and
+    pickling. The rows are held in C; each ``BucketMove`` is built when read, so a membership
+    change costs in proportion to the runs of moved buckets, not to Python objects. Bulk users read
+    the columns :attr:`starts`, :attr:`stops`, :attr:`old_owners` and :attr:`new_owners` instead.
+
+    Parameters
+    ----------
+    moves : iterable of BucketMove, optional
+        The moves, each over a non-empty ``range`` of buckets with step 1 within 0..65536.
+
+    Raises
+    ------
+    TypeError
+        ``moves`` is not iterable, or an item is not a BucketMove or its ``buckets`` is not a range
+        (naming the item's index).
+    ValueError
+        An item's range is empty, has a step other than 1 or lies outside 0..65536 (naming the index).
+    """
+
+    cdef MoveRow *rows
+    cdef Py_ssize_t n
+    cdef tuple owners       # the owner objects the rows index
+    cdef bint built         # rows and owners are set: nothing changes them any more
+
+    def __init__(self, moves=()):
+        cdef list items, owners = []
+        cdef Py_ssize_t i
+        cdef object m, bk
+        if self.built:
+            raise TypeError("a BucketMoves cannot change once built")
+        try:
+            items = list(moves)
+        except TypeError:
+            raise TypeError(f"moves must be an iterable of BucketMove, not {type(moves).__name__}") from None
+        self._alloc(len(items))
+        for i, m in enumerate(items):
+            if move_type is None or type(m) is not move_type:
+                raise TypeError(f"move {i} is a {type(m).__name__}, not a BucketMove")
+            bk = m.buckets
+            if type(bk) is not range:
+                raise TypeError(f"move {i}: buckets is a {type(bk).__name__}, not a range")
+            if bk.step != 1 or not 0 <= bk.start < bk.stop <= 65536:
+                raise ValueError(f"move {i}: buckets {bk!r} is not a non-empty range of step 1 within 0..65536")
+            self.rows[i].start = bk.start
+            self.rows[i].stop = bk.stop
+            self.rows[i].old = owner_code(owners, m.old_owner)
+            self.rows[i].new = owner_code(owners, m.new_owner)
+        self.n = len(items)
+        self.owners = tuple(owners)
+        self.built = True
+
+    cdef int _alloc(self, Py_ssize_t cap) except -1:
+        self.rows = <MoveRow *>PyMem_Malloc(max(cap, 1) * sizeof(MoveRow))
+        if self.rows == NULL:
+            raise MemoryError("BucketMoves: no memory for the rows")
+        return 0
+
+    def __dealloc__(self):
+        PyMem_Free(self.rows)
+
+    cdef inline object _owner(self, int32_t code):
+        return None if code < 0 else self.owners[code]
+
+    cdef object _item(self, Py_ssize_t i):
+        cdef MoveRow *r = &self.rows[i]
+        return new_move(r.start, r.stop, self._owner(r.old), self._owner(r.new))
+
+    cdef tuple _as_tuple(self):
+        cdef Py_ssize_t i
+        return tuple([self._item(i) for i in range(self.n)])
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        cdef Py_ssize_t i, start, stop, step, length
+        cdef BucketMoves out
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.n)
+            length = len(range(start, stop, step))
+            out = new_moves(length, self.owners)
+            for i in range(length):
+                out.rows[i] = self.rows[start + i * step]
+            out.n = length
+            return out
+        try:
+            i = operator_index(index)
+        except TypeError:
+            raise TypeError(f"BucketMoves indices must be integers or slices, not {type(index).__name__}") from None
+        except OverflowError:
+            raise IndexError("BucketMoves index out of range") from None
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError("BucketMoves index out of range")
+        return self._item(i)
+
+    def __iter__(self):
+        cdef Py_ssize_t i
+        for i in range(self.n):
+            yield self._item(i)
+
+    def __reversed__(self):
+        cdef Py_ssize_t i
+        for i in range(self.n - 1, -1, -1):
+            yield self._item(i)
+
+    def __contains__(self, value):
+        cdef Py_ssize_t i
+        for i in range(self.n):
+            if same_owner(self._item(i), value):
+                return True
+        return False
+
+    def index(self, value, start=0, stop=None):
+        """The index of the first move equal to ``value`` in ``[start, stop)``, as ``tuple.index``.
+
+        Parameters
+        ----------
+        value : BucketMove
+        start, stop : int, optional
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        ValueError
+            No move equals ``value``.
+        """
+        cdef Py_ssize_t i, lo, hi
+        lo, hi, _ = slice(start, stop).indices(self.n)
+        for i in range(lo, hi):
+            if same_owner(self._item(i), value):
+                return i
+        raise ValueError("BucketMoves.index(x): x not in BucketMoves")
+
+    def count(self, value):
+        """How many moves equal ``value``, as ``tuple.count``.
+
+        Parameters
+        ----------
+        value : BucketMove
+
+        Returns
+        -------
+        int
+        """
+        cdef Py_ssize_t i, c = 0
+        for i in range(self.n):
+            c += same_owner(self._item(i), value)
+        return c
+
+    cdef bint _equal_rows(self, BucketMoves other) except -1:
+        cdef Py_ssize_t i
+        cdef MoveRow *a
+        cdef MoveRow *b
+        if self.n != other.n:
+            return False
+        for i in range(self.n):
+            a = &self.rows[i]
+            b = &other.rows[i]
+            if a.start != b.start or a.stop != b.stop:
+                return False
+            if not same_owner(self._owner(a.old), other._owner(b.old)):
+                return False
+            if not same_owner(self._owner(a.new), other._owner(b.new)):
+                return False
+        return True
+
+    def __richcmp__(self, other, int op):
+        if isinstance(other, BucketMoves):
+            if op == Py_EQ:
+                return self._equal_rows(<BucketMoves>other)
+            if op == Py_NE:
+                return not self._equal_rows(<BucketMoves>other)
+            return PyObject_RichCompare(self._as_tuple(), (<BucketMoves>other)._as_tuple(), op)
+        if isinstance(other, tuple):
+            if op == Py_EQ and len(<tuple>other) != self.n:
+                return False
+            if op == Py_NE and len(<tuple>other) != self.n:
+                return True
+            return PyObject_RichCompare(self._as_tuple(), other, op)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(self._as_tuple())
+
+    def __add__(self, other):
+        if isinstance(other, (tuple, BucketMoves)):
+            return self._as_tuple() + tuple(other)
+        return NotImplemented
+
+    def __radd__(self, other):
+        if isinstance(other, tuple):
+            return other + self._as_tuple()
+        return NotImplemented
+
+    def __mul__(self, count):
+        try:
+            return self._as_tuple() * operator_index(count)
+        except TypeError:
+            return NotImplemented
+
+    def __rmul__(self, count):
+        return self.__mul__(count)
+
+    def __repr__(self):
+        return repr(self._as_tuple())
+
+    def __reduce__(self):
+        return BucketMoves, (self._as_tuple(),)
+
+    cdef object _column(self, Py_ssize_t field):
+        cdef cnp.npy_intp dim = self.n
+        cdef Py_ssize_t i
+        arr = cnp.PyArray_SimpleNew(1, &dim, cnp.NPY_INT32)
+        cdef int32_t *p = <int32_t *>cnp.PyArray_DATA(arr)
+        for i in range(self.n):
+            p[i] = self.rows[i].start if field == 0 else self.rows[i].stop
+        return arr
+
+    @property
+    def starts(self):
+        """Each move's first bucket (``np.int32``, a new array on every read)."""
+        return self._column(0)
+
+    @property
+    def stops(self):
+        """Each move's end: one past its last bucket (``np.int32``, a new array on every read)."""
+        return self._column(1)
+
+    @property
+    def old_owners(self):
+        """Each move's owner before the change: ``(name, consumer_id)`` or None (a tuple)."""
+        cdef Py_ssize_t i
+        return tuple([self._owner(self.rows[i].old) for i in range(self.n)])
+
+    @property
+    def new_owners(self):
+        """Each move's owner after the change: ``(name, consumer_id)`` or None (a tuple)."""
+        cdef Py_ssize_t i
+        return tuple([self._owner(self.rows[i].new) for i in range(self.n)])
+
+
+cdef BucketMoves new_moves(Py_ssize_t cap, tuple owners):
+    """An empty BucketMoves with room for ``cap`` rows indexing ``owners`` (the caller fills the
+    rows and sets ``n``; nothing else may change it afterwards)."""
+    cdef BucketMoves out = BucketMoves.__new__(BucketMoves)
+    out._alloc(cap)
+    out.owners = owners
+    out.built = True
+    return out
+
+
+# The result of every membership change that moves nothing.
+NO_MOVES = new_moves(0, ())
 
 
 cdef inline Py_ssize_t slot_end(Py_ssize_t j, Py_ssize_t n, Py_ssize_t k) noexcept:
@@ -284,44 +588,48 @@ cdef inline bint walk_next(SpreadWalk *s, Py_ssize_t *start, Py_ssize_t *end, in
     return True
 
 
-def spread_moves(type move_class, tuple everyone not None, Py_ssize_t n, const int32_t[::1] old_code not None,
+def spread_moves(tuple everyone not None, Py_ssize_t n, const int32_t[::1] old_code not None,
                  const int32_t[::1] new_code not None):
     """The buckets whose owner changed between the spread of ``len(old_code)`` consumers and that
-    of ``len(new_code)`` consumers over ``n`` buckets, as ``move_class`` objects (slotted
-    ``buckets``, ``old_owner``, ``new_owner``), one per run of buckets with the same change, by
-    first bucket.
+    of ``len(new_code)`` consumers over ``n`` buckets, as a :class:`BucketMoves`: one move per run
+    of buckets with the same change, by first bucket.
 
     ``old_code`` / ``new_code`` map a spread's slot to an index into ``everyone`` (the consumers
-    of both spreads). Walks the two spreads' slot boundaries, not the buckets: the cost grows
-    with the consumers and the moves, never with ``n``.
+    of both spreads). Walks the two spreads' slot boundaries, not the buckets, and builds no
+    Python object per move: the cost grows with the consumers, never with ``n``.
     """
     cdef Py_ssize_t ko = old_code.shape[0], kw = new_code.shape[0], n_all = len(everyone)
-    cdef Py_ssize_t b, end, start = -1, i
+    cdef Py_ssize_t b, end, start = -1, i, m = 0
     cdef int32_t o, w, run_o = -1, run_w = -1
     cdef SpreadWalk walk
-    cdef list out = []
-    if n < 0:
-        raise ValueError(f"n must be >= 0, not {n}")
+    cdef BucketMoves out
+    cdef MoveRow *rows
+    if not 0 <= n <= 65536:
+        raise ValueError(f"n must be 0..65536, not {n}")
     for i in range(ko):
         if not 0 <= old_code[i] < n_all:
             raise ValueError(f"old slot {i}: code {old_code[i]} outside the {n_all} consumers")
     for i in range(kw):
         if not 0 <= new_code[i] < n_all:
             raise ValueError(f"new slot {i}: code {new_code[i]} outside the {n_all} consumers")
+    # every stretch of the walk ends at a slot boundary of one spread: at most ko + kw + 1 runs
+    out = new_moves(ko + kw + 1, everyone)
+    rows = out.rows
     walk_begin(&walk, n, old_code, new_code)
     while walk_next(&walk, &b, &end, &o, &w):
         if start >= 0 and (o != run_o or w != run_w):
-            out.append(new_move(move_class, start, b, None if run_o < 0 else everyone[run_o],
-                                None if run_w < 0 else everyone[run_w]))
+            rows[m] = MoveRow(<int32_t>start, <int32_t>b, run_o, run_w)
+            m += 1
             start = -1
         if start < 0 and o != w:
             start = b
             run_o = o
             run_w = w
     if start >= 0:
-        out.append(new_move(move_class, start, n, None if run_o < 0 else everyone[run_o],
-                            None if run_w < 0 else everyone[run_w]))
-    return tuple(out)
+        rows[m] = MoveRow(<int32_t>start, <int32_t>n, run_o, run_w)
+        m += 1
+    out.n = m
+    return out if m else NO_MOVES
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,7 +651,10 @@ cdef class Deliveries:
     The rows are held in one buffer; each column becomes an array over it on its first access
     (then the same array every time), so a caller that sends only ids builds one array. ``len()`` is the
     number of entries. Built by :meth:`Dispatcher.poll`; ``Deliveries(entry_ids, hashes,
-    redelivered)`` builds one from three columns of the same length.
+    redelivered)`` builds one from three columns of the same length. A Deliveries never changes once
+    built. Every poll that delivers nothing returns one shared empty Deliveries
+    (``NO_DELIVERIES``); an empty Deliveries gives a new empty array on every read of a column, so
+    nothing a caller does to one can reach another caller.
 
     Parameters
     ----------
@@ -357,8 +668,11 @@ cdef class Deliveries:
     cdef char *buf
     cdef Py_ssize_t n
     cdef object ids_arr, hashes_arr, red_arr
+    cdef bint built         # the rows are set: nothing changes them any more
 
     def __init__(self, entry_ids, hashes, redelivered):
+        if self.built:
+            raise TypeError("a Deliveries cannot change once built")
         ids = np.ascontiguousarray(entry_ids, dtype=np.int64)
         hs = np.ascontiguousarray(hashes, dtype=np.uint16)
         red = np.ascontiguousarray(redelivered, dtype=np.bool_)
@@ -380,10 +694,12 @@ cdef class Deliveries:
             memcpy(self.buf + n * (sizeof(int64_t) + sizeof(uint16_t)), red, n)
         self.n = n
         self.ids_arr = self.hashes_arr = self.red_arr = None
+        self.built = True
         return 0
 
     cdef object _column(self, Py_ssize_t offset, int typenum):
-        """A column over the rows (the array keeps them alive), or a fresh empty one."""
+        """A column over the rows (the array keeps them alive), or a fresh empty one (never kept:
+        an empty Deliveries may be the shared one)."""
         cdef cnp.npy_intp n = self.n
         if n == 0:
             return cnp.PyArray_SimpleNew(1, &n, typenum)
@@ -395,6 +711,8 @@ cdef class Deliveries:
     @property
     def entry_ids(self):
         """Entry ids, in delivery order (``np.int64``)."""
+        if self.n == 0:
+            return self._column(0, cnp.NPY_INT64)
         if self.ids_arr is None:
             self.ids_arr = self._column(0, cnp.NPY_INT64)
         return self.ids_arr
@@ -402,6 +720,8 @@ cdef class Deliveries:
     @property
     def hashes(self):
         """The entries' sticky hashes (``np.uint16``, 0 nudged to 1)."""
+        if self.n == 0:
+            return self._column(self.n * sizeof(int64_t), cnp.NPY_UINT16)
         if self.hashes_arr is None:
             self.hashes_arr = self._column(self.n * sizeof(int64_t), cnp.NPY_UINT16)
         return self.hashes_arr
@@ -409,6 +729,8 @@ cdef class Deliveries:
     @property
     def redelivered(self):
         """Per entry, whether it is a redelivery after its previous holder crashed (``np.bool_``)."""
+        if self.n == 0:
+            return self._column(self.n * (sizeof(int64_t) + sizeof(uint16_t)), cnp.NPY_BOOL)
         if self.red_arr is None:
             self.red_arr = self._column(self.n * (sizeof(int64_t) + sizeof(uint16_t)), cnp.NPY_BOOL)
         return self.red_arr
@@ -422,6 +744,34 @@ cdef class Deliveries:
 
     def __reduce__(self):
         return Deliveries, (self.entry_ids, self.hashes, self.redelivered)
+
+
+cdef Deliveries new_empty_deliveries():
+    cdef Deliveries out = Deliveries.__new__(Deliveries)
+    out._fill(0, NULL, NULL, NULL)
+    return out
+
+
+# What every poll of a consumer with nothing to send returns.
+NO_DELIVERIES = new_empty_deliveries()
+cdef Deliveries no_deliveries = NO_DELIVERIES
+
+
+class NoDeliveries(dict):
+    """The result of a poll of every consumer when none has anything to send: one shared empty
+    dict that refuses every change (so no such poll allocates one). Copy it (``dict(result)``) to
+    get a dict of your own."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("this empty poll result is shared by every poll that delivered nothing; it cannot change")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse
+
+
+NOTHING_POLLED = NoDeliveries()
+cdef object nothing_polled = NOTHING_POLLED
 
 
 # One consumer key's outbox: delivered rows not yet polled, in delivery order.
@@ -568,11 +918,13 @@ cdef class DispatchCore:
 
     cdef object _take_box(self, int32_t k, bint as_deliveries):
         """Key k's outbox rows as (entry ids, hashes, redelivered) columns, or a Deliveries of
-        them; the outbox empties."""
+        them (the shared empty one when there are none); the outbox empties."""
         cdef Outbox *box = &self.boxes[k]
         cdef cnp.npy_intp n = box.len
         cdef Deliveries out
         if as_deliveries:
+            if n == 0:
+                return no_deliveries
             out = Deliveries.__new__(Deliveries)
             out._fill(n, box.ids, box.hashes, box.redelivered)
             box.len = 0
@@ -1270,7 +1622,8 @@ cdef class DispatcherBase:
         """Empty the outboxes.
 
         Costs in proportion to what is delivered (and to the consumers given entries since the
-        last poll), never to the number of consumers or buckets.
+        last poll), never to the number of consumers or buckets; a poll that delivers nothing
+        allocates nothing.
 
         Parameters
         ----------
@@ -1281,8 +1634,10 @@ cdef class DispatcherBase:
         Returns
         -------
         Deliveries or dict
-            One consumer's :class:`Deliveries` (maybe empty), or ``{consumer: Deliveries}`` of
-            every consumer with something to send, sorted by consumer.
+            One consumer's :class:`Deliveries`, or ``{consumer: Deliveries}`` of every consumer
+            with something to send, sorted by consumer. Nothing to send gives shared, unchangeable
+            results: the empty ``NO_DELIVERIES`` and the empty dict ``NOTHING_POLLED`` (copy it,
+            ``dict(result)``, to get one of your own).
 
         Raises
         ------
@@ -1325,7 +1680,7 @@ cdef class DispatcherBase:
         if rows is not None:
             rows.sort()  # by consumer: the consumers differ, so their Deliveries are never compared
             return dict(rows)
-        return {} if first is None else {first: first_rows}
+        return nothing_polled if first is None else {first: first_rows}
 
 
 cdef class SelectorBase:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from .dispatcher import BucketStats, ConsumerStats, Deliveries, Dispatcher
 from .entry_routing import MALFORMED, NO_CONSUMER, fits_one_bucket, route_entries, sticky_hashes
 from .errors import MalformedStampError
-from .selector import BucketMove, Consumer, EntryBucketSelector
+from .selector import BucketMove, BucketMoves, Consumer, EntryBucketSelector
 
 __all__ = [
     "Consumer",
@@ -25,6 +25,7 @@ __all__ = [
     "MALFORMED",
     "MalformedStampError",
     "BucketMove",
+    "BucketMoves",
     "EntryBucketSelector",
     "route_entries",
     "fits_one_bucket",

@@ -26,7 +26,7 @@ from .entry_routing import (
     _unstamped_without_key_hash,
 )
 from .hashing import KeyHashes
-from .selector import BucketMove, BucketsLike, Consumer, EntryBucketSelector, _check_consumer
+from .selector import BucketMoves, BucketsLike, Consumer, EntryBucketSelector, _check_consumer
 from .status import Status, check_status
 from .validation import (
     INT64_MAX,
@@ -327,7 +327,7 @@ class Dispatcher(_dispatch.DispatcherBase):
 
     # -- membership ---------------------------------------------------------------------------
 
-    def add_consumer(self, name: str, consumer_id: int, *, declared: Any = None) -> tuple[BucketMove, ...]:
+    def add_consumer(self, name: str, consumer_id: int, *, declared: Any = None) -> BucketMoves:
         """A sharer joins. Buckets it takes over stay paused until their previous holder has acked (or crashed).
 
         Parameters
@@ -340,8 +340,8 @@ class Dispatcher(_dispatch.DispatcherBase):
 
         Returns
         -------
-        tuple of BucketMove
-            The buckets that moved.
+        BucketMoves
+            The buckets that moved, by first bucket (a sequence of BucketMove).
 
         Raises
         ------
@@ -371,7 +371,7 @@ class Dispatcher(_dispatch.DispatcherBase):
         self._apply_spread(old_keys, self._slot_keys)
         return moves
 
-    def remove_consumer(self, name: str, consumer_id: int, *, crash: bool = False) -> tuple[BucketMove, ...]:
+    def remove_consumer(self, name: str, consumer_id: int, *, crash: bool = False) -> BucketMoves:
         """A sharer leaves.
 
         Clean leave: it keeps its unacked entries (and may ack them); the buckets it held stay paused
@@ -388,8 +388,9 @@ class Dispatcher(_dispatch.DispatcherBase):
 
         Returns
         -------
-        tuple of BucketMove
-            The buckets that moved (none for a second, crash removal of a leaving consumer).
+        BucketMoves
+            The buckets that moved, by first bucket (a sequence of BucketMove; empty for a second,
+            crash removal of a leaving consumer).
 
         Raises
         ------
@@ -409,7 +410,7 @@ class Dispatcher(_dispatch.DispatcherBase):
                     f"consumer {m.consumer!r} already left; pass crash=True to redeliver its "
                     f"{self._pending_of(m)} unacked entries"
                 )
-            moves: tuple[BucketMove, ...] = ()
+            moves: BucketMoves = _dispatch.NO_MOVES
         else:
             index = bisect.bisect_left(self._selector.consumers, m.consumer)
             moves = self._selector.remove_consumer(name, consumer_id)

@@ -22,7 +22,7 @@ from .buckets import Buckets
 from .errors import StaleLayoutError
 from .validation import UINT64_MAX, check_hash, is_int
 
-__all__ = ["Consumer", "BucketsLike", "BucketMove", "EntryBucketSelector"]
+__all__ = ["Consumer", "BucketsLike", "BucketMove", "BucketMoves", "EntryBucketSelector"]
 
 Consumer = tuple[str, int]
 BucketsLike = Buckets | Sequence[int]
@@ -34,13 +34,19 @@ class BucketMove:
 
     ``buckets`` is a contiguous ``range`` of bucket indexes; ``old_owner`` / ``new_owner`` are
     ``(name, consumer_id)`` or ``None`` (no consumer before / after: the first join, the last
-    leave). A membership change returns a tuple of these sorted by first bucket; buckets whose
-    owner did not change do not appear.
+    leave). A membership change returns these, sorted by first bucket, as a :class:`BucketMoves`;
+    buckets whose owner did not change do not appear.
     """
 
     buckets: range
     old_owner: Consumer | None
     new_owner: Consumer | None
+
+
+# The moves of one membership change: a compiled immutable sequence of BucketMove that behaves as
+# their tuple and builds each BucketMove when it is read.
+BucketMoves = _dispatch.BucketMoves
+_dispatch.set_move_type(BucketMove)
 
 
 def _as_buckets(buckets: Any, name: str = "buckets") -> Buckets:
@@ -150,7 +156,7 @@ class EntryBucketSelector(_dispatch.SelectorBase):
         """Read-only ``np.int32`` array: per bucket, the owner's index in :attr:`consumers`, or -1."""
         return self._owner
 
-    def _change(self, consumers: tuple[Consumer, ...], index: int, joined: bool) -> tuple[BucketMove, ...]:
+    def _change(self, consumers: tuple[Consumer, ...], index: int, joined: bool) -> BucketMoves:
         """Take the membership ``consumers``: the old one with the consumer at ``index`` of the
         new one added (``joined``) or at ``index`` of the old one removed."""
         old_consumers = self._consumers
@@ -167,9 +173,9 @@ class EntryBucketSelector(_dispatch.SelectorBase):
             new_code = np.arange(len(consumers), dtype=np.int32)
             new_code[index:] += 1
         # computed from the two spreads' slot boundaries: the cost grows with the consumers, not the buckets
-        return _dispatch.spread_moves(BucketMove, everyone, self._n, old_code, new_code)
+        return _dispatch.spread_moves(everyone, self._n, old_code, new_code)
 
-    def add_consumer(self, name: str, consumer_id: int, *, declared: Any = None) -> tuple[BucketMove, ...]:
+    def add_consumer(self, name: str, consumer_id: int, *, declared: Any = None) -> BucketMoves:
         """Add a sharer.
 
         Parameters
@@ -183,8 +189,8 @@ class EntryBucketSelector(_dispatch.SelectorBase):
 
         Returns
         -------
-        tuple of BucketMove
-            The buckets that changed owner, by first bucket.
+        BucketMoves
+            The buckets that changed owner, by first bucket (a sequence of BucketMove).
 
         Raises
         ------
@@ -204,7 +210,7 @@ class EntryBucketSelector(_dispatch.SelectorBase):
             self.validate(declared)
         return self._change(members[:i] + (consumer,) + members[i:], i, True)
 
-    def remove_consumer(self, name: str, consumer_id: int) -> tuple[BucketMove, ...]:
+    def remove_consumer(self, name: str, consumer_id: int) -> BucketMoves:
         """Remove a sharer.
 
         Parameters
@@ -214,8 +220,8 @@ class EntryBucketSelector(_dispatch.SelectorBase):
 
         Returns
         -------
-        tuple of BucketMove
-            The buckets that changed owner.
+        BucketMoves
+            The buckets that changed owner, by first bucket (a sequence of BucketMove).
 
         Raises
         ------
