@@ -14,9 +14,15 @@ segment) without calling back into Python; any other case goes to the subclass's
 
 Message ids are ints or tuples of ints (validated before they are stored), so the array's
 references cannot form cycles and need no garbage-collector traversal.
+
+Free-threaded interpreters: every method of a ``SegmentTrack`` runs in a critical section on the
+track, and the tracks take only exact ints and tuples of exact ints, so comparing ids runs no
+Python code and cannot suspend that section while an array slot is read. ``ConsumerCore`` takes
+strong references to its dict and to a track before using them, and calls back into Python
+(``_finish_drain``, the checked paths) outside any track's section.
 """
 
-from cpython.dict cimport PyDict_GetItem
+cimport cython
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.object cimport Py_EQ, Py_LT, PyObject, PyObject_RichCompareBool, PyTypeObject
@@ -72,6 +78,15 @@ cdef inline Py_ssize_t id_shape(object message_id):
     return -1
 
 
+cdef int check_exact_id(object message_id, str what) except -1:
+    """Refuse anything but an exact int or a non-empty tuple of exact ints: comparing those runs
+    no Python code (the checked paths of bucketcore.consumer normalise every accepted id so)."""
+    if id_shape(message_id) < 0:
+        raise TypeError(f"{what} must be an int or a non-empty tuple of ints (exactly), not "
+                        f"{type(message_id).__name__} {message_id!r}")
+    return 0
+
+
 cdef class SegmentTrack:
     """One open per-segment consumer: the ``assigned`` segment, its ``subscribe``, its drain
     reason (None while it delivers) and its delivered-but-unacked ids.
@@ -113,16 +128,19 @@ cdef class SegmentTrack:
         PyMem_Free(self.alive)
 
     @property
+    @cython.critical_section
     def id_shape(self) -> int | None:
         """0 for int ids, k for tuples of k ints; None before the first delivery."""
         return None if self.shape < 0 else self.shape
 
     @id_shape.setter
+    @cython.critical_section
     def id_shape(self, value: int) -> None:
         if type(value) is not int or value < 0:
             raise ValueError(f"id_shape must be an int >= 0, not {value!r}")
         self.shape = value
 
+    @cython.critical_section
     def __len__(self) -> int:
         return self.count
 
@@ -241,6 +259,7 @@ cdef class SegmentTrack:
         return 1
 
     # -- Python-facing ---------------------------------------------------------------------
+    @cython.critical_section
     def add(self, message_id: object) -> bool:
         """Track a delivered id (already validated and of this track's shape).
 
@@ -252,9 +271,16 @@ cdef class SegmentTrack:
         -------
         bool
             False if it was tracked already (a redelivery), True otherwise.
+
+        Raises
+        ------
+        TypeError
+            ``message_id`` is not an exact int or a non-empty tuple of exact ints.
         """
+        check_exact_id(message_id, "message_id")
         return self.add_id(message_id) == 1
 
+    @cython.critical_section
     def remove(self, message_id: object) -> bool:
         """Untrack an acked id.
 
@@ -266,9 +292,16 @@ cdef class SegmentTrack:
         -------
         bool
             False if it was not tracked.
+
+        Raises
+        ------
+        TypeError
+            As :meth:`add`.
         """
+        check_exact_id(message_id, "message_id")
         return self.remove_id(message_id) == 1
 
+    @cython.critical_section
     def take_upto(self, position: object) -> list:
         """Untrack and return (ascending) the tracked ids at or before ``position``.
 
@@ -279,10 +312,16 @@ cdef class SegmentTrack:
         Returns
         -------
         list
+
+        Raises
+        ------
+        TypeError
+            As :meth:`add`.
         """
-        cdef Py_ssize_t end = self.bisect(position, True)
-        cdef Py_ssize_t i
+        cdef Py_ssize_t end, i
         cdef list taken = []
+        check_exact_id(position, "position")
+        end = self.bisect(position, True)
         for i in range(self.head, end):
             if self.alive[i]:
                 taken.append(<object>self.order[i])
@@ -291,6 +330,7 @@ cdef class SegmentTrack:
         self.tidy()
         return taken
 
+    @cython.critical_section
     def ascending(self) -> list:
         """The tracked ids, ascending.
 
@@ -340,15 +380,17 @@ cdef class ConsumerCore:
             differs from the subscription's.
         """
         cdef Py_ssize_t shape = id_shape(message_id)
-        cdef PyObject *found
-        cdef SegmentTrack sub
+        cdef SegmentTrack sub = None
+        cdef int added = -1
         if shape >= 0 and type(segment_id) is int:
-            found = PyDict_GetItem(self._open, segment_id)
-            if found != NULL:
-                sub = <SegmentTrack>found
-                if sub.drain_reason is None and (sub.shape == shape or sub.shape < 0):
-                    sub.shape = shape
-                    return sub.add_id(message_id) == 1
+            sub = self._track(segment_id)
+            if sub is not None:
+                with cython.critical_section(sub):
+                    if sub.drain_reason is None and (sub.shape == shape or sub.shape < 0):
+                        sub.shape = shape
+                        added = sub.add_id(message_id)
+                if added >= 0:
+                    return added == 1
         return self._delivered_checked(segment_id, message_id)
 
     def acked(self, object segment_id, object message_id) -> list:
@@ -372,20 +414,30 @@ cdef class ConsumerCore:
             The message is not delivered-and-unacked on an open segment.
         """
         cdef Py_ssize_t shape = id_shape(message_id)
-        cdef PyObject *found
-        cdef SegmentTrack sub
+        cdef SegmentTrack sub = None
         cdef object ack
         cdef list result
+        cdef bint removed = False, drained = False
         if shape >= 0 and type(segment_id) is int:
-            found = PyDict_GetItem(self._open, segment_id)
-            if found != NULL:
-                sub = <SegmentTrack>found
-                if sub.shape == shape and sub.remove_id(message_id):
+            sub = self._track(segment_id)
+            if sub is not None:
+                with cython.critical_section(sub):
+                    if sub.shape == shape and sub.remove_id(message_id):
+                        removed = True
+                        drained = sub.drain_reason is not None and sub.count == 0
+                if removed:
                     ack = new_individual_ack(segment_id, message_id)
-                    if sub.drain_reason is not None and sub.count == 0:
+                    if drained:
                         return [ack, *self._finish_drain(segment_id)]
                     result = PyList_New(1)
                     Py_INCREF(ack)
                     PyList_SET_ITEM(result, 0, ack)
                     return result
         return self._acked_checked(segment_id, message_id)
+
+    cdef SegmentTrack _track(self, object segment_id):
+        """The open track of an int segment id (a strong reference), else None."""
+        cdef dict opened
+        with cython.critical_section(self):
+            opened = self._open
+        return opened.get(segment_id)

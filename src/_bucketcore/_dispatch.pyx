@@ -6,6 +6,14 @@ Inputs arrive validated and converted by :mod:`bucketcore.dispatch` (contiguous 
 build no Python object per entry. Buckets come from a boundary list's 65536-entry lookup table
 (``Buckets.lookup_table()``: one load per entry, where a search mispredicts on random stamps), or
 from the shared ``bc_bucket_of`` search for a few entries (``fits`` without a table).
+
+Free-threaded interpreters: every method that reads or changes an object's state runs in a
+critical section on that object (``DispatchCore``'s on the core, so the Dispatcher's C methods
+take the core's section around their work on it); nothing in such a section calls into Python
+code or into numpy calls that may release the thread state (scratch is sorted with ``qsort``,
+the log is moved with ``memmove``), so a section is never suspended half-way; and calls back
+into Python (``_forget``, the general paths) happen outside every section. ``BucketMoves`` and a
+built ``Deliveries`` never change, and each object refuses a second ``__init__``.
 """
 
 cimport cython
@@ -19,7 +27,8 @@ from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndS
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.number cimport PyNumber_Index as operator_index
 from cpython.object cimport Py_EQ, Py_NE, PyObject, PyObject_RichCompare, PyTypeObject
-from libc.string cimport memcpy, memset
+from libc.stdlib cimport qsort
+from libc.string cimport memcpy, memmove, memset
 
 from _bucketcore._status cimport *
 import numpy as np
@@ -237,6 +246,10 @@ def set_move_type(type cls not None) -> None:
     ``buckets``, ``old_owner`` and ``new_owner`` and no ``__dict__`` (``BucketMove``)."""
     global move_type
     cdef object slots = cls.__dict__.get("__slots__")
+    if move_type is not None:
+        if cls is move_type:
+            return
+        raise RuntimeError(f"BucketMoves builds {move_type.__name__} items already; it cannot switch to {cls.__name__}")
     if (slots is None or set(slots) != {_BUCKETS, _OLD_OWNER, _NEW_OWNER} or cls.__base__ is not object
             or cls.__dictoffset__ != 0):
         raise TypeError(f"{cls.__name__} must derive from object and have exactly the slots buckets, "
@@ -305,6 +318,7 @@ cdef class BucketMoves:
     cdef tuple owners       # the owner objects the rows index
     cdef bint built         # rows and owners are set: nothing changes them any more
 
+    @cython.critical_section
     def __init__(self, moves=()):
         cdef list items, owners = []
         cdef Py_ssize_t i
@@ -333,6 +347,7 @@ cdef class BucketMoves:
         self.built = True
 
     cdef int _alloc(self, Py_ssize_t cap) except -1:
+        PyMem_Free(self.rows)   # a first __init__ that failed half-way
         self.rows = <MoveRow *>PyMem_Malloc(max(cap, 1) * sizeof(MoveRow))
         if self.rows == NULL:
             raise MemoryError("BucketMoves: no memory for the rows")
@@ -670,6 +685,7 @@ cdef class Deliveries:
     cdef object ids_arr, hashes_arr, red_arr
     cdef bint built         # the rows are set: nothing changes them any more
 
+    @cython.critical_section
     def __init__(self, entry_ids, hashes, redelivered):
         if self.built:
             raise TypeError("a Deliveries cannot change once built")
@@ -709,6 +725,7 @@ cdef class Deliveries:
         return arr
 
     @property
+    @cython.critical_section
     def entry_ids(self):
         """Entry ids, in delivery order (``np.int64``)."""
         if self.n == 0:
@@ -718,6 +735,7 @@ cdef class Deliveries:
         return self.ids_arr
 
     @property
+    @cython.critical_section
     def hashes(self):
         """The entries' sticky hashes (``np.uint16``, 0 nudged to 1)."""
         if self.n == 0:
@@ -727,6 +745,7 @@ cdef class Deliveries:
         return self.hashes_arr
 
     @property
+    @cython.critical_section
     def redelivered(self):
         """Per entry, whether it is a redelivery after its previous holder crashed (``np.bool_``)."""
         if self.n == 0:
@@ -792,6 +811,20 @@ cdef enum:
     K_PENDING_MESSAGES = 5
     NKSTATS = 6
 
+cdef list new_log(Py_ssize_t cap):
+    """Empty log columns of cap rows: ids, msgs, qnext, bucket, holder_log, hashes, state,
+    redelivered (allocated, not filled: no numpy call here releases the thread state)."""
+    cdef cnp.npy_intp dim = cap
+    return [cnp.PyArray_SimpleNew(1, &dim, t) for t in (
+        cnp.NPY_INT64, cnp.NPY_INT64, cnp.NPY_INT64, cnp.NPY_INT32, cnp.NPY_INT32, cnp.NPY_UINT16,
+        cnp.NPY_INT8, cnp.NPY_UINT8)]
+
+
+cdef int cmp_int64(const void *a, const void *b) noexcept nogil:
+    cdef int64_t x = (<const int64_t *>a)[0], y = (<const int64_t *>b)[0]
+    return (x > y) - (x < y)
+
+
 # Entry states in the log.
 cdef enum:
     QUEUED = 0
@@ -837,25 +870,29 @@ cdef class DispatchCore:
     def __init__(self, const uint16_t[::1] table not None, Py_ssize_t n_buckets):
         if table.shape[0] != 65536 or <Py_ssize_t>table[65535] + 1 != n_buckets:
             raise ValueError("the bucket table does not match the bucket count")
-        self.n_buckets = n_buckets
-        self.table = table
-        self.owner = np.full(n_buckets, -1, dtype=np.int32)
-        self.holder = np.full(n_buckets, -1, dtype=np.int32)
-        self.ready = np.zeros(n_buckets, dtype=np.uint8)
-        self.b_pending = np.zeros(n_buckets, dtype=np.int64)
-        self.b_queued = np.zeros(n_buckets, dtype=np.int64)
-        self.b_delivered = np.zeros(n_buckets, dtype=np.int64)
-        self.q_head = np.full(n_buckets, -1, dtype=np.int64)
-        self.q_tail = np.full(n_buckets, -1, dtype=np.int64)
-        self._alloc_log(1024)
-        self.base = self.end = 0
-        self.last_id = -1
-        self.kstats = np.zeros((16, NKSTATS), dtype=np.int64)
-        self._grow_boxes(16)
-        PyMem_Free(self.todo)
-        self.todo = <int32_t *>PyMem_Malloc(max(n_buckets, 1) * sizeof(int32_t))
-        if self.todo == NULL:
-            raise MemoryError("dispatcher: no memory for the bucket scratch")
+        # every array is built before the section is taken (numpy may release the thread state
+        # while it fills one), then the fields are set in one stretch
+        columns = [np.full(n_buckets, -1, dtype=np.int32), np.full(n_buckets, -1, dtype=np.int32),
+                   np.zeros(n_buckets, dtype=np.uint8), np.zeros(n_buckets, dtype=np.int64),
+                   np.zeros(n_buckets, dtype=np.int64), np.zeros(n_buckets, dtype=np.int64),
+                   np.full(n_buckets, -1, dtype=np.int64), np.full(n_buckets, -1, dtype=np.int64)]
+        log = new_log(1024)
+        kstats = np.zeros((16, NKSTATS), dtype=np.int64)
+        with cython.critical_section(self):
+            if self.todo != NULL:
+                raise TypeError("a DispatchCore is built once")
+            self.todo = <int32_t *>PyMem_Malloc(max(n_buckets, 1) * sizeof(int32_t))
+            if self.todo == NULL:
+                raise MemoryError("dispatcher: no memory for the bucket scratch")
+            self.n_buckets = n_buckets
+            self.table = table
+            self.owner, self.holder, self.ready, self.b_pending, self.b_queued, self.b_delivered, \
+                self.q_head, self.q_tail = columns
+            self._set_log(log)
+            self.base = self.end = 0
+            self.last_id = -1
+            self.kstats = kstats
+            self._grow_boxes(16)
 
     def __dealloc__(self):
         cdef Py_ssize_t k
@@ -916,6 +953,11 @@ cdef class DispatchCore:
             self.n_listed += 1
         return 0
 
+    cdef int _check_key(self, Py_ssize_t k) except -1:
+        if not 0 <= k < self.n_boxes or k >= self.kstats.shape[0]:
+            raise ValueError(f"consumer key {k} has no outbox (add_key first)")
+        return 0
+
     cdef object _take_box(self, int32_t k, bint as_deliveries):
         """Key k's outbox rows as (entry ids, hashes, redelivered) columns, or a Deliveries of
         them (the shared empty one when there are none); the outbox empties."""
@@ -940,6 +982,7 @@ cdef class DispatchCore:
         return ids, hashes, red
 
     @property
+    @cython.critical_section
     def ob_len(self) -> int:
         """Outbox rows waiting, over every key."""
         cdef Py_ssize_t k, n = 0
@@ -947,20 +990,11 @@ cdef class DispatchCore:
             n += self.boxes[k].len
         return n
 
-    cdef void _alloc_log(self, Py_ssize_t cap) except *:
-        self.ids = np.empty(cap, np.int64)
-        self.msgs = np.empty(cap, np.int64)
-        self.qnext = np.empty(cap, np.int64)
-        self.bucket = np.empty(cap, np.int32)
-        self.holder_log = np.empty(cap, np.int32)
-        self.hashes = np.empty(cap, np.uint16)
-        self.state = np.empty(cap, np.int8)
-        self.redelivered = np.empty(cap, np.uint8)
-
-    cdef list _log_arrays(self):
-        return [np.asarray(self.ids), np.asarray(self.msgs), np.asarray(self.qnext),
-                np.asarray(self.bucket), np.asarray(self.holder_log), np.asarray(self.hashes),
-                np.asarray(self.state), np.asarray(self.redelivered)]
+    cdef int _set_log(self, list log) except -1:
+        """Take new log columns (in new_log's order)."""
+        self.ids, self.msgs, self.qnext, self.bucket, self.holder_log, self.hashes, self.state, \
+            self.redelivered = log
+        return 0
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
@@ -1006,47 +1040,64 @@ cdef class DispatchCore:
         cdef Py_ssize_t i, j = 0, count = 0
         cdef int32_t b
         cdef int64_t pos
+        cdef int64_t *p
         for i in range(m):
             count += self.b_queued[buckets[i]]
         if count == 0:
             return 0
-        positions = np.empty(count, dtype=np.int64)
-        cdef int64_t[::1] p = positions
-        for i in range(m):
-            b = buckets[i]
-            pos = self.q_head[b]
-            while pos >= 0:
-                p[j] = pos
-                j += 1
-                pos = self.qnext[pos]
-            self.q_head[b] = self.q_tail[b] = -1
-            self.b_queued[b] = 0
-        positions.sort()
-        for i in range(count):
-            self._deliver(p[i])
+        p = <int64_t *>PyMem_Malloc(count * sizeof(int64_t))
+        if p == NULL:
+            raise MemoryError("dispatcher: no memory to merge the released queues")
+        try:
+            for i in range(m):
+                b = buckets[i]
+                pos = self.q_head[b]
+                while pos >= 0:
+                    p[j] = pos
+                    j += 1
+                    pos = self.qnext[pos]
+                self.q_head[b] = self.q_tail[b] = -1
+                self.b_queued[b] = 0
+            qsort(p, count, sizeof(int64_t), cmp_int64)
+            for i in range(count):
+                self._deliver(p[i])
+        finally:
+            PyMem_Free(p)
         return 0
 
+    @cython.critical_section
     def release_all(self):
         """Deliver the queues of every ready bucket, merged in log (offset) order."""
+        self._release_ready()
+
+    cdef int _release_ready(self) except -1:
         cdef Py_ssize_t b, m = 0
         for b in range(self.n_buckets):
             if self.ready[b] and self.q_head[b] >= 0:
                 self.todo[m] = <int32_t>b
                 m += 1
         self._release_buckets(self.todo, m)
+        return 0
 
     # -- membership ------------------------------------------------------------------------------
 
+    @cython.critical_section
     def add_key(self, Py_ssize_t key):
         """Make room for the counters of consumer key ``key`` (keys are dense, increasing)."""
-        cdef Py_ssize_t cap = self.kstats.shape[0]
+        cdef Py_ssize_t cap = self.kstats.shape[0], i
+        cdef cnp.npy_intp dims[2]
+        if key < 0:
+            raise ValueError(f"consumer key {key} is negative")
         if key >= cap:
             while key >= cap:
                 cap *= 2
-            grown = np.zeros((cap, NKSTATS), dtype=np.int64)
-            grown[:self.kstats.shape[0]] = np.asarray(self.kstats)
+            dims[0] = cap
+            dims[1] = NKSTATS
+            grown = cnp.PyArray_ZEROS(2, dims, cnp.NPY_INT64, 0)
+            memcpy(cnp.PyArray_DATA(grown), &self.kstats[0, 0], self.kstats.shape[0] * NKSTATS * sizeof(int64_t))
             self.kstats = grown
-        self.kstats[key, :] = 0
+        for i in range(NKSTATS):
+            self.kstats[key, i] = 0
         if key >= self.n_boxes:
             self._grow_boxes(max(key + 1, 2 * self.n_boxes))
         self.boxes[key].len = 0
@@ -1077,10 +1128,12 @@ cdef class DispatchCore:
                 m += 1
         return m
 
+    @cython.critical_section
     def requeue(self, int32_t key):
         """A consumer crashed: its unacked entries go back to the front of their queues, in order,
         flagged redelivered; its undelivered outbox rows are dropped. Returns how many."""
         cdef Py_ssize_t pos, b, count = 0
+        self._check_key(key)
         for pos in range(self.end - 1, self.base - 1, -1):  # descending + prepend = ascending
             if self.state[pos] != PENDING or self.holder_log[pos] != key:
                 continue
@@ -1100,25 +1153,44 @@ cdef class DispatchCore:
         self.kstats[key, K_PENDING] = 0
         self.kstats[key, K_PENDING_MESSAGES] = 0
         self.boxes[key].len = 0
-        self.release_all()
+        self._release_ready()
         return count
 
     # -- the log ---------------------------------------------------------------------------------
 
     cdef int _reserve(self, Py_ssize_t n) except -1:
-        cdef Py_ssize_t cap = self.ids.shape[0], live, b, i
+        """Room for n more entries at the log's end: the acked front is dropped and the live
+        entries moved down (into new columns when they need more room). Called in the core's
+        section: the columns are moved with memmove, never through numpy calls that may release
+        the thread state."""
+        cdef Py_ssize_t cap = self.ids.shape[0], live, b, i, base
+        cdef int64_t[::1] ids, msgs, qnext
+        cdef int32_t[::1] bucket, holder_log
+        cdef uint16_t[::1] hashes
+        cdef int8_t[::1] state
+        cdef uint8_t[::1] red
         if self.end + n <= cap:
             return 0
         while self.base < self.end and self.state[self.base] == ACKED:
             self.base += 1
-        live = self.end - self.base
+        base = self.base
+        live = self.end - base
         while live + n > cap // 2:
             cap *= 2
-        cols = [arr[self.base:self.end].copy() for arr in self._log_arrays()]
-        if cap != self.ids.shape[0]:
-            self._alloc_log(cap)
-        for arr, col in zip(self._log_arrays(), cols):
-            arr[:live] = col
+        # the current columns stay alive (and are the source) until the move is done
+        ids, msgs, qnext, bucket, holder_log = self.ids, self.msgs, self.qnext, self.bucket, self.holder_log
+        hashes, state, red = self.hashes, self.state, self.redelivered
+        if cap != ids.shape[0]:
+            self._set_log(new_log(cap))
+        if live:
+            memmove(&self.ids[0], &ids[base], live * sizeof(int64_t))
+            memmove(&self.msgs[0], &msgs[base], live * sizeof(int64_t))
+            memmove(&self.qnext[0], &qnext[base], live * sizeof(int64_t))
+            memmove(&self.bucket[0], &bucket[base], live * sizeof(int32_t))
+            memmove(&self.holder_log[0], &holder_log[base], live * sizeof(int32_t))
+            memmove(&self.hashes[0], &hashes[base], live * sizeof(uint16_t))
+            memmove(&self.state[0], &state[base], live * sizeof(int8_t))
+            memmove(&self.redelivered[0], &red[base], live * sizeof(uint8_t))
         for i in range(live):
             if self.qnext[i] >= 0:
                 self.qnext[i] -= self.base
@@ -1130,6 +1202,7 @@ cdef class DispatchCore:
         self.end = live
         return 0
 
+    @cython.critical_section
     def offer_routed(self, const int64_t[::1] ids not None, const int32_t[::1] bucket not None,
                      const uint16_t[::1] hashes not None, const int64_t[::1] msgs not None):
         """Append routed entries (ids ascending, after the log's last) and deliver or queue each;
@@ -1137,19 +1210,24 @@ cdef class DispatchCore:
         cdef Py_ssize_t n = ids.shape[0], i, b, now = 0
         if bucket.shape[0] != n or hashes.shape[0] != n or msgs.shape[0] != n:
             raise ValueError("offer columns differ in length")
-        self._reserve(n)
         for i in range(n):
             b = bucket[i]
             if b < 0 or b >= self.n_buckets:
                 raise ValueError(f"bucket {b} out of range")
+            if ids[i] <= (self.last_id if i == 0 else ids[i - 1]):
+                raise ValueError(f"entry id at index {i} is {ids[i]}, not after the last offered id")
+        self._reserve(n)
         for i in range(n):
             now += self._append(ids[i], bucket[i], hashes[i], msgs[i])
         return now
 
+    @cython.critical_section
     def offer_one(self, int64_t entry_id, Py_ssize_t bucket, uint16_t hash, int64_t msgs):
         """One routed entry (see :meth:`offer`); True when it was delivered right away."""
         if bucket < 0 or bucket >= self.n_buckets:
             raise ValueError(f"bucket {bucket} out of range")
+        if entry_id <= self.last_id:
+            raise ValueError(f"entry id {entry_id} is not after the last offered id {self.last_id}")
         self._reserve(1)
         return bool(self._append(entry_id, bucket, hash, msgs))
 
@@ -1249,6 +1327,7 @@ cdef class DispatchCore:
             self._commit_ack(key, p[i])
         return BC_OK
 
+    @cython.critical_section
     def ack_keyed(self, int32_t key, const int64_t[::1] ids not None):
         """Individual acks from consumer ``key``; all or nothing.
 
@@ -1287,6 +1366,7 @@ cdef class DispatchCore:
             return -1
         return n
 
+    @cython.critical_section
     def ack_array(self, int32_t key, object ids):
         """Acks given as an ``np.int64`` column (see ``_ack_array``): the count, or -1."""
         return self._ack_array(key, ids)
@@ -1307,6 +1387,7 @@ cdef class DispatchCore:
         self._commit_ack(key, pos)
         return BC_OK
 
+    @cython.critical_section
     def ack_one(self, int32_t key, int64_t entry_id):
         """One individual ack; returns a status as :meth:`ack_keyed` does (the holder of an entry
         held by another consumer: :meth:`entry_holder`)."""
@@ -1332,14 +1413,19 @@ cdef class DispatchCore:
 
     # -- outboxes and views ----------------------------------------------------------------------
 
+    @cython.critical_section
     def take_outbox_of(self, int32_t key):
         """One consumer's outbox rows (entry ids, hashes, redelivered), removed; the rest stay."""
+        self._check_key(key)
         return self._take_box(key, False)
 
+    @cython.critical_section
     def take_deliveries_of(self, int32_t key):
         """One consumer's outbox as a Deliveries (maybe empty), removed."""
+        self._check_key(key)
         return self._take_box(key, True)
 
+    @cython.critical_section
     def take_deliveries(self):
         """Every non-empty outbox as ``[(key, Deliveries), ...]`` (in the order the keys were first
         given rows), all emptied. Costs in proportion to the keys with rows, not to all keys."""
@@ -1354,19 +1440,41 @@ cdef class DispatchCore:
         self.n_listed = 0
         return out
 
+    @cython.critical_section
     def key_stats(self, Py_ssize_t key):
-        return tuple(np.asarray(self.kstats[key]).tolist())
+        """The counters of consumer key ``key``: delivered entries and messages, redelivered,
+        acked, pending entries and messages."""
+        cdef Py_ssize_t i
+        self._check_key(key)
+        return tuple([self.kstats[key, i] for i in range(NKSTATS)])
 
+    @cython.critical_section
     def bucket_columns(self):
-        """Copies of (owner keys, holder keys, delivered, pending, queued) per bucket."""
-        return (np.asarray(self.owner).copy(), np.asarray(self.holder).copy(),
-                np.asarray(self.b_delivered).copy(), np.asarray(self.b_pending).copy(),
-                np.asarray(self.b_queued).copy())
+        """Copies of (owner keys, holder keys, delivered, pending, queued) per bucket (copied
+        with memcpy: one consistent snapshot)."""
+        cdef cnp.npy_intp n = self.n_buckets
+        out = (cnp.PyArray_SimpleNew(1, &n, cnp.NPY_INT32), cnp.PyArray_SimpleNew(1, &n, cnp.NPY_INT32),
+               cnp.PyArray_SimpleNew(1, &n, cnp.NPY_INT64), cnp.PyArray_SimpleNew(1, &n, cnp.NPY_INT64),
+               cnp.PyArray_SimpleNew(1, &n, cnp.NPY_INT64))
+        if n:
+            memcpy(cnp.PyArray_DATA(out[0]), &self.owner[0], n * sizeof(int32_t))
+            memcpy(cnp.PyArray_DATA(out[1]), &self.holder[0], n * sizeof(int32_t))
+            memcpy(cnp.PyArray_DATA(out[2]), &self.b_delivered[0], n * sizeof(int64_t))
+            memcpy(cnp.PyArray_DATA(out[3]), &self.b_pending[0], n * sizeof(int64_t))
+            memcpy(cnp.PyArray_DATA(out[4]), &self.b_queued[0], n * sizeof(int64_t))
+        return out
 
+    @cython.critical_section
     def totals(self):
         """(pending entries, queued entries)."""
-        return int(np.asarray(self.b_pending).sum()), int(np.asarray(self.b_queued).sum())
+        cdef Py_ssize_t b
+        cdef int64_t pending = 0, queued = 0
+        for b in range(self.n_buckets):
+            pending += self.b_pending[b]
+            queued += self.b_queued[b]
+        return pending, queued
 
+    @cython.critical_section
     def entry_holder(self, int64_t entry_id):
         """Holder key of a delivered, unacked entry (or -1)."""
         cdef Py_ssize_t pos = self._find(entry_id)
@@ -1401,7 +1509,10 @@ cdef class Member:
     cdef public bint leaving
     cdef Member next_of_name   # the next connected member with the same name
 
+    @cython.critical_section
     def __init__(self, int32_t key, tuple consumer not None):
+        if self.consumer is not None:
+            raise TypeError("a Member is built once")
         if len(consumer) != 2 or type(consumer[0]) is not str or type(consumer[1]) is not int:
             raise TypeError(f"consumer must be a (str, int) pair, not {consumer!r}")
         self.key = key
@@ -1428,9 +1539,13 @@ cdef class DispatcherBase:
         self.by_name = {}
         self._by_key = []
 
+    @cython.critical_section
     def __init__(self, DispatchCore core not None):
+        if self._core is not None:
+            raise TypeError("a dispatcher's core is set once")
         self._core = core
 
+    @cython.critical_section
     def _register(self, Member m not None) -> None:
         """Make a newly connected member findable by name and by key."""
         cdef Member head = self.by_name.get(m.name)
@@ -1442,6 +1557,7 @@ cdef class DispatcherBase:
         m.next_of_name = head
         self.by_name[m.name] = m
 
+    @cython.critical_section
     def _unregister(self, Member m not None) -> None:
         """Forget a member (it holds nothing any more)."""
         cdef Member cur = self.by_name.get(m.name), prev = None
@@ -1469,15 +1585,19 @@ cdef class DispatcherBase:
         cdef int32_t o, w
         cdef SpreadWalk walk
         cdef Member member
-        for i in range(kw):
-            member = self._by_key[new_keys[i]] if 0 <= new_keys[i] < len(self._by_key) else None
-            if member is None or member.leaving:
-                raise ValueError(f"slot {i} of the new spread: consumer key {new_keys[i]} is not an active member")
-        walk_begin(&walk, core.n_buckets, old_keys, new_keys)
-        while walk_next(&walk, &b, &end, &o, &w):
-            if o != w:
-                m = core._set_owner_run(b, end, w, m)
-        core._release_buckets(core.todo, m)
+        cdef list by_key
+        with cython.critical_section(self):
+            by_key = self._by_key
+            for i in range(kw):
+                member = by_key[new_keys[i]] if 0 <= new_keys[i] < len(by_key) else None
+                if member is None or member.leaving:
+                    raise ValueError(f"slot {i} of the new spread: consumer key {new_keys[i]} is not an active member")
+        with cython.critical_section(core):
+            walk_begin(&walk, core.n_buckets, old_keys, new_keys)
+            while walk_next(&walk, &b, &end, &o, &w):
+                if o != w:
+                    m = core._set_owner_run(b, end, w, m)
+            core._release_buckets(core.todo, m)
 
     cdef Member _find_member(self, object name, object consumer_id):
         """The connected member of an exact ``str`` name and ``int`` id, else None (not found, or
@@ -1485,20 +1605,29 @@ cdef class DispatcherBase:
         cdef Member m
         if type(name) is not str or type(consumer_id) is not int:
             return None
-        m = self.by_name.get(name)
-        while m is not None:
-            if m.consumer_id == consumer_id:
-                return m
-            m = m.next_of_name
+        with cython.critical_section(self):
+            m = self.by_name.get(name)
+            while m is not None:
+                if m.consumer_id == consumer_id:
+                    return m
+                m = m.next_of_name
         return None
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
     cdef int _offer_scalar(self, object entry_id, object hash_min, object hash_max,
                            object message_count) except -2:
-        """One stamped entry given as exact ints: 1 delivered right away, 0 queued; -1 when the
-        arguments are not of that shape or not valid (nothing changed)."""
         cdef DispatchCore core = self._core
+        with cython.critical_section(self, core):
+            return self._offer_scalar_locked(core, entry_id, hash_min, hash_max, message_count)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    cdef int _offer_scalar_locked(self, DispatchCore core, object entry_id, object hash_min,
+                                  object hash_max, object message_count) except -2:
+        """One stamped entry given as exact ints: 1 delivered right away, 0 queued; -1 when the
+        arguments are not of that shape or not valid (nothing changed). Runs in the sections of
+        the dispatcher and its core (the checks read the core's last id)."""
         cdef int overflow = 0
         cdef long long entry, lo, hi, msgs = 1
         cdef uint16_t b
@@ -1570,7 +1699,15 @@ cdef class DispatcherBase:
         return self._offer_general(entry_ids, hash_min, hash_max, key_hash, stamped, message_count)
 
     cdef int _after_ack(self, Member m) except -1:
-        if m.leaving and self._core.kstats[m.key, K_PENDING] == 0:
+        """Forget a leaving member that holds nothing any more (Python code: called outside every
+        section)."""
+        cdef DispatchCore core = self._core
+        cdef bint done
+        if not m.leaving:
+            return 0
+        with cython.critical_section(core):
+            done = core.kstats[m.key, K_PENDING] == 0
+        if done:
             self._forget(m)
         return 0
 
@@ -1602,17 +1739,22 @@ cdef class DispatcherBase:
             queued, held by another consumer, or outside 0..2**63-1), naming the id.
         """
         cdef Member m = self._find_member(name, consumer_id)
-        cdef int overflow = 0
+        cdef DispatchCore core = self._core
+        cdef int overflow = 0, status = BC_ERR_ACK_UNKNOWN
         cdef long long entry
-        cdef Py_ssize_t n
+        cdef Py_ssize_t n = -1
         if m is not None:
             if type(entry_ids) is int:
                 entry = PyLong_AsLongLongAndOverflow(entry_ids, &overflow)
-                if not overflow and entry >= 0 and self._core._ack_one(m.key, entry) == BC_OK:
-                    self._after_ack(m)
-                    return 1
+                if not overflow and entry >= 0:
+                    with cython.critical_section(core):
+                        status = core._ack_one(m.key, entry)
+                    if status == BC_OK:
+                        self._after_ack(m)
+                        return 1
             else:
-                n = self._core._ack_array(m.key, entry_ids)
+                with cython.critical_section(core):
+                    n = core._ack_array(m.key, entry_ids)
                 if n >= 0:
                     self._after_ack(m)
                     return n
@@ -1647,26 +1789,36 @@ cdef class DispatcherBase:
             The consumer is not connected.
         """
         cdef Member m
+        cdef DispatchCore core
         if name is None and consumer_id is None:
             return self._poll_all()
         m = self._find_member(name, consumer_id)
         if m is None:
             m = self._member(name, consumer_id)  # any other form of a connected one, or the error
-        return self._core._take_box(m.key, True)
+        core = self._core
+        with cython.critical_section(core):
+            return core._take_box(m.key, True)
 
     cdef object _poll_all(self):
         cdef DispatchCore core = self._core
+        with cython.critical_section(core):
+            return self._poll_all_locked(core)
+
+    cdef object _poll_all_locked(self, DispatchCore core):
+        """``poll()`` in the core's section: it runs no Python code (sorting compares distinct
+        ``(str, int)`` consumers only)."""
         cdef Py_ssize_t i
         cdef int32_t k
         cdef Member m
         cdef object first = None, first_rows = None
         cdef list rows = None
+        cdef list by_key = self._by_key
         for i in range(core.n_listed):
             k = core.listed[i]
             core.boxes[k].listed = 0
             if not core.boxes[k].len:
                 continue
-            m = self._by_key[k]
+            m = by_key[k]
             if m is None:
                 raise RuntimeError(f"dispatcher: consumer key {k} has rows and no member")
             if first is None:  # the common poll: one consumer was given entries
@@ -1697,11 +1849,13 @@ cdef class SelectorBase:
         self.members = ()
 
     @property
+    @cython.critical_section
     def _table(self):
         """The boundary list's 65536-item bucket table (``np.uint16``)."""
         return self.table_arr
 
     @_table.setter
+    @cython.critical_section
     def _table(self, table):
         cdef const uint16_t[::1] tab = table
         if tab.shape[0] != 65536:
@@ -1710,11 +1864,13 @@ cdef class SelectorBase:
         self.table_arr = table
 
     @property
+    @cython.critical_section
     def _owner(self):
         """Per bucket, the owner's index in the members or -1 (``np.int32``, read-only)."""
         return self.owner_arr
 
     @property
+    @cython.critical_section
     def _consumers(self):
         """The members, sorted by ``(name, consumer_id)``."""
         return self.members
@@ -1723,16 +1879,21 @@ cdef class SelectorBase:
         """Take a new membership (sorted) and its spread, built here, as one change."""
         cdef Py_ssize_t n
         cdef cnp.npy_intp dim
-        if self.tab is None:
-            raise ValueError("the selector has no bucket table yet")
-        n = <Py_ssize_t>self.tab[65535] + 1
+        with cython.critical_section(self):
+            if self.tab is None:
+                raise ValueError("the selector has no bucket table yet")
+            n = <Py_ssize_t>self.tab[65535] + 1
         dim = n
         owner = cnp.PyArray_SimpleNew(1, &dim, cnp.NPY_INT32)
         fill_spread(<int32_t *>cnp.PyArray_DATA(owner), n, len(consumers))
-        owner.flags.writeable = False
-        self.own = owner
-        self.owner_arr = owner
-        self.members = consumers
+        cnp.PyArray_CLEARFLAGS(owner, cnp.NPY_ARRAY_WRITEABLE)
+        with cython.critical_section(self):
+            # the table may have been replaced meanwhile: the spread must cover its buckets
+            if <Py_ssize_t>self.tab[65535] + 1 != n:
+                raise ValueError("the bucket table changed while the spread was built")
+            self.own = owner
+            self.owner_arr = owner
+            self.members = consumers
 
     def owner_of(self, hash):
         """Owner of the bucket containing a bucket hash.
@@ -1757,9 +1918,11 @@ cdef class SelectorBase:
         cdef int overflow = 0
         cdef long long h
         cdef int32_t slot
-        if type(hash) is int and self.own is not None:
+        if type(hash) is int:
             h = PyLong_AsLongLongAndOverflow(hash, &overflow)
             if not overflow and 0 <= h <= 0xFFFF:
-                slot = self.own[self.tab[h]]
-                return None if slot < 0 else self.members[slot]
+                with cython.critical_section(self):
+                    if self.own is not None:
+                        slot = self.own[self.tab[h]]
+                        return None if slot < 0 else self.members[slot]
         return self._owner_of_general(hash)
