@@ -72,6 +72,9 @@ class BucketMoves:
 
 NO_MOVES: BucketMoves
 
+def slot_codes(k: int, gap: int) -> npt.NDArray[np.int32]: ...
+def codes_with(codes: npt.NDArray[np.int32], index: int, value: int) -> npt.NDArray[np.int32]: ...
+def codes_without(codes: npt.NDArray[np.int32], index: int) -> npt.NDArray[np.int32]: ...
 def spread_moves(
     everyone: tuple[tuple[str, int], ...],
     n: int,

@@ -38,6 +38,42 @@ cnp.import_array()
 cdef extern from "lookup.h" nogil:
     uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
 
+
+cdef extern from *:
+    """
+    /* Give buckets [start, stop) to consumer key `key` (-1: nobody): set their owner and their
+       ready flag (owned, and held by nobody or by that key, as DispatchCore._update_ready), and
+       append to todo (after its first m) those that became ready with a queue; returns the new
+       length of todo. Separate passes so that the compiler vectorises the per-bucket work: a
+       membership change touches every bucket that moves. */
+    static Py_ssize_t bc_give_run(int32_t *restrict owner, const int32_t *restrict holder,
+                                  uint8_t *restrict ready, const int64_t *restrict q_head,
+                                  int32_t *restrict todo, Py_ssize_t start, Py_ssize_t stop,
+                                  int32_t key, Py_ssize_t m) {
+        Py_ssize_t b;
+        int queued = 0;
+        for (b = start; b < stop; b++)
+            owner[b] = key;
+        if (key < 0) {
+            for (b = start; b < stop; b++)
+                ready[b] = 0;
+            return m;
+        }
+        for (b = start; b < stop; b++)
+            ready[b] = (uint8_t)((holder[b] < 0) | (holder[b] == key));
+        for (b = start; b < stop; b++)
+            queued |= q_head[b] >= 0;
+        if (queued)
+            for (b = start; b < stop; b++)
+                if (ready[b] && q_head[b] >= 0)
+                    todo[m++] = (int32_t)b;
+        return m;
+    }
+    """
+    Py_ssize_t bc_give_run(int32_t *owner, const int32_t *holder, uint8_t *ready, const int64_t *q_head,
+                           int32_t *todo, Py_ssize_t start, Py_ssize_t stop, int32_t key,
+                           Py_ssize_t m) noexcept nogil
+
 # Slot written for an entry that routes to nobody / that carries a malformed stamp (mark mode).
 NO_CONSUMER = -1
 MALFORMED = -2
@@ -603,6 +639,51 @@ cdef inline bint walk_next(SpreadWalk *s, Py_ssize_t *start, Py_ssize_t *end, in
     return True
 
 
+def slot_codes(Py_ssize_t k, Py_ssize_t gap):
+    """The codes of a spread of ``k`` slots into a membership one larger: ``np.int32`` slot
+    ``j`` -> ``j`` before ``gap``, ``j + 1`` from ``gap`` on (``gap >= k``: ``0..k-1``)."""
+    cdef cnp.npy_intp dim = k
+    cdef Py_ssize_t j
+    if k < 0:
+        raise ValueError(f"k must be >= 0, not {k}")
+    out = cnp.PyArray_SimpleNew(1, &dim, cnp.NPY_INT32)
+    cdef int32_t *p = <int32_t *>cnp.PyArray_DATA(out)
+    for j in range(k):
+        p[j] = <int32_t>(j if j < gap else j + 1)
+    return out
+
+
+def codes_with(const int32_t[::1] codes not None, Py_ssize_t index, int32_t value):
+    """A new ``np.int32`` array: ``codes`` with ``value`` inserted at ``index`` (0..len)."""
+    cdef Py_ssize_t n = codes.shape[0]
+    cdef cnp.npy_intp dim = n + 1
+    if not 0 <= index <= n:
+        raise IndexError(f"index {index} outside 0..{n}")
+    out = cnp.PyArray_SimpleNew(1, &dim, cnp.NPY_INT32)
+    cdef int32_t *p = <int32_t *>cnp.PyArray_DATA(out)
+    if index:
+        memcpy(p, &codes[0], index * sizeof(int32_t))
+    p[index] = value
+    if n - index:
+        memcpy(p + index + 1, &codes[index], (n - index) * sizeof(int32_t))
+    return out
+
+
+def codes_without(const int32_t[::1] codes not None, Py_ssize_t index):
+    """A new ``np.int32`` array: ``codes`` without its item at ``index`` (0..len-1)."""
+    cdef Py_ssize_t n = codes.shape[0]
+    cdef cnp.npy_intp dim = n - 1
+    if not 0 <= index < n:
+        raise IndexError(f"index {index} outside 0..{n - 1}")
+    out = cnp.PyArray_SimpleNew(1, &dim, cnp.NPY_INT32)
+    cdef int32_t *p = <int32_t *>cnp.PyArray_DATA(out)
+    if index:
+        memcpy(p, &codes[0], index * sizeof(int32_t))
+    if n - index - 1:
+        memcpy(p + index, &codes[index + 1], (n - index - 1) * sizeof(int32_t))
+    return out
+
+
 def spread_moves(tuple everyone not None, Py_ssize_t n, const int32_t[::1] old_code not None,
                  const int32_t[::1] new_code not None):
     """The buckets whose owner changed between the spread of ``len(old_code)`` consumers and that
@@ -1102,31 +1183,13 @@ cdef class DispatchCore:
             self._grow_boxes(max(key + 1, 2 * self.n_boxes))
         self.boxes[key].len = 0
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
     cdef Py_ssize_t _set_owner_run(self, Py_ssize_t start, Py_ssize_t stop, int32_t key,
                                    Py_ssize_t m) noexcept:
         """Give buckets [start, stop) (in range) to consumer key ``key`` (-1: nobody); the buckets
         that became ready with a queue are added to the scratch list after its first m; returns
         its new length."""
-        cdef Py_ssize_t b
-        cdef int32_t *owner = &self.owner[0]
-        cdef const int32_t *holder = &self.holder[0]
-        cdef uint8_t *ready = &self.ready[0]
-        cdef const int64_t *q_head = &self.q_head[0]
-        cdef int32_t h
-        cdef uint8_t r
-        for b in range(start, stop):
-            if owner[b] == key:
-                continue
-            owner[b] = key
-            h = holder[b]
-            r = key >= 0 and (h < 0 or h == key)  # as _update_ready
-            ready[b] = r
-            if r and q_head[b] >= 0:
-                self.todo[m] = <int32_t>b
-                m += 1
-        return m
+        return bc_give_run(&self.owner[0], &self.holder[0], &self.ready[0], &self.q_head[0], self.todo,
+                           start, stop, key, m)
 
     @cython.critical_section
     def requeue(self, int32_t key):

@@ -202,7 +202,8 @@ class Dispatcher(_dispatch.DispatcherBase):
     @property
     def leaving(self) -> tuple[Consumer, ...]:
         """Consumers that left cleanly and still hold unacknowledged entries."""
-        return tuple(sorted(c for c, m in self._members.items() if m.leaving))
+        members = self._members.copy()  # a copy: another thread may join or leave meanwhile
+        return tuple(sorted(c for c, m in members.items() if m.leaving))
 
     def owners(self) -> list[Consumer | None]:
         """Per bucket, its owner (see :meth:`EntryBucketSelector.owners`).
@@ -290,7 +291,7 @@ class Dispatcher(_dispatch.DispatcherBase):
         """
         if name is None and consumer_id is None:
             paused_mask = self._paused_mask()  # once for every consumer
-            return {c: self._stats_of(m, paused_mask) for c, m in sorted(self._members.items())}
+            return {c: self._stats_of(m, paused_mask) for c, m in sorted(self._members.copy().items())}
         return self._stats_of(self._member(name, consumer_id), self._paused_mask())
 
     def _stats_of(self, m: _dispatch.Member, paused_mask: np.ndarray) -> ConsumerStats:
@@ -367,7 +368,7 @@ class Dispatcher(_dispatch.DispatcherBase):
         self._members[consumer] = m
         self._register(m)
         old_keys = self._slot_keys
-        self._slot_keys = np.insert(old_keys, bisect.bisect_left(self._selector.consumers, consumer), m.key)
+        self._slot_keys = _dispatch.codes_with(old_keys, bisect.bisect_left(self._selector.consumers, consumer), m.key)
         self._apply_spread(old_keys, self._slot_keys)
         return moves
 
@@ -415,7 +416,7 @@ class Dispatcher(_dispatch.DispatcherBase):
             index = bisect.bisect_left(self._selector.consumers, m.consumer)
             moves = self._selector.remove_consumer(name, consumer_id)
             old_keys = self._slot_keys
-            self._slot_keys = np.delete(old_keys, index)
+            self._slot_keys = _dispatch.codes_without(old_keys, index)
             self._apply_spread(old_keys, self._slot_keys)
         if crash:
             self._core.requeue(m.key)

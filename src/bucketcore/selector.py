@@ -164,14 +164,12 @@ class EntryBucketSelector(_dispatch.SelectorBase):
         # codes into the larger of the two memberships (the other one lacks one consumer)
         if joined:
             everyone = consumers
-            old_code = np.arange(len(old_consumers), dtype=np.int32)
-            old_code[index:] += 1
-            new_code = np.arange(len(consumers), dtype=np.int32)
+            old_code = _dispatch.slot_codes(len(old_consumers), index)
+            new_code = _dispatch.slot_codes(len(consumers), len(consumers))
         else:
             everyone = old_consumers
-            old_code = np.arange(len(old_consumers), dtype=np.int32)
-            new_code = np.arange(len(consumers), dtype=np.int32)
-            new_code[index:] += 1
+            old_code = _dispatch.slot_codes(len(old_consumers), len(old_consumers))
+            new_code = _dispatch.slot_codes(len(consumers), index)
         # computed from the two spreads' slot boundaries: the cost grows with the consumers, not the buckets
         return _dispatch.spread_moves(everyone, self._n, old_code, new_code)
 
