@@ -242,6 +242,7 @@ class DispatcherMachine(RuleBasedStateMachine):
         queued = sum(1 for s in self.m.state.values() if s == "queued")
         assert self.d.pending_entries == pending
         assert self.d.queued_entries == queued
+        assert int(self.d.bucket_stats().queued.sum()) == queued
         assert self.d.consumers == tuple(sorted(self.m.active))
         assert self.d.leaving == tuple(sorted(self.m.leaving))
         owners = self.m.owners()

@@ -21,6 +21,7 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 cimport numpy as cnp
 
+from cpython.list cimport PyList_GET_ITEM
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
@@ -43,13 +44,14 @@ cdef extern from *:
     """
     /* Give buckets [start, stop) to consumer key `key` (-1: nobody): set their owner and their
        ready flag (owned, and held by nobody or by that key, as DispatchCore._update_ready), and
-       append to todo (after its first m) those that became ready with a queue; returns the new
-       length of todo. Separate passes so that the compiler vectorises the per-bucket work: a
-       membership change touches every bucket that moves. */
+       append to todo (after its first m) those that became ready with a queue (any_queued: some
+       bucket of the core has one); returns the new length of todo. Separate passes so that the
+       compiler vectorises the per-bucket work: a membership change touches every bucket that
+       moves. */
     static Py_ssize_t bc_give_run(int32_t *restrict owner, const int32_t *restrict holder,
                                   uint8_t *restrict ready, const int64_t *restrict q_head,
                                   int32_t *restrict todo, Py_ssize_t start, Py_ssize_t stop,
-                                  int32_t key, Py_ssize_t m) {
+                                  int32_t key, Py_ssize_t m, int any_queued) {
         Py_ssize_t b;
         int queued = 0;
         for (b = start; b < stop; b++)
@@ -61,6 +63,8 @@ cdef extern from *:
         }
         for (b = start; b < stop; b++)
             ready[b] = (uint8_t)((holder[b] < 0) | (holder[b] == key));
+        if (!any_queued)  /* no bucket has a queue */
+            return m;
         for (b = start; b < stop; b++)
             queued |= q_head[b] >= 0;
         if (queued)
@@ -72,7 +76,7 @@ cdef extern from *:
     """
     Py_ssize_t bc_give_run(int32_t *owner, const int32_t *holder, uint8_t *ready, const int64_t *q_head,
                            int32_t *todo, Py_ssize_t start, Py_ssize_t stop, int32_t key,
-                           Py_ssize_t m) noexcept nogil
+                           Py_ssize_t m, int any_queued) noexcept nogil
 
 # Slot written for an entry that routes to nobody / that carries a malformed stamp (mark mode).
 NO_CONSUMER = -1
@@ -597,8 +601,9 @@ cdef inline Py_ssize_t slot_end(Py_ssize_t j, Py_ssize_t n, Py_ssize_t k) noexce
 
 
 cdef struct SpreadWalk:
-    # two spreads of n buckets, over ko and kw slots (a slot's owner: old[j] / new[j])
-    Py_ssize_t n, ko, kw, b, jo, jw
+    # two spreads of n buckets, over ko and kw slots (a slot's owner: old[j] / new[j]); the walk
+    # is at bucket b, in old slot jo (which ends at end_o) and new slot jw (ending at end_w)
+    Py_ssize_t n, ko, kw, b, jo, jw, end_o, end_w
     const int32_t *old
     const int32_t *new
 
@@ -612,29 +617,30 @@ cdef inline void walk_begin(SpreadWalk *s, Py_ssize_t n, const int32_t[::1] old,
     s.b = 0
     s.jo = 0
     s.jw = 0
+    s.end_o = slot_end(0, n, s.ko) if s.ko else n
+    s.end_w = slot_end(0, n, s.kw) if s.kw else n
 
 
 cdef inline bint walk_next(SpreadWalk *s, Py_ssize_t *start, Py_ssize_t *end, int32_t *o, int32_t *w) noexcept:
     """The next stretch [start, end) of buckets with one slot in each spread, and those slots'
     owners (-1: a spread of no consumers); False after the last. Steps over slot boundaries, so
     a whole walk costs in proportion to the slots, never to n."""
-    cdef Py_ssize_t end_o = s.n, end_w = s.n
     if s.b >= s.n:
         return False
     o[0] = -1
     w[0] = -1
     if s.ko:
-        while slot_end(s.jo, s.n, s.ko) <= s.b:
+        while s.end_o <= s.b:  # each slot's end is computed once
             s.jo += 1
-        end_o = slot_end(s.jo, s.n, s.ko)
+            s.end_o = slot_end(s.jo, s.n, s.ko)
         o[0] = s.old[s.jo]
     if s.kw:
-        while slot_end(s.jw, s.n, s.kw) <= s.b:
+        while s.end_w <= s.b:
             s.jw += 1
-        end_w = slot_end(s.jw, s.n, s.kw)
+            s.end_w = slot_end(s.jw, s.n, s.kw)
         w[0] = s.new[s.jw]
     start[0] = s.b
-    end[0] = min(end_o, end_w)
+    end[0] = min(s.end_o, s.end_w)
     s.b = end[0]
     return True
 
@@ -935,6 +941,7 @@ cdef class DispatchCore:
     cdef uint8_t[::1] redelivered
     cdef readonly Py_ssize_t base, end
     cdef readonly int64_t last_id   # the last entry id offered, -1 before the first
+    cdef int64_t queued_total       # the sum of b_queued: queued entries over every bucket
     # per consumer key
     cdef int64_t[:, ::1] kstats
     # per consumer key: its outbox; ``listed`` keys (those given rows since the last poll of all)
@@ -1111,6 +1118,7 @@ cdef class DispatchCore:
             pos = self.q_head[b]
             self.q_head[b] = self.qnext[pos]
             self.b_queued[b] -= 1
+            self.queued_total -= 1
             self._deliver(pos)
         if self.q_head[b] < 0:
             self.q_tail[b] = -1
@@ -1139,6 +1147,7 @@ cdef class DispatchCore:
                     pos = self.qnext[pos]
                 self.q_head[b] = self.q_tail[b] = -1
                 self.b_queued[b] = 0
+            self.queued_total -= count
             qsort(p, count, sizeof(int64_t), cmp_int64)
             for i in range(count):
                 self._deliver(p[i])
@@ -1189,7 +1198,7 @@ cdef class DispatchCore:
         that became ready with a queue are added to the scratch list after its first m; returns
         its new length."""
         return bc_give_run(&self.owner[0], &self.holder[0], &self.ready[0], &self.q_head[0], self.todo,
-                           start, stop, key, m)
+                           start, stop, key, m, self.queued_total > 0)
 
     @cython.critical_section
     def requeue(self, int32_t key):
@@ -1210,6 +1219,7 @@ cdef class DispatchCore:
                 self.q_tail[b] = pos
             self.b_pending[b] -= 1
             self.b_queued[b] += 1
+            self.queued_total += 1
             self.holder[b] = -1  # it held every unacked entry of b
             self._update_ready(b)
             count += 1
@@ -1221,7 +1231,13 @@ cdef class DispatchCore:
 
     # -- the log ---------------------------------------------------------------------------------
 
-    cdef int _reserve(self, Py_ssize_t n) except -1:
+    cdef inline int _reserve(self, Py_ssize_t n) except -1:
+        """Room for n more entries at the log's end."""
+        if self.end + n <= self.ids.shape[0]:
+            return 0
+        return self._make_room(n)
+
+    cdef int _make_room(self, Py_ssize_t n) except -1:
         """Room for n more entries at the log's end: the acked front is dropped and the live
         entries moved down (into new columns when they need more room). Called in the core's
         section: the columns are moved with memmove, never through numpy calls that may release
@@ -1232,8 +1248,6 @@ cdef class DispatchCore:
         cdef uint16_t[::1] hashes
         cdef int8_t[::1] state
         cdef uint8_t[::1] red
-        if self.end + n <= cap:
-            return 0
         while self.base < self.end and self.state[self.base] == ACKED:
             self.base += 1
         base = self.base
@@ -1318,6 +1332,7 @@ cdef class DispatchCore:
             self.q_head[b] = pos
         self.q_tail[b] = pos
         self.b_queued[b] += 1
+        self.queued_total += 1
         return 0
 
     @cython.boundscheck(False)
@@ -1531,11 +1546,10 @@ cdef class DispatchCore:
     def totals(self):
         """(pending entries, queued entries)."""
         cdef Py_ssize_t b
-        cdef int64_t pending = 0, queued = 0
+        cdef int64_t pending = 0
         for b in range(self.n_buckets):
             pending += self.b_pending[b]
-            queued += self.b_queued[b]
-        return pending, queued
+        return pending, self.queued_total
 
     @cython.critical_section
     def entry_holder(self, int64_t entry_id):
@@ -1647,14 +1661,18 @@ cdef class DispatcherBase:
         cdef Py_ssize_t kw = new_keys.shape[0], b, end, m = 0, i
         cdef int32_t o, w
         cdef SpreadWalk walk
-        cdef Member member
         cdef list by_key
+        cdef PyObject *item
+        cdef Py_ssize_t nk
+        cdef int32_t key
         with cython.critical_section(self):
             by_key = self._by_key
+            nk = len(by_key)
             for i in range(kw):
-                member = by_key[new_keys[i]] if 0 <= new_keys[i] < len(by_key) else None
-                if member is None or member.leaving:
-                    raise ValueError(f"slot {i} of the new spread: consumer key {new_keys[i]} is not an active member")
+                key = new_keys[i]
+                item = PyList_GET_ITEM(by_key, key) if 0 <= key < nk else NULL
+                if item == NULL or not isinstance(<object>item, Member) or (<Member>item).leaving:
+                    raise ValueError(f"slot {i} of the new spread: consumer key {key} is not an active member")
         with cython.critical_section(core):
             walk_begin(&walk, core.n_buckets, old_keys, new_keys)
             while walk_next(&walk, &b, &end, &o, &w):
@@ -1678,16 +1696,8 @@ cdef class DispatcherBase:
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    cdef int _offer_scalar(self, object entry_id, object hash_min, object hash_max,
-                           object message_count) except -2:
-        cdef DispatchCore core = self._core
-        with cython.critical_section(self, core):
-            return self._offer_scalar_locked(core, entry_id, hash_min, hash_max, message_count)
-
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    cdef int _offer_scalar_locked(self, DispatchCore core, object entry_id, object hash_min,
-                                  object hash_max, object message_count) except -2:
+    cdef int _offer_scalar(self, DispatchCore core, object entry_id, object hash_min,
+                           object hash_max, object message_count) except -2:
         """One stamped entry given as exact ints: 1 delivered right away, 0 queued; -1 when the
         arguments are not of that shape or not valid (nothing changed). Runs in the sections of
         the dispatcher and its core (the checks read the core's last id)."""
@@ -1755,8 +1765,11 @@ cdef class DispatcherBase:
             below 1, and columns whose lengths differ from ``entry_ids`` (each naming the index).
         """
         cdef int now
+        cdef DispatchCore core
         if key_hash is None and stamped is None:
-            now = self._offer_scalar(entry_ids, hash_min, hash_max, message_count)
+            core = self._core
+            with cython.critical_section(self, core):
+                now = self._offer_scalar(core, entry_ids, hash_min, hash_max, message_count)
             if now >= 0:
                 return now
         return self._offer_general(entry_ids, hash_min, hash_max, key_hash, stamped, message_count)
@@ -1852,22 +1865,17 @@ cdef class DispatcherBase:
             The consumer is not connected.
         """
         cdef Member m
-        cdef DispatchCore core
+        cdef DispatchCore core = self._core
         if name is None and consumer_id is None:
-            return self._poll_all()
+            with cython.critical_section(core):
+                return self._poll_all(core)
         m = self._find_member(name, consumer_id)
         if m is None:
             m = self._member(name, consumer_id)  # any other form of a connected one, or the error
-        core = self._core
         with cython.critical_section(core):
             return core._take_box(m.key, True)
 
-    cdef object _poll_all(self):
-        cdef DispatchCore core = self._core
-        with cython.critical_section(core):
-            return self._poll_all_locked(core)
-
-    cdef object _poll_all_locked(self, DispatchCore core):
+    cdef object _poll_all(self, DispatchCore core):
         """``poll()`` in the core's section: it runs no Python code (sorting compares distinct
         ``(str, int)`` consumers only)."""
         cdef Py_ssize_t i
