@@ -161,9 +161,15 @@ class Dispatcher(_dispatch.DispatcherBase):
     * With no consumer at all, entries queue (nothing is lost) until one joins.
     * Acks are strict: acking an entry that is not pending on that consumer is an error naming it.
 
-    Not thread-safe: one dispatcher per segment, driven by one thread (or under one lock).
-    ``offer`` of one entry, ``ack`` and ``poll`` are C methods of the compiled base
+    Not thread-safe as a whole: one dispatcher per segment, driven by one thread (or under one
+    lock). ``offer`` of one entry, ``ack`` and ``poll`` are C methods of the compiled base
     (:class:`_bucketcore._dispatch.DispatcherBase`); other call shapes take the general paths here.
+    Each C method, and each call into the compiled core, is atomic (a critical section on a
+    free-threaded interpreter), so unsynchronised use never corrupts the per-entry state; the
+    membership steps kept here in Python (joins, leaves, forgetting a consumer that left) are not.
+
+    Membership changes return :class:`BucketMoves` (a sequence of :class:`BucketMove` that behaves
+    as their tuple); a poll that delivers nothing returns a shared, unchangeable empty result.
 
     Parameters
     ----------
