@@ -2,12 +2,15 @@
 callgrind (deterministic on a loaded machine, unlike wall time).
 
     benches/callgrind_frames.py [ROW ...]          # runs valgrind itself, one child per row
-    benches/callgrind_frames.py --child ROW        # the child: one counted call
+    benches/callgrind_frames.py --batch [ROW ...]  # one child for all rows (one interpreter start)
+    benches/callgrind_frames.py --child ROW [ROW ...]  # the child: one counted call per row
 
 Each child builds 100,000 UUID keys in the row's holder, calls ``hash_keys(keys, threads=1)`` once
 uncounted (imports and first-use caches), then once through ``operator.call``, the only function
 counted (``--toggle-collect=_operator_call``): the whole call, its import of the producer's
-capsules, its Python glue and the kernel, and nothing of the set-up. Rows: the pyarrow ``string``
+capsules, its Python glue and the kernel, and nothing of the set-up. ``--batch`` starts the
+interpreter under valgrind once and dumps the counts after each row's counted call
+(``--dump-after=_operator_call``): one start-up for all the rows. Rows: the pyarrow ``string``
 reference, the same through its capsule stream only, ``large_string``, ``string_view``, polars,
 nanoarrow, arro3, pandas ``string[pyarrow]``, numpy ``StringDType``, a list of str, and 1,000
 distinct values as a plain string column and dictionary-encoded.
@@ -21,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -80,43 +84,74 @@ def make(row: str) -> Any:
     return encoded if row == "dict" else encoded.cast(pa.string())
 
 
-def child(row: str) -> None:
+def child(rows: list[str]) -> None:
     import bucketcore as bc
 
-    keys = make(row)
-    bc.hash_keys(keys, threads=1)
-    operator.call(bc.hash_keys, keys, threads=1)
+    holders = [make(row) for row in rows]
+    for keys in holders:
+        bc.hash_keys(keys, threads=1)
+    for keys in holders:
+        operator.call(bc.hash_keys, keys, threads=1)
 
 
-def count(row: str) -> float:
-    """Instructions per key of one counted call of the row."""
+def _callgrind(rows: list[str], extra: list[str]) -> subprocess.CompletedProcess[str]:
     python = sys.executable  # the real interpreter (valgrind cannot start a shim script)
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0", POLARS_MAX_THREADS="1")
-    done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=_operator_call"]
-        + ["--callgrind-out-file=/dev/null", python, __file__, "--child", row],
+    return subprocess.run(
+        ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=_operator_call", *extra]
+        + [python, __file__, "--child", *rows],
         env=env,
         capture_output=True,
         text=True,
     )
+
+
+def count(row: str) -> float:
+    """Instructions per key of one counted call of the row."""
+    done = _callgrind([row], ["--callgrind-out-file=/dev/null"])
     found = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode or found is None:
         raise SystemExit(f"{row}: the callgrind run failed:\n{done.stderr[-2000:]}")
     return int(found.group(1)) / N
 
 
+def count_batch(rows: list[str]) -> list[float]:
+    """Instructions per key of one counted call of each row, all in one child."""
+    with tempfile.TemporaryDirectory() as tmp:
+        done = _callgrind(rows, ["--dump-after=_operator_call", f"--callgrind-out-file={tmp}/cg.out"])
+        if done.returncode:
+            raise SystemExit(f"the callgrind run failed:\n{done.stderr[-2000:]}")
+        dumps = sorted(
+            (p for p in os.listdir(tmp) if re.fullmatch(r"cg\.out\.\d+", p)), key=lambda p: int(p.rsplit(".", 1)[1])
+        )
+        totals = []
+        for name in dumps:
+            with open(os.path.join(tmp, name)) as f:
+                found = re.search(r"^(?:totals|summary): (\d+)", f.read(), re.M)
+            totals.append(int(found.group(1)) if found else 0)
+    if len(totals) < len(rows):  # one dump per counted call, then maybe the (empty) one at exit
+        raise SystemExit(f"expected {len(rows)} dumps, found {len(totals)}")
+    return [t / N for t in totals[: len(rows)]]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rows", nargs="*", default=list(ROWS))
-    parser.add_argument("--child", metavar="ROW")
+    parser.add_argument("--child", action="store_true", help="run the rows' counted calls (under valgrind)")
+    parser.add_argument("--batch", action="store_true", help="one valgrind child for every row")
     args = parser.parse_args()
-    if args.child:
-        child(args.child)
-        return
-    print(f"{'row':<14}{'instructions/key':>18}")
     for row in args.rows:
         if row not in ROWS:
             raise SystemExit(f"unknown row {row!r}; rows: {', '.join(ROWS)}")
+    if args.child:
+        child(args.rows)
+        return
+    print(f"{'row':<14}{'instructions/key':>18}")
+    if args.batch:
+        for row, per_key in zip(args.rows, count_batch(args.rows)):
+            print(f"{row:<14}{per_key:>18.1f}")
+        return
+    for row in args.rows:
         print(f"{row:<14}{count(row):>18.1f}", flush=True)
 
 

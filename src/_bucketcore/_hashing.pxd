@@ -34,6 +34,8 @@ cdef extern from "murmur3_lanes.h" nogil:
     int bc_cpu_has_avx2()
     void bc_hash_bytes(const bc_key *keys, size_t n, uint32_t *out, int path)
     void bc_hash_fixed(const uint8_t *base, size_t len, size_t n, uint32_t *out, int path)
+    void bc_hash_strided(const uint8_t *base, size_t len, size_t stride, size_t n, uint32_t *out,
+                         int path)
 
 # Hand-over between the two threads of a pipeline: a count published with release ordering and
 # observed with acquire ordering, and a lock the publisher releases to wake the waiting thread.
@@ -124,10 +126,12 @@ cdef struct ColumnView:
     const uint8_t *bits
     Py_ssize_t array_offset
     # the last described run: only byte keys (no None, no str to encode); or keys of one length
-    # back to back from fixed_base (no descriptors written)
+    # from fixed_base on, each fixed_stride bytes after the one before (0: fixed_len, back to back;
+    # no descriptors written)
     bint plain
     const uint8_t *fixed_base
     size_t fixed_len
+    size_t fixed_stride
     # Arrow string_view / binary_view: the views at values; the variadic data buffers and sizes
     const uint8_t *const *variadic
     const int64_t *variadic_sizes

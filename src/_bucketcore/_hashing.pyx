@@ -112,6 +112,8 @@ cdef extern from "npstring.h" nogil:
     void bc_npstr_release(bc_npstr_allocator *a)
     int bc_npstr_describe(bc_npstr_allocator *a, const char *base, Py_ssize_t stride, size_t m,
                           bc_key *keys, size_t *at, int *plain)
+    int bc_npstr_run(bc_npstr_allocator *a, const char *base, Py_ssize_t stride, size_t m,
+                     const uint8_t **run, size_t *len, size_t *step)
 
 
 # The multi-lane path every kernel hashes by: BC_PATH_AUTO (the best this CPU has) unless forced.
@@ -170,9 +172,7 @@ cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, const uint8_t *fixed_b
             bc_hash_fixed(fixed_base, fixed_len, n, out.raw + base, hash_path)
         else:
             bc_hash_bytes(keys, n, out.raw + base, hash_path)
-        split_out(out, base, n)
-        if out.has_key != NULL:
-            memset(out.has_key + base, 1, n)
+        finish_keyed(out, base, n)
         return BC_OK
     if not allow_none:
         for i in range(n):
@@ -194,6 +194,13 @@ cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, const uint8_t *fixed_b
         for i in range(n):
             out.has_key[base + i] = keys[i].kind != BC_KEY_NONE
     return BC_OK
+
+
+cdef inline void finish_keyed(HashOut *out, Py_ssize_t base, Py_ssize_t n) noexcept nogil:
+    """The halves and has_key of out[base:base+n] once their raw hashes are in, every key keyed."""
+    split_out(out, base, n)
+    if out.has_key != NULL:
+        memset(out.has_key + base, 1, n)
 
 
 cdef inline void split_out(HashOut *out, Py_ssize_t base, Py_ssize_t n) noexcept nogil:
@@ -502,8 +509,10 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
     cdef int64_t nvalues = v.nvalues
     cdef Py_ssize_t first = v.array_offset + pos
     cdef int described
+    cdef bc_npstr_allocator *alloc
     v.plain = v.mode != COL_UCS4
     v.fixed_base = NULL
+    v.fixed_stride = 0
     if v.mode == COL_LIST or v.mode == COL_TUPLE or v.mode == COL_OBJECTS:
         rc = bc_describe_objects_read(v.items + pos if v.mode != COL_OBJECTS else NULL,
                                       v.base + pos * v.stride if v.base != NULL else NULL, v.stride,
@@ -577,7 +586,10 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
             keys[j].len = 0
         return BC_OK
     if v.mode == COL_NPSTRING:
-        return describe_npstrings(v, pos, m, keys, err_index)
+        alloc = bc_npstr_acquire(v.npy_descr)
+        rc = describe_npstrings(v, alloc, pos, m, keys, err_index)
+        bc_npstr_release(alloc)
+        return rc
     if v.mode == COL_DICT:
         return describe_dict(v, pos, m, keys, err_index)
     # numpy S/U: trailing NULs are not part of a value, exactly as numpy reads items back
@@ -597,16 +609,25 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
     return BC_OK
 
 
-cdef int describe_npstrings(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
-                            Py_ssize_t *err_index) noexcept nogil:
-    """Describe items [pos, pos+m) of a numpy StringDType array, the bytes left where numpy keeps
-    them (bc_npstr_describe: short and arena strings unpacked a block at a time, any other item by
-    numpy's NpyString_load); a missing item (the dtype's na_object) is keyless."""
-    cdef size_t at = 0
+cdef int describe_npstrings(ColumnView *v, bc_npstr_allocator *alloc, Py_ssize_t pos, Py_ssize_t m,
+                            bc_key *keys, Py_ssize_t *err_index) noexcept nogil:
+    """Describe items [pos, pos+m) of a numpy StringDType array (its allocator acquired by the
+    caller), the bytes left where numpy keeps them: a strided run (arena strings of one length
+    >= 16 a constant distance apart, bc_npstr_run) as v.fixed_base / fixed_len / fixed_stride
+    with no descriptors written; otherwise item by item (bc_npstr_describe: short and arena
+    strings unpacked a block at a time, any other item by numpy's NpyString_load). A missing item
+    (the dtype's na_object) is keyless."""
+    cdef size_t at = 0, run_len = 0, run_step = 0
     cdef int plain = 0
-    cdef bc_npstr_allocator *alloc = bc_npstr_acquire(v.npy_descr)
-    cdef int rc = bc_npstr_describe(alloc, v.base + pos * v.stride, v.stride, <size_t>m, keys, &at, &plain)
-    bc_npstr_release(alloc)
+    cdef const uint8_t *run = NULL
+    cdef const char *first = v.base + pos * v.stride
+    if bc_npstr_run(alloc, first, v.stride, <size_t>m, &run, &run_len, &run_step):
+        v.plain = True
+        v.fixed_base = run
+        v.fixed_len = run_len
+        v.fixed_stride = run_step
+        return BC_OK
+    cdef int rc = bc_npstr_describe(alloc, first, v.stride, <size_t>m, keys, &at, &plain)
     if rc != BC_OK:
         err_index[0] = pos + <Py_ssize_t>at
         v.plain = False
@@ -680,16 +701,43 @@ cdef int hash_view_run(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
                        Py_ssize_t *err_index) noexcept nogil:
     """Describe keys [pos, pos+m) of a column from its view (describe_view) and hash them into
     out[base:base+m] (a dictionary-encoded column: gather its dictionary's hashes). On failure
-    *err_index is the failing key's position in the column."""
-    cdef Py_ssize_t out_index = -1
+    *err_index is the failing key's position in the column. A StringDType array's allocator is
+    held from the description to the end of the hash, so numpy cannot move the strings between."""
+    cdef int st
+    cdef bc_npstr_allocator *alloc
     if v.mode == COL_DICT:
         return gather_dict_run(v, pos, m, allow_none, out, base, err_index)
-    cdef int st = describe_view(v, pos, m, keys, err_index)
+    if v.mode == COL_NPSTRING:
+        alloc = bc_npstr_acquire(v.npy_descr)
+        v.fixed_base = NULL
+        v.fixed_stride = 0
+        st = describe_npstrings(v, alloc, pos, m, keys, err_index)
+        if st == BC_OK:
+            st = hash_described(v, m, keys, replace, allow_none, scratch, out, base, pos, err_index)
+        bc_npstr_release(alloc)
+        return st
+    st = describe_view(v, pos, m, keys, err_index)
     if st == BC_OK:
-        st = hash_run(keys, m, v.plain, v.fixed_base, v.fixed_len, replace, allow_none, scratch, out,
-                      base, &out_index)
-        if st != BC_OK:
-            err_index[0] = pos + out_index - base
+        st = hash_described(v, m, keys, replace, allow_none, scratch, out, base, pos, err_index)
+    return st
+
+
+cdef inline int hash_described(ColumnView *v, Py_ssize_t m, bc_key *keys, bint replace, bint allow_none,
+                               bc_scratch *scratch, HashOut *out, Py_ssize_t base, Py_ssize_t pos,
+                               Py_ssize_t *err_index) noexcept nogil:
+    """Hash the m keys describe_view just described from column position pos into
+    out[base:base+m]: a strided run (v.fixed_stride set) straight from its bytes, anything else by
+    hash_run. On failure *err_index is the failing key's position in the column."""
+    cdef Py_ssize_t out_index = -1
+    cdef int st
+    if v.fixed_base != NULL and v.fixed_stride != 0:
+        bc_hash_strided(v.fixed_base, v.fixed_len, v.fixed_stride, <size_t>m, out.raw + base, hash_path)
+        finish_keyed(out, base, m)
+        return BC_OK
+    st = hash_run(keys, m, v.plain, v.fixed_base, v.fixed_len, replace, allow_none, scratch, out,
+                  base, &out_index)
+    if st != BC_OK:
+        err_index[0] = pos + out_index - base
     return st
 
 
@@ -943,6 +991,7 @@ def described_keys(KeyColumn col, Py_ssize_t pos, Py_ssize_t m):
         raise ValueError(f"keys [{pos}, {pos + m}) are outside the column of {col.length}")
     cdef bc_key *keys = <bc_key *>malloc((m if m > 0 else 1) * sizeof(bc_key))
     cdef Py_ssize_t err_index = -1, j
+    cdef size_t step
     cdef int st
     cdef ColumnView view = col.view
     if keys == NULL:
@@ -951,9 +1000,10 @@ def described_keys(KeyColumn col, Py_ssize_t pos, Py_ssize_t m):
         with nogil:
             st = describe_view(&view, pos, m, keys, &err_index)
         values = []
+        step = view.fixed_stride if view.fixed_stride != 0 else view.fixed_len
         if st == BC_OK and view.fixed_base != NULL:
             for j in range(m):
-                values.append((<const char *>view.fixed_base)[j * view.fixed_len:(j + 1) * view.fixed_len])
+                values.append((<const char *>view.fixed_base)[j * step:j * step + view.fixed_len])
         elif st == BC_OK:
             for j in range(m):
                 if keys[j].kind == BC_KEY_NONE:
@@ -965,6 +1015,30 @@ def described_keys(KeyColumn col, Py_ssize_t pos, Py_ssize_t m):
         return st, err_index, values
     finally:
         free(keys)
+
+
+def described_run(KeyColumn col, Py_ssize_t pos, Py_ssize_t m):
+    """Whether describe_view reads keys [pos, pos+m) of a buffer column as one run of keys of one
+    length without descriptors: (length, distance from one key's start to the next), or None
+    when it describes them one by one. For tests of the describer (which layouts take the run)."""
+    if col.needs_gil:
+        raise ValueError("described_run reads buffer columns only")
+    if pos < 0 or m < 0 or pos + m > col.length:
+        raise ValueError(f"keys [{pos}, {pos + m}) are outside the column of {col.length}")
+    cdef bc_key *keys = <bc_key *>malloc((m if m > 0 else 1) * sizeof(bc_key))
+    cdef Py_ssize_t err_index = -1
+    cdef int st
+    cdef ColumnView view = col.view
+    if keys == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            st = describe_view(&view, pos, m, keys, &err_index)
+    finally:
+        free(keys)
+    if st != BC_OK or view.fixed_base == NULL:
+        return None
+    return view.fixed_len, (view.fixed_stride if view.fixed_stride != 0 else view.fixed_len)
 
 
 def split_raw(const uint32_t[::1] raw, uint16_t[::1] segment_hash, uint16_t[::1] bucket_hash):

@@ -102,8 +102,8 @@ static BC_AVX2 inline void bc_v_load8x8(const bc_key *k, uint32_t b, __m256i c[8
     }
 }
 
-/* Where the 8 keys of a lane group start: at p[l], or, when p is NULL, at q + l * stride (a column
- * of keys of one length, back to back: no address to load). Passed by value to always-inline
+/* Where the 8 keys of a lane group start: at p[l], or, when p is NULL, at q + l * stride (a run of
+ * keys of one length a constant distance apart: no address to load). Passed by value to always-inline
  * helpers, so each caller keeps only its own addressing. */
 typedef struct {
     const uint8_t *const *p;
@@ -375,36 +375,44 @@ static BC_AVX2 void bc_hash_bytes_avx2(const bc_key *keys, size_t n, uint32_t *o
     bc_hash_groups_avx2(keys, n, out, 0);
 }
 
-/* n keys of len >= 16 bytes each, back to back from base (an Arrow column of one length): no
- * descriptors to read, the lanes' addresses follow from the group's position. The bytes 128
- * keys ahead are prefetched (past the end too: a prefetch never faults), which the hardware
- * prefetcher alone does not keep up with. */
-static BC_AVX2 BC_INLINE void bc_hash_rows_avx2(const uint8_t *base, size_t len, size_t n, uint32_t *out)
+/* n keys of len >= 16 bytes each, stride bytes apart from base (stride >= len: an Arrow column
+ * of one length has stride == len, numpy's StringDType arena puts a length prefix between keys): no
+ * descriptors to read, the lanes' addresses follow from the group's position. Only the keys' own
+ * bytes are loaded, never the gaps between them. The bytes 128 keys ahead are prefetched (past the
+ * end too: a prefetch never faults), which the hardware prefetcher alone does not keep up with. */
+static BC_AVX2 BC_INLINE void bc_hash_rows_avx2(const uint8_t *base, size_t len, size_t stride, size_t n,
+                                                uint32_t *out)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        uintptr_t ahead = (uintptr_t)base + (i + 128) * len; /* an address, never dereferenced */
-        for (size_t at = 0; at < 16 * len; at += 64)
+        uintptr_t ahead = (uintptr_t)base + (i + 128) * stride; /* an address, never dereferenced */
+        for (size_t at = 0; at < 16 * stride; at += 64)
             __builtin_prefetch((const void *)(ahead + at));
-        const uint8_t *q = base + i * len;
-        bc_hash16_same_len((bc_lanes8){NULL, q, len}, (bc_lanes8){NULL, q + 8 * len, len}, len, out + i);
+        const uint8_t *q = base + i * stride;
+        bc_hash16_same_len((bc_lanes8){NULL, q, stride}, (bc_lanes8){NULL, q + 8 * stride, stride}, len,
+                           out + i);
     }
-    for (const uint8_t *key = base + i * len; i < n; i++, key += len)
+    for (const uint8_t *key = base + i * stride; i < n; i++, key += stride)
         out[i] = bc_murmur3_32(key, len);
 }
 
-/* A column of one of the known lengths by its copy. */
-static BC_AVX2 void bc_hash_fixed_avx2(const uint8_t *base, size_t len, size_t n, uint32_t *out)
+/* A run of one of the known lengths by its copy (the stride a constant too when the keys lie back
+ * to back). */
+static BC_AVX2 void bc_hash_strided_avx2(const uint8_t *base, size_t len, size_t stride, size_t n,
+                                         uint32_t *out)
 {
-#define BC_CASE(L)                          \
-    case L:                                 \
-        bc_hash_rows_avx2(base, L, n, out); \
+#define BC_CASE(L)                                      \
+    case L:                                             \
+        if (stride == L)                                \
+            bc_hash_rows_avx2(base, L, L, n, out);      \
+        else                                            \
+            bc_hash_rows_avx2(base, L, stride, n, out); \
         return;
     switch (len) {
         BC_KNOWN_LENGTHS(BC_CASE)
     }
 #undef BC_CASE
-    bc_hash_rows_avx2(base, len, n, out);
+    bc_hash_rows_avx2(base, len, stride, n, out);
 }
 
 static inline int bc_cpu_has_avx2(void)
@@ -447,14 +455,16 @@ static inline void bc_hash_bytes(const bc_key *keys, size_t n, uint32_t *out, in
         bc_hash_bytes_scalar(keys, n, out);
 }
 
-/* n keys of len bytes each, back to back from base, by the given path. */
-static inline void bc_hash_fixed(const uint8_t *base, size_t len, size_t n, uint32_t *out, int path)
+/* n keys of len bytes each, stride bytes apart from base (stride >= len; stride == len: back to
+ * back), by the given path. Reads only the keys' own bytes. */
+static inline void bc_hash_strided(const uint8_t *base, size_t len, size_t stride, size_t n, uint32_t *out,
+                                   int path)
 {
     if (path == BC_PATH_AUTO)
         path = bc_best_path();
 #if BC_HAVE_AVX2_PATH
     if (path == BC_PATH_SIMD && len >= 16) {
-        bc_hash_fixed_avx2(base, len, n, out);
+        bc_hash_strided_avx2(base, len, stride, n, out);
         return;
     }
 #endif
@@ -462,12 +472,18 @@ static inline void bc_hash_fixed(const uint8_t *base, size_t len, size_t n, uint
     for (size_t i = 0; i < n; i += 64) {
         size_t m = n - i < 64 ? n - i : 64;
         for (size_t j = 0; j < m; j++) {
-            keys[j].data = base + (i + j) * len;
+            keys[j].data = base + (i + j) * stride;
             keys[j].len = (uint32_t)len;
             keys[j].kind = BC_KEY_BYTES;
         }
         bc_hash_bytes(keys, m, out + i, path);
     }
+}
+
+/* n keys of len bytes each, back to back from base, by the given path. */
+static inline void bc_hash_fixed(const uint8_t *base, size_t len, size_t n, uint32_t *out, int path)
+{
+    bc_hash_strided(base, len, len, n, out, path);
 }
 
 #endif

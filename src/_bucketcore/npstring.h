@@ -80,6 +80,94 @@ static inline int bc_npstr_load_key(bc_npstr_allocator *a, const char *item, bc_
     return BC_OK;
 }
 
+/* Whether the m items (m >= 1) at item, item + stride, ... all carry the words (w0 + j * step, w1):
+ * an arena string's offset stepping by step and its one size-and-flags word. SSE2 (every x86-64)
+ * compares a whole item per step, four per round; elsewhere a plain loop. */
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+static inline int bc_npstr_step(const char *item, Py_ssize_t stride, size_t m, uint64_t w0, uint64_t w1,
+                                uint64_t step)
+{
+    const __m128i one = _mm_set_epi64x(0, (long long)step), four = _mm_slli_epi64(one, 2);
+    __m128i e0 = _mm_set_epi64x((long long)w1, (long long)w0), e1 = _mm_add_epi64(e0, one);
+    __m128i e2 = _mm_add_epi64(e1, one), e3 = _mm_add_epi64(e2, one);
+    __m128i d0 = _mm_setzero_si128(), d1 = d0;
+    size_t j = 0;
+    for (; j + 4 <= m; j += 4) {
+        const char *p = item + (Py_ssize_t)j * stride;
+        d0 = _mm_or_si128(d0, _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), e0));
+        d1 = _mm_or_si128(d1, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(p + stride)), e1));
+        d0 = _mm_or_si128(d0, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(p + 2 * stride)), e2));
+        d1 = _mm_or_si128(d1, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(p + 3 * stride)), e3));
+        e0 = _mm_add_epi64(e0, four);
+        e1 = _mm_add_epi64(e1, four);
+        e2 = _mm_add_epi64(e2, four);
+        e3 = _mm_add_epi64(e3, four);
+    }
+    for (; j < m; j++) {
+        d0 = _mm_or_si128(
+            d0, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(item + (Py_ssize_t)j * stride)), e0));
+        e0 = _mm_add_epi64(e0, one);
+    }
+    __m128i d = _mm_or_si128(d0, d1);
+    return _mm_movemask_epi8(_mm_cmpeq_epi32(d, _mm_setzero_si128())) == 0xFFFF;
+}
+#else
+static inline int bc_npstr_step(const char *item, Py_ssize_t stride, size_t m, uint64_t w0, uint64_t w1,
+                                uint64_t step)
+{
+    uint64_t other = 0;
+    for (size_t j = 0; j < m; j++, w0 += step) {
+        uint64_t a, b;
+        memcpy(&a, item + (Py_ssize_t)j * stride, 8);
+        memcpy(&b, item + (Py_ssize_t)j * stride + 8, 8);
+        other |= (a ^ w0) | (b ^ w1);
+    }
+    return other == 0;
+}
+#endif
+
+/* A strided run: m items (the allocator acquired) that are all arena strings of one length
+ * >= 16 whose offsets step by one stride >= that length (numpy's arena keeps a string's bytes after
+ * its length prefix, so equal-length strings made in order lie a constant distance apart). Then
+ * *run is the first string's bytes, *len their length, *step the distance from one to the next,
+ * and returns 1; the arena's start is taken from numpy's own NpyString_load of the first item.
+ * Returns 0 (nothing read past the first two items when they differ) for anything else: the
+ * caller describes the items one by one. */
+static inline int bc_npstr_run(bc_npstr_allocator *a, const char *base, Py_ssize_t stride, size_t m,
+                               const uint8_t **run, size_t *len, size_t *step)
+{
+    if (m == 0 || !bc_npstr_inline_layout())
+        return 0;
+    unsigned flags = BC_NPSTR_FLAGS(base);
+    if (flags != BC_NPSTR_ARENA && flags != BC_NPSTR_ARENA_LONG)
+        return 0;
+    uint64_t w0, w1, size, gap;
+    memcpy(&w0, base, 8);
+    memcpy(&w1, base + 8, 8);
+    size = w1 & 0x00FFFFFFFFFFFFFFull;
+    if (size < 16 || size > BC_KEY_MAX_BYTES)
+        return 0;
+    gap = size;
+    if (m > 1) {
+        uint64_t v0, v1;
+        memcpy(&v0, base + stride, 8);
+        memcpy(&v1, base + stride + 8, 8);
+        gap = v0 - w0;
+        if (v1 != w1 || v0 < w0 || gap < size || gap > BC_KEY_MAX_BYTES)
+            return 0;
+        if (!bc_npstr_step(base, stride, m, w0, w1, gap))
+            return 0;
+    }
+    bc_npstr s;
+    if (bc_npstr_load(a, base, &s) != 0 || s.size != size)
+        return 0;
+    *run = (const uint8_t *)s.buf;
+    *len = (size_t)size;
+    *step = (size_t)gap;
+    return 1;
+}
+
 /* Describe the m StringDType items at base + j * stride (the allocator acquired): short and arena
  * strings are unpacked here, a block at a time, the arena's start taken once from numpy's own
  * NpyString_load of the first arena string (its buffer minus its offset); every other item by
