@@ -299,6 +299,27 @@ def test_pandas_arrow_backed_columns_and_frames(pa) -> None:  # type: ignore[no-
     assert entries.order.tolist() == bc.bucket_entries(KEYS, bc.Buckets.equal_width(4)).order.tolist()
 
 
+def test_pandas_arrow_backed_sliced_chunked_and_dictionary_series(pa) -> None:  # type: ignore[no-untyped-def]
+    pd = pytest.importorskip("pandas", reason="pandas is one of the data-frame libraries tested")
+    from bucketcore import arrow
+
+    many = KEYS * 300
+    series = pd.Series(many, dtype="string[pyarrow]")
+    # read as the chunks pandas holds, not through pandas' own conversion
+    imported = arrow.import_keys(series)
+    assert imported.length == len(many)
+    check(bc.hash_keys(series[5:-7], threads=1), many[5:-7])
+    check(bc.hash_keys(series[::-1].reset_index(drop=True)), many[::-1])
+    chunked = pa.chunked_array([pa.array(many[:100]), pa.array(many[100:])[3:]])
+    parts = pd.Series(pd.arrays.ArrowExtensionArray(chunked))
+    assert arrow.import_keys(parts).starts == [0, 100, len(many) - 3]
+    check(bc.hash_keys(parts, threads=2), many[:100] + many[103:])
+    encoded = pd.Series(pd.arrays.ArrowExtensionArray(pa.array(many).dictionary_encode()))
+    check(bc.hash_keys(encoded), many)
+    check(bc.hash_keys(pd.Series([], dtype="string[pyarrow]")), [])
+    check(bc.hash_keys(pd.Series([None, None], dtype="string[pyarrow]")), [None, None])
+
+
 # ----------------------------------------------------------------------------------------------
 # numpy StringDType, bytearray and memoryview keys
 

@@ -15,6 +15,7 @@ alive until the consumer releases it.
 from __future__ import annotations
 
 import abc
+import itertools
 from typing import Any
 
 import numpy as np
@@ -89,8 +90,8 @@ class ArrowKeys:
         self.child = child
         self.label = label
         self.lengths = [int(_arrow.chunk_length(schema, a, child)) for a in arrays]
-        self.starts = np.concatenate(([0], np.cumsum(self.lengths, dtype=np.int64))).tolist()
-        self.length = int(self.starts[-1])
+        self.starts = [0, *itertools.accumulate(self.lengths)]
+        self.length = self.starts[-1]
         self.dictionaries: dict[Any, Any] = {}  # one dictionary shared by several chunks is hashed once
 
     def __len__(self) -> int:
@@ -150,6 +151,20 @@ def _pick_column(names: list[str], column: str | int | None, what: str) -> int:
     return int(column)
 
 
+def _arrow_backed_pandas(obj: Any) -> Any:
+    """The pyarrow ChunkedArray a pandas Series or Index backed by Arrow (``string[pyarrow]``,
+    ``pd.ArrowDtype``) holds, or None for anything else. pandas' own ``__arrow_c_stream__`` reaches
+    the same chunks through ``pyarrow.array(series)``, whose conversion checks cost more per call
+    than hashing a hundred thousand keys; the array's ``__arrow_array__`` hands them over as they are."""
+    module = type(obj).__module__
+    if module != "pandas" and not module.startswith("pandas."):
+        return None
+    if getattr(getattr(obj, "dtype", None), "storage", None) != "pyarrow":
+        return None
+    to_arrow = getattr(getattr(obj, "array", None), "__arrow_array__", None)
+    return None if to_arrow is None else to_arrow()
+
+
 def import_keys(obj: Any, column: str | int | None = None) -> ArrowKeys:
     """Import a key column (or a table's column) through the Arrow C interfaces.
 
@@ -179,7 +194,10 @@ def import_keys(obj: Any, column: str | int | None = None) -> ArrowKeys:
     RuntimeError
         The stream producer reported a failure.
     """
-    if _arrow.capsule_name(obj) == "arrow_array_stream":
+    chunks = _arrow_backed_pandas(obj) if column is None else None
+    if chunks is not None and hasattr(chunks, "__arrow_c_stream__"):
+        schema, arrays = _arrow.import_stream(chunks.__arrow_c_stream__())
+    elif _arrow.capsule_name(obj) == "arrow_array_stream":
         schema, arrays = _arrow.import_stream(obj)
     elif _capsule_pair(obj):
         schema, array = _arrow.import_array(*obj)
