@@ -19,6 +19,7 @@ distinct values as a plain string column and dictionary-encoded.
 from __future__ import annotations
 
 import argparse
+import functools
 import operator
 import os
 import re
@@ -55,6 +56,17 @@ class CapsuleOnly:
         return self.column.__arrow_c_stream__(requested_schema)
 
 
+@functools.cache
+def _keys() -> tuple[list[str], Any]:
+    """The N UUID keys and their pyarrow ``string`` array, made once for every row of a child."""
+    import pyarrow as pa
+
+    from bucketcore.harness import uuid_keys
+
+    keys = uuid_keys(N)
+    return keys, pa.array(keys, type=pa.string())
+
+
 def make(row: str) -> Any:
     """The row's key holder over the same N UUID keys (the dictionary rows: 1,000 distinct)."""
     import numpy as np
@@ -62,8 +74,7 @@ def make(row: str) -> Any:
 
     from bucketcore.harness import uuid_keys
 
-    keys = uuid_keys(N)
-    reference = pa.array(keys, type=pa.string())
+    keys, reference = _keys()
     makers: dict[str, Callable[[], Any]] = {
         "string": lambda: reference,
         "capsule": lambda: CapsuleOnly(pa.chunked_array([reference])),
