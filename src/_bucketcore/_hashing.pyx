@@ -25,6 +25,17 @@ cdef extern from "Python.h":
 cdef extern from "Python.h":
     PyTypeObject PyBaseObject_Type
 
+# Whether this is a free-threaded CPython build (no GIL to keep other threads out).
+cdef extern from *:
+    """
+    #ifdef Py_GIL_DISABLED
+    #define BC_FREE_THREADED 1
+    #else
+    #define BC_FREE_THREADED 0
+    #endif
+    """
+    const bint BC_FREE_THREADED
+
 cdef extern from "numpy/arrayobject.h":
     object PyArray_Scalar(void *data, cnp.dtype descr, PyObject *base)
 
@@ -780,32 +791,19 @@ cdef class KeyColumn:
                               Py_ssize_t *err_index, bint hold=True) except -2:
         """Describe items [pos, pos+m) of an object column (GIL required). hold: each item is
         held until the next describe or release; without, the caller keeps the GIL until the
-        keys are hashed (nothing can change the column meanwhile)."""
-        cdef int rc, plain = 0
-        cdef size_t count = 0, at = 0
+        keys are hashed (nothing can change the column meanwhile; on a free-threaded CPython,
+        where nothing stops another thread, every item is held regardless). A list is read
+        inside its critical section (free-threaded CPython: the list's own lock; nothing under the
+        GIL), so no thread can resize it or replace an item between the check of its size, the
+        read of its items and their holds."""
         self.release()
         self.view.plain = False
         self.view.fixed_base = NULL
-        if self.view.mode == COL_LIST and PyList_GET_SIZE(self.source) != self.list_size:
-            err_index[0] = pos
-            return BC_ERR_LIST_CHANGED
-        cdef PyObject **items = NULL
-        cdef const char *base = NULL
-        if self.view.mode == COL_OBJECTS:
-            base = self.view.base + pos * self.view.stride
-        else:
-            self.view.items = PySequence_Fast_ITEMS(self.source)
-            items = self.view.items + pos
-        try:
-            rc = bc_describe_objects(items, base, self.view.stride, <size_t>m,
-                                     keys, self.held if hold else NULL, &count, &at, &plain, 1)
-        finally:
-            self.nheld = <Py_ssize_t>count
-        if rc != BC_OK:
-            err_index[0] = pos + <Py_ssize_t>at
-            return rc
-        self.view.plain = plain
-        return BC_OK
+        hold = hold or BC_FREE_THREADED
+        if self.view.mode == COL_LIST:
+            with cython.critical_section(self.source):
+                return describe_items(self, pos, m, keys, err_index, hold)
+        return describe_items(self, pos, m, keys, err_index, hold)
 
     cdef int pin(self, ColumnView *out) except -2:
         """Copy the view for a thread that describes with describe_view while the caller keeps
@@ -823,6 +821,34 @@ cdef class KeyColumn:
         cdef Py_ssize_t n = self.nheld
         self.nheld = 0
         bc_release_held(self.held, <size_t>n)
+
+
+cdef int describe_items(KeyColumn col, Py_ssize_t pos, Py_ssize_t m, bc_key *keys, Py_ssize_t *err_index,
+                        bint hold) except -2:
+    """KeyColumn.describe_objects' reading of items [pos, pos+m) (for a list: inside its
+    critical section), each held into col.held when hold is set."""
+    cdef int rc, plain = 0
+    cdef size_t count = 0, at = 0
+    cdef PyObject **items = NULL
+    cdef const char *base = NULL
+    if col.view.mode == COL_LIST and PyList_GET_SIZE(col.source) != col.list_size:
+        err_index[0] = pos
+        return BC_ERR_LIST_CHANGED
+    if col.view.mode == COL_OBJECTS:
+        base = col.view.base + pos * col.view.stride
+    else:
+        col.view.items = PySequence_Fast_ITEMS(col.source)
+        items = col.view.items + pos
+    try:
+        rc = bc_describe_objects(items, base, col.view.stride, <size_t>m,
+                                 keys, col.held if hold else NULL, &count, &at, &plain, 1)
+    finally:
+        col.nheld = <Py_ssize_t>count
+    if rc != BC_OK:
+        err_index[0] = pos + <Py_ssize_t>at
+        return rc
+    col.view.plain = plain
+    return BC_OK
 
 
 def objects_column(object seq):
