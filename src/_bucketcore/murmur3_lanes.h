@@ -396,8 +396,9 @@ static BC_AVX2 BC_INLINE void bc_hash_rows_avx2(const uint8_t *base, size_t len,
         out[i] = bc_murmur3_32(key, len);
 }
 
-/* A run of one of the known lengths by its copy (the stride a constant too when the keys lie back
- * to back). */
+/* A run of one of the known lengths by its copy, the stride a constant too in the two common
+ * layouts: back to back (an Arrow column) and one byte apart (numpy's StringDType arena, whose
+ * strings shorter than 256 bytes each follow a one-byte length). */
 static BC_AVX2 void bc_hash_strided_avx2(const uint8_t *base, size_t len, size_t stride, size_t n,
                                          uint32_t *out)
 {
@@ -405,6 +406,8 @@ static BC_AVX2 void bc_hash_strided_avx2(const uint8_t *base, size_t len, size_t
     case L:                                             \
         if (stride == L)                                \
             bc_hash_rows_avx2(base, L, L, n, out);      \
+        else if (stride == L + 1)                       \
+            bc_hash_rows_avx2(base, L, L + 1, n, out);  \
         else                                            \
             bc_hash_rows_avx2(base, L, stride, n, out); \
         return;

@@ -11,6 +11,7 @@
 #include <numpy/arrayobject.h>
 #include <string.h>
 #include "keys.h"
+#include "murmur3_lanes.h"
 #include "status.h"
 
 typedef npy_static_string bc_npstr;
@@ -81,13 +82,52 @@ static inline int bc_npstr_load_key(bc_npstr_allocator *a, const char *item, bc_
 }
 
 /* Whether the m items (m >= 1) at item, item + stride, ... all carry the words (w0 + j * step, w1):
- * an arena string's offset stepping by step and its one size-and-flags word. SSE2 (every x86-64)
- * compares a whole item per step, four per round; elsewhere a plain loop. */
+ * an arena string's offset stepping by step and its one size-and-flags word. AVX2 compares two
+ * items back to back per step; SSE2 (every x86-64) a whole item per step, four per round; elsewhere
+ * a plain loop. */
+#if BC_HAVE_AVX2_PATH
+/* The same comparison for items back to back (stride 16): two items per 32-byte load, eight per
+ * round (CPUs with AVX2); the items left over one at a time. */
+static BC_AVX2 int bc_npstr_step_avx2(const char *item, size_t m, uint64_t w0, uint64_t w1, uint64_t step)
+{
+    const __m256i two = _mm256_set_epi64x(0, (long long)(2 * step), 0, (long long)(2 * step));
+    const __m256i eight = _mm256_slli_epi64(two, 2);
+    __m256i e0 = _mm256_set_epi64x((long long)w1, (long long)(w0 + step), (long long)w1, (long long)w0);
+    __m256i e1 = _mm256_add_epi64(e0, two), e2 = _mm256_add_epi64(e1, two), e3 = _mm256_add_epi64(e2, two);
+    __m256i d0 = _mm256_setzero_si256(), d1 = d0;
+    size_t j = 0;
+    for (; j + 8 <= m; j += 8) {
+        const __m256i *p = (const __m256i *)(item + 16 * j);
+        d0 = _mm256_or_si256(d0, _mm256_xor_si256(_mm256_loadu_si256(p), e0));
+        d1 = _mm256_or_si256(d1, _mm256_xor_si256(_mm256_loadu_si256(p + 1), e1));
+        d0 = _mm256_or_si256(d0, _mm256_xor_si256(_mm256_loadu_si256(p + 2), e2));
+        d1 = _mm256_or_si256(d1, _mm256_xor_si256(_mm256_loadu_si256(p + 3), e3));
+        e0 = _mm256_add_epi64(e0, eight);
+        e1 = _mm256_add_epi64(e1, eight);
+        e2 = _mm256_add_epi64(e2, eight);
+        e3 = _mm256_add_epi64(e3, eight);
+    }
+    uint64_t other = (uint64_t)!_mm256_testz_si256(_mm256_or_si256(d0, d1), _mm256_or_si256(d0, d1));
+    uint64_t expect = w0 + (uint64_t)j * step;
+    for (; j < m; j++, expect += step) {
+        uint64_t a, b;
+        memcpy(&a, item + 16 * j, 8);
+        memcpy(&b, item + 16 * j + 8, 8);
+        other |= (a ^ expect) | (b ^ w1);
+    }
+    return other == 0;
+}
+#endif
+
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
 static inline int bc_npstr_step(const char *item, Py_ssize_t stride, size_t m, uint64_t w0, uint64_t w1,
                                 uint64_t step)
 {
+#if BC_HAVE_AVX2_PATH
+    if (stride == 16 && bc_cpu_has_avx2())
+        return bc_npstr_step_avx2(item, m, w0, w1, step);
+#endif
     const __m128i one = _mm_set_epi64x(0, (long long)step), four = _mm_slli_epi64(one, 2);
     __m128i e0 = _mm_set_epi64x((long long)w1, (long long)w0), e1 = _mm_add_epi64(e0, one);
     __m128i e2 = _mm_add_epi64(e1, one), e3 = _mm_add_epi64(e2, one);
