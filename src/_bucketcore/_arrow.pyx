@@ -13,6 +13,7 @@ schema, or as a stream of that one batch. Release callbacks take the GIL to drop
 so a consumer may release from any thread.
 """
 
+cimport cython
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.pycapsule cimport PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_New
@@ -123,16 +124,19 @@ def import_array(object schema_capsule, object array_capsule):
     its capsule."""
     cdef bc_arrow_schema *s = <bc_arrow_schema *>PyCapsule_GetPointer(schema_capsule, "arrow_schema")
     cdef bc_arrow_array *a = <bc_arrow_array *>PyCapsule_GetPointer(array_capsule, "arrow_array")
-    if s.release == NULL:
-        raise ValueError("the arrow_schema capsule was consumed already (its schema is released)")
-    if a.release == NULL:
-        raise ValueError("the arrow_array capsule was consumed already (its array is released)")
     cdef ImportedSchema schema = ImportedSchema.__new__(ImportedSchema)
     cdef ImportedArray array = ImportedArray.__new__(ImportedArray)
-    memcpy(&schema.schema, s, sizeof(bc_arrow_schema))
-    s.release = NULL
-    memcpy(&array.array, a, sizeof(bc_arrow_array))
-    a.release = NULL
+    # both capsules' critical sections (free-threaded CPython; nothing under the GIL): two threads
+    # importing one capsule cannot both see it live and both move (and later release) its struct
+    with cython.critical_section(schema_capsule, array_capsule):
+        if s.release == NULL:
+            raise ValueError("the arrow_schema capsule was consumed already (its schema is released)")
+        if a.release == NULL:
+            raise ValueError("the arrow_array capsule was consumed already (its array is released)")
+        memcpy(&schema.schema, s, sizeof(bc_arrow_schema))
+        s.release = NULL
+        memcpy(&array.array, a, sizeof(bc_arrow_array))
+        a.release = NULL
     return schema, array
 
 
@@ -149,11 +153,13 @@ def import_stream(object stream_capsule):
     ImportedArray). The stream is moved out of its capsule and released exactly once before this
     returns or raises; batches read before a failure are released with their list."""
     cdef bc_arrow_stream *p = <bc_arrow_stream *>PyCapsule_GetPointer(stream_capsule, "arrow_array_stream")
-    if p.release == NULL:
-        raise ValueError("the arrow_array_stream capsule was consumed already (its stream is released)")
     cdef bc_arrow_stream stream
-    memcpy(&stream, p, sizeof(bc_arrow_stream))
-    p.release = NULL
+    # the capsule's critical section (free-threaded CPython): one thread moves the stream out
+    with cython.critical_section(stream_capsule):
+        if p.release == NULL:
+            raise ValueError("the arrow_array_stream capsule was consumed already (its stream is released)")
+        memcpy(&stream, p, sizeof(bc_arrow_stream))
+        p.release = NULL
     cdef ImportedSchema schema = ImportedSchema.__new__(ImportedSchema)
     cdef ImportedArray array
     cdef int rc
