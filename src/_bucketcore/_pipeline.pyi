@@ -1,11 +1,21 @@
 """Type stub of _pipeline.pyx: the multi-thread hashing stages and the two-thread ``bucket_entries`` pipeline."""
 
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
 import numpy as np
 import numpy.typing as npt
 
 from _bucketcore._grouping import _Columns
 from _bucketcore._hashing import KeyColumn
 from _bucketcore._routing import Router
+
+_T_co = TypeVar("_T_co", covariant=True)
+
+class _Task(Protocol[_T_co]):
+    """What a pool's submit returns (bucketcore.workers.Task)."""
+
+    def result(self) -> _T_co: ...
 
 class BlockStage:
     """Threads over buffer columns: each calls take, which hashes blocks of keys by ticket."""
@@ -40,6 +50,9 @@ class HashStage:
         block: int = ...,
     ) -> None: ...
     def run_calling_thread(self) -> tuple[int, int]: ...
+    def run_with(
+        self, submit: Callable[[Callable[[], tuple[int, int]]], _Task[tuple[int, int]]]
+    ) -> tuple[int, int]: ...
     def abandon(self) -> None: ...
     def run(self) -> tuple[int, int]: ...
 
@@ -62,6 +75,9 @@ class ScanStage:
         levels: bytes | None = None,
     ) -> None: ...
     def feed(self, columns: list[KeyColumn], replace: bool) -> tuple[int, int]: ...
+    def feed_with(
+        self, submit: Callable[[Callable[[], int]], _Task[int]], columns: list[KeyColumn], replace: bool
+    ) -> tuple[int, int]: ...
     def abandon(self) -> None: ...
     def run(self) -> int: ...
     def finish(self) -> tuple[_Columns, int]: ...

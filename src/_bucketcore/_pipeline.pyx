@@ -276,6 +276,24 @@ cdef class HashStage:
             raise MemoryError()
         return status, (index if status != BC_OK else -1)
 
+    def run_with(self, object submit):
+        """Both threads: ``submit(self.run)`` starts the worker's part (a call returning a task
+        whose ``result()`` waits for it), then this thread runs ``run_calling_thread`` and waits
+        for the worker. The hand-off runs no Python bytecode of its own, so an asynchronous
+        exception (a KeyboardInterrupt) can only come out of ``submit`` or ``result``: raised
+        by ``submit``, the worker is released (``abandon``) whether or not its task was queued;
+        raised by ``result``, the worker has finished with every key already and ends alone."""
+        cdef object task
+        try:
+            task = submit(self.run)
+        except BaseException:
+            self.abandon()
+            raise
+        try:
+            return self.run_calling_thread()
+        finally:
+            task.result()
+
     def abandon(self):
         """Release a worker whose calling thread will not run its part (an exception, e.g. a
         KeyboardInterrupt, between submitting ``run`` and ``run_calling_thread``): the worker
@@ -369,6 +387,7 @@ cdef class ScanStage:
     cdef ColumnView *own_views   # the publisher's (describing writes the last run's form in it)
     cdef int64_t *col_start      # stream position of each column's first key (ncols + 1)
     cdef bint objects            # Python keys: feed keeps the GIL until the worker is done
+    cdef list columns            # the key columns the worker reads, alive while the stage is
     cdef bytes forced            # tests: the STEP_* of each step in turn, instead of the rule
 
     def __cinit__(self, Router router, const int64_t[::1] bucket_offsets, int policy,
@@ -432,6 +451,7 @@ cdef class ScanStage:
         cdef Py_ssize_t c, ncols = len(columns)
         cdef KeyColumn col
         cdef int status
+        self.columns = columns  # the worker may read them after feed returned (an interrupted wait)
         self.a_views = np.empty(2 * max(ncols, 1) * sizeof(ColumnView), dtype=np.uint8)
         self.a_col_start = np.zeros(ncols + 1, dtype=np.int64)
         self.views = <ColumnView *>cnp.PyArray_DATA(self.a_views)
@@ -571,6 +591,24 @@ cdef class ScanStage:
                          self.size_ptr + p if self.size_ptr != NULL else NULL)
             p += m
         return rc
+
+    def feed_with(self, object submit, list columns, bint replace):
+        """Both threads: ``submit(self.run)`` starts the worker (a call returning a task whose
+        ``result()`` waits for it), then this thread feeds it (``feed``) and waits for it. The
+        hand-off runs no Python bytecode of its own, so an asynchronous exception (a
+        KeyboardInterrupt) can only come out of ``submit`` or ``result``: raised by ``submit``,
+        the worker is stopped whether or not its task was queued; raised by ``result``, the
+        worker finishes alone (the stage keeps alive everything it reads)."""
+        cdef object task
+        try:
+            task = submit(self.run)
+        except BaseException:
+            self.abort()
+            raise
+        try:
+            return self.feed(columns, replace)
+        finally:
+            task.result()
 
     def abandon(self):
         """Stop the worker when the publisher will not feed it (an exception, e.g. a

@@ -10,7 +10,6 @@ import itertools
 import math
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -22,6 +21,8 @@ from . import arrow as _arrow_io
 from .arrow import ArrowColumns, ArrowKeys
 from .status import Status, check_status
 from .validation import MAX_HASH, index_label, is_int, plain_ints, refuse_arrow_nulls
+from .workers import WorkerPool
+from .workers import shared_pool as _workers_pool
 
 __all__ = [
     "KeyHashes",
@@ -323,7 +324,6 @@ HASH_BLOCK = 1 << 14
 # little, coarse enough that taking one does not.
 PART_BLOCKS = 4
 _CPUS = os.cpu_count() or 1
-_executor: ThreadPoolExecutor | None = None
 
 
 def is_buffer_source(source: Any) -> bool:
@@ -364,12 +364,9 @@ def threads_for(threads: int | None, n: int, buffers: bool) -> int:
     return max(1, min(int(threads), n))
 
 
-def shared_pool() -> ThreadPoolExecutor:
-    """The worker threads every kernel shares (created on first use)."""
-    global _executor
-    if _executor is None:
-        _executor = ThreadPoolExecutor(max_workers=max(2, _CPUS), thread_name_prefix="bucketcore")
-    return _executor
+def shared_pool() -> WorkerPool:
+    """The worker threads every kernel shares (bucketcore.workers: safe to interrupt anywhere)."""
+    return _workers_pool()
 
 
 def run_parts(run: Callable[[int, int], tuple[int, int]], n: int, threads: int) -> tuple[int, int]:
@@ -438,16 +435,7 @@ def _hash_pipeline(source: Any, n: int, outputs: tuple[Any, ...], replace: bool,
         stage = _pipeline.HashStage(
             column, *(_part(o, out, end) for o in outputs), replace, allow_none, lo, hi, HASH_BLOCK
         )
-        hashing = None
-        try:
-            hashing = shared_pool().submit(stage.run)
-            status, index = stage.run_calling_thread()
-        except BaseException:
-            stage.abandon()  # an interrupt before this thread's part began: release the worker
-            raise
-        finally:
-            if hashing is not None:
-                hashing.result()
+        status, index = stage.run_with(shared_pool().submit)  # releases the worker on any exception
         if status != Status.BC_OK:
             return status, out + index - lo
     return Status.BC_OK, -1
@@ -461,8 +449,9 @@ def _hash_blocks(
         [column for column, *_ in column_parts(source, 0, n)], *outputs, replace, allow_none, HASH_BLOCK
     )
     others = [shared_pool().submit(stage.take) for _ in range(parts - 1)]
+    results = []  # bound before the try: an interrupt at its first bytecode reaches the caller as itself
     try:
-        results = [stage.take()]
+        results.append(stage.take())
     finally:
         results += [other.result() for other in others]
     return min(results, key=lambda r: (r[0] == Status.BC_OK, r[1]))

@@ -533,16 +533,7 @@ def _pipelined_entries(
     # a thread of the shared pool (not one started per call); none of the
     # pool's tasks waits for another, so a busy pool only delays the worker, and feed waits for it
     columns = key_columns(source)
-    scanning = None
-    try:
-        scanning = shared_pool().submit(stage.run)
-        status, index = stage.feed(columns, replace)
-    except BaseException:
-        stage.abandon()  # an interrupt before feed began: the worker must not wait for it
-        raise
-    finally:
-        if scanning is not None:
-            scanning.result()  # feed stopped the worker on any failure
+    status, index = stage.feed_with(shared_pool().submit, columns, replace)  # stops the worker on any exception
     if status != Status.BC_OK:
         return status, index, None, round_robin
     columns, next_rr = stage.finish()
