@@ -1,28 +1,34 @@
-"""What the kernels declare to a free-threaded CPython (3.13t and later) through Py_mod_gil.
+"""What the kernels declare to a free-threaded CPython (3.13t and later) through Py_mod_gil, and
+the kernels declared correct without the GIL hammered from many threads at once.
 
 The kernels audited as correct without the GIL declare so; every other kernel declares that it
 needs the GIL, and the interpreter turns the GIL back on when it imports one (docs/hardening.md).
-These tests run only on a free-threaded interpreter (CI's free-threaded job).
+The declaration tests run only on a free-threaded interpreter (CI's free-threaded job). The hammer
+tests run everywhere, each in a child process that imports only the audited kernels (and numpy),
+so that on a free-threaded interpreter the child really runs without the GIL (it checks so); under
+the GIL they check the same results with the calls interleaved at the interpreter's switches.
 """
 
 from __future__ import annotations
 
+import json
 import pkgutil
 import subprocess
 import sys
 import sysconfig
+import textwrap
 
 import pytest
 
 import _bucketcore
 
 FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
-pytestmark = pytest.mark.skipif(
+needs_free_threading = pytest.mark.skipif(
     not FREE_THREADED, reason="not a free-threaded interpreter: Py_mod_gil is only read by 3.13t and later"
 )
 
 # The kernels that run without the GIL (setup.py, FREE_THREADING_COMPATIBLE).
-WITHOUT_GIL = {"_status", "_routing"}
+WITHOUT_GIL = {"_status", "_routing", "_layout", "_consumer", "_wire"}
 KERNELS = sorted(m.name for m in pkgutil.iter_modules(_bucketcore.__path__) if m.name.startswith("_"))
 
 
@@ -36,11 +42,372 @@ def test_every_kernel_is_one_of_the_audited_or_the_gil_needing_ones():
     assert set(WITHOUT_GIL) <= set(KERNELS), KERNELS
 
 
+@needs_free_threading
 @pytest.mark.parametrize("name", KERNELS)
 def test_a_kernel_turns_the_gil_on_exactly_when_it_declares_it_needs_it(name):
     assert _gil_after_importing(f"_bucketcore.{name}") is (name not in WITHOUT_GIL)
 
 
+@needs_free_threading
 def test_importing_bucketcore_runs_it_with_the_gil():
     # the package imports every kernel, some of which need the GIL
     assert _gil_after_importing("bucketcore") is True
+
+
+# ----------------------------------------------------------------------------------------------
+# the audited kernels, hammered: 8 threads share their inputs (and, for _consumer, one object)
+
+HAMMER_CHILD = textwrap.dedent(
+    """
+    import json, sys, threading, warnings
+    warnings.simplefilter("error")  # a kernel that turned the GIL back on would warn
+    import numpy as np
+
+    kernel, rounds = sys.argv[1], int(sys.argv[2])
+    THREADS = 8
+    if hasattr(sys, "setswitchinterval"):
+        sys.setswitchinterval(1e-6)  # under the GIL: switch as often as the interpreter can
+
+    def run_threads(work):
+        failures = []
+        barrier = threading.Barrier(THREADS)
+
+        def guarded(t):
+            try:
+                barrier.wait()
+                work(t)
+            except BaseException as exc:
+                failures.append(repr(exc))
+
+        threads = [threading.Thread(target=guarded, args=(t,)) for t in range(THREADS)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        return failures
+
+    def hammer_layout():
+        from _bucketcore import _layout
+        rng = np.random.default_rng(5)
+        hashes = rng.integers(0, 1 << 16, 50_000).astype(np.uint16)
+        wide = hashes.astype(np.int64)
+        splits = np.unique(rng.integers(1, 1 << 16, 300)).astype(np.uint16)
+        table = np.empty(1 << 16, np.uint16)
+        _layout.build_table(splits, table)
+        has_key = (rng.random(50_000) > 0.1).astype(np.uint8)
+        starts = splits[:7].copy()
+        want = np.searchsorted(splits, hashes, side="right").astype(np.int32)
+        want_hist = np.bincount(hashes, minlength=1 << 16)
+
+        def work(t):
+            for r in range(rounds):
+                out = np.empty(hashes.size, np.int32)
+                method = (_layout.LookupMethod.METHOD_SEARCH, _layout.LookupMethod.METHOD_TABLE)[(t + r) % 2]
+                assert _layout.bucket_of(splits, wide, out, table, method) == -1
+                assert np.array_equal(out, want)
+                own = np.empty(1 << 16, np.uint16)
+                _layout.build_table(splits, own)
+                assert np.array_equal(own, table)
+                bins = np.zeros(1 << 16, np.int64)
+                _layout.histogram(hashes, bins)
+                assert np.array_equal(bins, want_hist)
+                routed = np.empty(hashes.size, np.int32)
+                _layout.route_keyed(starts, hashes, has_key, routed, None, 0, starts.size + 1)
+                keyed = has_key.astype(bool)
+                assert np.array_equal(routed[keyed], np.searchsorted(starts, hashes[keyed], side="right"))
+                prefix = np.concatenate(([0], np.cumsum(want_hist)))
+                assert _layout.greedy_groups(prefix, int(prefix[-1]), 1, None) == 1
+
+        return run_threads(work)
+
+    def hammer_routing():
+        from _bucketcore import _routing
+        first = np.array([0, 4, 12], np.int32)
+        rotation = np.array([0, 1], np.int32)
+        tables = [np.zeros(1 << 16, np.uint8), np.full(1 << 16, 7, np.uint8)]
+        segment_table = np.repeat(np.array([0, 1], np.uint8), 1 << 15)
+
+        def work(t):
+            for r in range(rounds):
+                router = _routing.Router(2, True, segment_table, rotation, tables, first)  # BC_ROUTE_RANGE
+                assert router.mode == 2
+
+        return run_threads(work)
+
+    def hammer_status():
+        from _bucketcore import _status
+
+        def work(t):
+            for r in range(rounds * 50):
+                assert _status.bc_status(0).name == "BC_OK"
+                assert _status.bc_status["BC_ERR_NOMEM"] == 1
+
+        return run_threads(work)
+
+    def hammer_consumer():
+        from _bucketcore import _consumer
+
+        class Ack:
+            __slots__ = ("segment_id", "message_ids")
+
+        _consumer.bind(Ack)
+
+        class Core(_consumer.ConsumerCore):
+            def _delivered_checked(self, segment_id, message_id):
+                raise AssertionError(f"checked path for {segment_id}/{message_id}")
+
+            def _acked_checked(self, segment_id, message_id):
+                return []  # acked on another thread first (shared ids) or not delivered
+
+            def _finish_drain(self, segment_id):
+                return []
+
+        core = Core()
+        shared = _consumer.SegmentTrack("assigned", "subscribe")
+        draining = _consumer.SegmentTrack("assigned", "subscribe")
+        core._open[0] = shared
+        per = 400
+        problems = []
+        counts = {"tracked": 0, "acked": 0, "taken": 0}
+        lock = threading.Lock()  # guards the test's own counts only
+
+        def work(t):
+            tracked = acked = taken_total = 0
+            for r in range(rounds):
+                base = (r * THREADS + t) * per
+                ids = range(base, base + per)  # each thread's ids interleave with the others' in one array
+                for m in ids:
+                    tracked += core.delivered(0, m)
+                for m in ids:  # a redelivery: False unless another thread's take_upto untracked it
+                    tracked += core.delivered(0, m)
+                seen = shared.ascending()
+                if seen != sorted(seen):
+                    problems.append("ascending() out of order")
+                taken = shared.take_upto(base + per // 2)  # may take other threads' lower ids too
+                if taken != sorted(taken):
+                    problems.append("take_upto out of order")
+                taken_total += len(taken)
+                for m in ids:
+                    result = core.acked(0, m)  # [] when a take_upto untracked it first
+                    if result:
+                        [ack] = result
+                        if ack.segment_id != 0 or ack.message_ids != (m,):
+                            problems.append(f"ack of {m}: {ack.segment_id}, {ack.message_ids}")
+                        acked += 1
+                draining.drain_reason = "removed" if (t + r) % 2 else None
+                if draining.drain_reason not in ("removed", None):
+                    problems.append("drain_reason torn")
+            with lock:
+                counts["tracked"] += tracked
+                counts["acked"] += acked
+                counts["taken"] += taken_total
+
+        failures = run_threads(work) + problems
+        if len(shared) != 0 or shared.ascending():
+            failures.append(f"{len(shared)} ids left tracked: {shared.ascending()[:10]}")
+        if counts["tracked"] != counts["acked"] + counts["taken"]:
+            failures.append(f"ids tracked and untracked do not match: {counts}")
+        return failures
+
+    def hammer_wire():
+        import zlib
+        from _bucketcore import _wire
+        _wire.set_crc(0, zlib.crc32)  # any checksum: the threads' encodings are compared with one thread's
+        _wire.set_errors(UnicodeError, ValueError)
+
+        class Entry:
+            __slots__ = ("payloads", "hash_min", "hash_max", "message_indices")
+
+            def __init__(self, payloads, lo, hi, first):
+                self.payloads = payloads
+                self.hash_min, self.hash_max = lo, hi
+                self.message_indices = np.arange(first, first + len(payloads), dtype=np.int64)
+
+        def make(k):
+            payloads = [bytes([k % 251]) * (1 + (k * 7 + j) % 90) for j in range(40)]
+            return Entry(payloads, k * 100, k * 100 + 50, k * 40)
+
+        entries = [make(k) for k in range(12)]
+        keys = [[f"key-{k}-{j}" for j in range(40)] for k in range(12)]
+        props = [[{"p": str(j)} if j % 3 else None for j in range(40)] for k in range(12)]
+
+        def encode(ents, ks, ps, into=None):
+            return _wire.encode_entries(ents, "producer", 9, ks, ps, None, 0, True, into, 0)
+
+        want, want_offsets = encode(entries, keys, props)
+        want = bytes(want)
+        problems = []
+
+        def check_decodes(buf, offsets):
+            for i in range(len(offsets) - 1):
+                _wire.decode_entry(memoryview(buf)[offsets[i]:offsets[i + 1]], False)
+
+        # shared, unchanging inputs: every thread gets one thread's bytes
+        def same_inputs(t):
+            into = bytearray()
+            for r in range(rounds):
+                got, offsets = encode(entries, keys, props, into if r % 2 else None)
+                if bytes(got) != want or not np.array_equal(offsets, want_offsets):
+                    problems.append("an encoding differs from one thread's")
+                one = memoryview(want)[want_offsets[t % 12] : want_offsets[t % 12 + 1]]
+                md, messages, _ = _wire.decode_entry(one, False)
+                if len(messages) != 40:
+                    problems.append("a decoded entry lost messages")
+
+        failures = run_threads(same_inputs)
+
+        # inputs other threads change meanwhile: payload lists, property dicts, bytearray and
+        # memoryview payloads, the `into` bytearray. Each call returns a well-formed encoding of
+        # what it read or raises a clean error; memory is never read after it was freed.
+        moving = [make(k) for k in range(6)]
+        for e in moving:
+            e.payloads[0] = bytearray(b"b" * 30)
+            e.payloads[1] = memoryview(bytearray(b"m" * 20))
+        mkeys = [[f"k{j}" for j in range(40)] for k in range(6)]
+        mprops = [[{"a": "1", "b": "2"} for j in range(40)] for k in range(6)]
+        shared_into = bytearray()
+        stop = threading.Event()
+        errors = {}
+
+        def mutator(t):
+            rng = np.random.default_rng(t)
+            while not stop.is_set():
+                e = moving[int(rng.integers(6))]
+                j = int(rng.integers(2, 40))
+                try:
+                    op = int(rng.integers(7))
+                    if op == 0:
+                        e.payloads[j] = bytes(int(rng.integers(1, 100)))
+                    elif op == 1:
+                        e.payloads[0].extend(b"x")  # refused while an encoder holds it
+                    elif op == 2:
+                        del e.payloads[0][: max(0, len(e.payloads[0]) - 30)]
+                    elif op == 3:
+                        d = mprops[int(rng.integers(6))][j]
+                        d[f"n{int(rng.integers(1000))}"] = "v"
+                        if len(d) > 6:
+                            d.clear()
+                    elif op == 4:
+                        mkeys[int(rng.integers(6))][j] = f"key-{int(rng.integers(10**6))}"
+                    elif op == 5:
+                        shared_into.extend(b"zz")  # refused while an encoder writes into it
+                    else:
+                        del shared_into[: len(shared_into) // 2]
+                except BufferError:
+                    pass
+
+        def encoder(t):
+            for r in range(rounds * 2):
+                try:
+                    got, offsets = encode(moving, mkeys, mprops, shared_into if r % 2 else None)
+                    check_decodes(bytes(got), offsets)
+                except (BufferError, RuntimeError) as exc:
+                    errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
+
+        def both(t):
+            if t < THREADS // 2:
+                try:
+                    encoder(t)
+                finally:
+                    stop.set()
+            else:
+                mutator(t)
+
+        failures += run_threads(both)
+        return failures + problems
+
+    failures = {"_layout": hammer_layout, "_routing": hammer_routing, "_status": hammer_status,
+                "_consumer": hammer_consumer, "_wire": hammer_wire}[kernel]()
+    gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
+    print(json.dumps({"failures": failures[:5], "gil": gil}))
+    """
+)
+
+
+@pytest.mark.parametrize("kernel", sorted(WITHOUT_GIL))
+def test_an_audited_kernel_gives_the_one_thread_results_to_8_threads_at_once(kernel):
+    done = subprocess.run(
+        [sys.executable, "-c", HAMMER_CHILD, kernel, "20"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, f"child exited {done.returncode}\nstderr: {done.stderr[-4000:]}"
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["failures"] == [], report
+    if FREE_THREADED:  # importing only audited kernels (and numpy) kept the GIL off
+        assert report["gil"] is False, report
+
+
+# The same promise under the GIL, made deterministic: Python code the encoder itself runs (an int
+# subclass's comparison, while it checks a sequence id) changes the entry's lists, its property
+# dict and a bytearray payload. The encoding is that of the lists as they were when the call
+# reached the entry (and of each bytearray payload as it was when the call reached its message),
+# and nothing is read after it was freed (tools/sanitize.sh runs this under ASan).
+def test_encode_entries_reads_an_entry_as_it_was_when_python_code_it_runs_changes_it():
+    import numpy as np
+
+    from _bucketcore import _wire
+    from bucketcore import wire  # noqa: F401  (installs the CRC and the error classes)
+
+    class Entry:
+        __slots__ = ("payloads", "hash_min", "hash_max", "message_indices")
+
+    def entry(payloads: list) -> Entry:
+        e = Entry()
+        e.payloads, e.hash_min, e.hash_max = payloads, 10, 20
+        e.message_indices = np.arange(len(payloads), dtype=np.int64)
+        return e
+
+    buffer = bytearray(b"b" * 64)
+    payloads = [b"first", buffer] + [bytes([65 + j]) * 50 for j in range(30)]
+    keys = [f"key-{j}" for j in range(32)]
+    props = [{"p": str(j)} for j in range(32)]
+    refused: list[str] = []
+
+    class Changing(int):
+        def __lt__(self, other: object) -> bool:
+            if int(self) < 2:  # from message 2 on: the bytearray payload (message 1) is held by then
+                return int(self) < other  # type: ignore[operator]
+            payloads.clear()
+            keys.clear()
+            props[5].clear()
+            props[5].update({f"x{k}": "y" * 100 for k in range(50)})
+            try:
+                buffer.extend(b"x" * 4096)  # a payload the encoder holds: refused
+            except BufferError as exc:
+                refused.append(str(exc))
+            return int(self) < other  # type: ignore[operator]
+
+    want_payloads = [bytes(p) for p in payloads]
+    want = _wire.encode_entries(
+        [entry(want_payloads)], "p", 9, [list(keys)], [[dict(d) for d in props]], [list(range(32))], 0, True
+    )[0]
+    sequence = [Changing(j) for j in range(32)]
+    got = _wire.encode_entries([entry(payloads)], "p", 9, [keys], [props], [sequence], 0, True)[0]
+    assert got == want
+    assert refused, "the comparison never ran: this test no longer changes the entry mid-call"
+    assert payloads == [] and keys == []
+
+
+def test_encode_entries_gives_back_every_buffer_it_held_also_when_it_raises():
+    import numpy as np
+
+    from _bucketcore import _wire
+    from bucketcore import wire  # noqa: F401  (installs the CRC and the error classes)
+
+    class Entry:
+        __slots__ = ("payloads", "hash_min", "hash_max", "message_indices")
+
+    held = bytearray(b"h" * 40)
+    view_of = bytearray(b"v" * 40)
+    into = bytearray()
+    e = Entry()
+    e.payloads, e.hash_min, e.hash_max = [held, memoryview(view_of), 42], 1, 2
+    e.message_indices = np.arange(3, dtype=np.int64)
+    with pytest.raises(TypeError, match=r"entries\[0\]\.payloads\[2\] must be bytes, bytearray or memoryview, not int"):
+        _wire.encode_entries([e], "p", 9, None, None, None, 0, True, into)
+    e.payloads[2] = b"fine"
+    encoded, offsets = _wire.encode_entries([e], "p", 9, None, None, None, 0, True, into)
+    assert encoded is into and len(into) == offsets[-1]
+    held.extend(b"x")  # neither payload nor `into` is still exported
+    into.extend(b"x")
+    e.payloads[1].release()
+    view_of.extend(b"x")

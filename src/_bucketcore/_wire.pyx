@@ -4,15 +4,27 @@ read an entry's fields back, and read only the stamp of a MessageMetadata.
 
 The public API, its validation messages and its error classes are in ``bucketcore.wire``; this
 module raises the classes ``bucketcore.wire`` installs with :func:`set_errors`.
+
+Without the GIL (free-threaded CPython) the kernel stays memory-safe whatever other threads do to
+its arguments meanwhile: ``encode_entries`` reads each entry's lists from a tuple it takes of them
+(the tuple holds every item), reads property dicts from copies, holds a buffer export of every
+bytearray or memoryview payload until the entry is written (the payload cannot be resized or
+released meanwhile), and writes into a caller's bytearray only through an export of its own (so
+another thread cannot resize it under the writer). With the GIL the tuples and copies are taken
+only for an entry with explicit sequence ids, the one case in which the encoder runs Python code
+(an int subclass's comparison) between reading the lists and writing the entry; otherwise no
+other code runs meanwhile and the lists' own items are read. The CRC function and the error classes are set
+once, at import, by ``bucketcore.wire``. The readers only read memoryviews, which hold their
+buffers for the call.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
-from cpython.buffer cimport PyBuffer_IsContiguous
-from cpython.list cimport PyList_GET_ITEM
+from cpython.bytearray cimport PyByteArray_Resize
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_IsContiguous, PyBuffer_Release, PyObject_GetBuffer
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 
 cimport numpy as cnp
@@ -22,6 +34,17 @@ cnp.import_array()
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
     Py_buffer *PyMemoryView_GET_BUFFER(object mview)
+    PyObject **PySequence_Fast_ITEMS(object o)
+
+cdef extern from *:
+    """
+    #ifdef Py_GIL_DISABLED
+    #define BC_FREE_THREADED 1
+    #else
+    #define BC_FREE_THREADED 0
+    #endif
+    """
+    const bint BC_FREE_THREADED
 
 cdef extern from "wire.h" nogil:
     int BC_WIRE_FIELD_HASH_MIN
@@ -128,26 +151,38 @@ cdef uint32_t _crc_of(const char *data, size_t n) except? 0xFFFFFFFF:
     return <uint32_t>_crc_value(PyBytes_FromStringAndSize(data, <Py_ssize_t>n))
 
 
-cdef inline int _buffer_of(object obj, const char **ptr, size_t *n) except -1:
+cdef struct Held:
+    Py_buffer *views    # buffer exports held until the entry is written
+    size_t n, cap
+
+
+cdef void _release_held(Held *held) noexcept:
+    cdef size_t k
+    for k in range(held.n):
+        PyBuffer_Release(&held.views[k])
+    held.n = 0
+
+
+cdef inline int _buffer_of(object obj, const char **ptr, size_t *n, Held *held) except -1:
     """Pointer and size of a payload (bytes, bytearray, or C-contiguous memoryview); 1 if it is
-    another type, which the caller reports."""
+    another type, which the caller reports. A bytearray or memoryview is read through a buffer
+    export added to ``held``: until it is released the payload can be neither resized nor released."""
     cdef Py_buffer *view
     if type(obj) is bytes:
         ptr[0] = PyBytes_AS_STRING(obj)
         n[0] = <size_t>PyBytes_GET_SIZE(obj)
         return 0
-    if type(obj) is memoryview:
-        view = PyMemoryView_GET_BUFFER(obj)
-        if not PyBuffer_IsContiguous(view, b'C'):
-            raise TypeError("a payload memoryview must be C-contiguous")
-        ptr[0] = <const char *>view.buf
-        n[0] = <size_t>view.len
-        return 0
-    if type(obj) is bytearray:
-        ptr[0] = PyByteArray_AS_STRING(obj)
-        n[0] = <size_t>PyByteArray_GET_SIZE(obj)
-        return 0
-    return 1
+    if type(obj) is not memoryview and type(obj) is not bytearray:
+        return 1
+    if type(obj) is memoryview and not PyBuffer_IsContiguous(PyMemoryView_GET_BUFFER(obj), b'C'):
+        raise TypeError("a payload memoryview must be C-contiguous")
+    _grow(<void **>&held.views, &held.cap, held.n + 1, sizeof(Py_buffer))
+    view = &held.views[held.n]
+    PyObject_GetBuffer(obj, view, PyBUF_SIMPLE)
+    held.n += 1
+    ptr[0] = <const char *>view.buf
+    n[0] = <size_t>view.len
+    return 0
 
 
 cdef str _where(int kind, Py_ssize_t i, Py_ssize_t j, object name):
@@ -235,8 +270,25 @@ cdef extern from *:
 cdef struct Out:
     PyObject *bytes_obj     # the bytes being written (owned), or NULL when writing into a bytearray
     PyObject *array_obj     # the caller's bytearray (borrowed), or NULL
+    Py_buffer export        # while exported: the bytearray's buffer, which nobody else can resize
+    bint exported
     char *data
     size_t cap
+
+
+cdef int _array_size(Out *o, size_t size) except -1:
+    """Resize the caller's bytearray to `size` bytes and write through a new export of it (the
+    export of the previous size is released first: a bytearray cannot be resized while exported)."""
+    if o.exported:
+        PyBuffer_Release(&o.export)
+        o.exported = False
+    PyByteArray_Resize(<object>o.array_obj, <Py_ssize_t>size)
+    PyObject_GetBuffer(<object>o.array_obj, &o.export, PyBUF_WRITABLE)
+    o.exported = True
+    if <size_t>o.export.len < size:
+        raise RuntimeError("the bytearray passed as `into` was resized by another thread during the call")
+    o.data = <char *>o.export.buf
+    return 0
 
 
 cdef int _reserve(Out *o, size_t need) except -1:
@@ -248,8 +300,7 @@ cdef int _reserve(Out *o, size_t need) except -1:
     if cap < need:
         cap = need
     if o.array_obj != NULL:
-        PyByteArray_Resize(<object>o.array_obj, <Py_ssize_t>cap)
-        o.data = PyByteArray_AS_STRING(<object>o.array_obj)
+        _array_size(o, cap)
     else:
         bc_bytes_resize(&o.bytes_obj, <Py_ssize_t>cap)
         o.data = PyBytes_AS_STRING(<object>o.bytes_obj)
@@ -269,8 +320,8 @@ cdef int _grow(void **arr, size_t *cap, size_t need, size_t item) except -1:
     return 0
 
 
-cdef int _payload_fallback(object item, bc_wire_msg *m, Py_ssize_t i, Py_ssize_t j) except -1:
-    if _buffer_of(item, &m.payload, &m.payload_len):
+cdef int _payload_fallback(object item, bc_wire_msg *m, Py_ssize_t i, Py_ssize_t j, Held *held) except -1:
+    if _buffer_of(item, &m.payload, &m.payload_len, held):
         raise TypeError(
             f"entries[{i}].payloads[{j}] must be bytes, bytearray or memoryview, not {type(item).__name__}"
         )
@@ -305,12 +356,15 @@ cdef size_t _props(dict props, bc_wire_kv *kvs, Py_ssize_t i, Py_ssize_t j) exce
     return n
 
 
-cdef int _check_len(object col, str name, Py_ssize_t i, Py_ssize_t count) except -1:
+cdef object _items(object col, str name, Py_ssize_t i, Py_ssize_t count, bint hold):
+    """Entry i's per-message list, checked; with ``hold``, as a tuple of its items, which holds
+    them for the call whatever happens to the list."""
     if type(col) is not list:
         raise TypeError(f"{name}[{i}] must be a list of per-message values or None, not {type(col).__name__}")
-    if len(<list>col) != count:
-        raise ValueError(f"{name}[{i}] has {len(<list>col)} items for the {count} messages of entries[{i}]")
-    return 0
+    cdef object items = tuple(<list>col) if hold else col
+    if len(items) != count:
+        raise ValueError(f"{name}[{i}] has {len(items)} items for the {count} messages of entries[{i}]")
+    return items
 
 
 def encode_entries(list entries, str producer_name, uint64_t publish_time, object keys, object properties,
@@ -318,8 +372,8 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
                    Py_ssize_t size_hint=0):
     """Encode entries into one buffer; see ``bucketcore.wire.encode_entries``.
 
-    One pass: each entry's messages are gathered (payloads borrowed from its list), written and
-    checksummed while they are in cache. ``size_hint`` is the expected total size (the buffer
+    One pass: each entry's messages are gathered (payloads read from a tuple of its list's
+    items), written and checksummed while they are in cache. ``size_hint`` is the expected total size (the buffer
     grows past it when needed). Returns (the buffer: a new bytes, or ``into`` resized to the
     encoded size; int64 offsets of n + 1 entry boundaries).
     """
@@ -335,8 +389,13 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
     cdef cnp.ndarray mi
     cdef object e, payloads, ekeys, eprops, eseq, props, hmin, hmax
     cdef PyObject *po
-    cdef list plist
+    cdef object pseq, kseq, sseq         # the entry's lists, or tuples of their items (hold)
+    cdef list pcopies
+    cdef PyObject **pitems
+    cdef PyObject **kitems = NULL
+    cdef bint hold
     cdef Out out
+    cdef Held held
     cdef char *p
     cdef cnp.npy_intp dims[1]
     cdef cnp.ndarray offsets
@@ -354,18 +413,20 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
 
     out.bytes_obj = NULL
     out.array_obj = NULL
+    out.exported = False
     out.cap = <size_t>max(size_hint, 64)
-    if into is None:
-        result = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>out.cap)
-        out.bytes_obj = <PyObject *>result
-        Py_INCREF(result)  # `out` owns a reference: _PyBytes_Resize may replace the object
-        result = None
-        out.data = PyBytes_AS_STRING(<object>out.bytes_obj)
-    else:
-        PyByteArray_Resize(into, <Py_ssize_t>out.cap)
-        out.array_obj = <PyObject *>into
-        out.data = PyByteArray_AS_STRING(into)
+    held.views = NULL
+    held.n = held.cap = 0
     try:
+        if into is None:
+            result = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>out.cap)
+            out.bytes_obj = <PyObject *>result
+            Py_INCREF(result)  # `out` owns a reference: _PyBytes_Resize may replace the object
+            result = None
+            out.data = PyBytes_AS_STRING(<object>out.bytes_obj)
+        else:
+            out.array_obj = <PyObject *>into
+            _array_size(&out, out.cap)
         for i in range(n_entries):
             e = entries[i]
             payloads = e.payloads
@@ -375,8 +436,12 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
                     f"EntryBucketBatcher emits)" if payloads is None else
                     f"entries[{i}].payloads must be a list, not {type(payloads).__name__}"
                 )
-            plist = <list>payloads
-            count = len(plist)
+            # (the other lists are checked against the payloads' count below)
+            eseq = None if sequence_ids is None else sequence_ids[i]
+            hold = BC_FREE_THREADED or eseq is not None
+            pseq = tuple(<list>payloads) if hold else payloads
+            pitems = PySequence_Fast_ITEMS(pseq)
+            count = len(pseq)
             if count == 0:
                 raise ValueError(f"entries[{i}] has no messages")
             hmin = e.hash_min
@@ -387,14 +452,14 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
                 )
             ekeys = None if keys is None else keys[i]
             eprops = None if properties is None else properties[i]
-            eseq = None if sequence_ids is None else sequence_ids[i]
-            if ekeys is not None:
-                _check_len(ekeys, "keys", i, count)
-            if eprops is not None:
-                _check_len(eprops, "properties", i, count)
-            if eseq is not None:
-                _check_len(eseq, "sequence_ids", i, count)
-            else:
+            kseq = None if ekeys is None else _items(ekeys, "keys", i, count, hold)
+            if kseq is not None:
+                kitems = PySequence_Fast_ITEMS(kseq)
+            pcopies = None if eprops is None else _items(eprops, "properties", i, count, False)
+            if pcopies is not None and hold:
+                pcopies = list(pcopies)  # filled with copies of the dicts below
+            sseq = None if eseq is None else _items(eseq, "sequence_ids", i, count, True)
+            if sseq is None:
                 mi = e.message_indices
                 if (cnp.PyArray_TYPE(mi) != cnp.NPY_INT64 or cnp.PyArray_NDIM(mi) != 1
                         or not cnp.PyArray_IS_C_CONTIGUOUS(mi)):
@@ -406,14 +471,18 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
                 idx = <const int64_t *>cnp.PyArray_DATA(mi)
             _grow(<void **>&msgs, &msgs_cap, <size_t>count, sizeof(bc_wire_msg))
             n_props = 0
-            if eprops is not None:
-                for props in <list>eprops:
+            if pcopies is not None:
+                for j in range(count):
+                    props = pcopies[j]
                     if props is not None:
                         if type(props) is not dict:
                             raise TypeError(
                                 f"properties[{i}] items must be dicts of str to str or None, not "
                                 f"{type(props).__name__}"
                             )
+                        if hold:
+                            props = (<dict>props).copy()  # the call's own: its size and strings stay
+                            pcopies[j] = props
                         n_props += len(<dict>props)
                 # at least one slot: empty property dicts still index kvs (no arithmetic on NULL)
                 _grow(<void **>&kvs, &kvs_cap, max(n_props, 1), sizeof(bc_wire_kv))
@@ -421,21 +490,21 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
             top = 0
             pref = 8 if count > 8 else count
             for j in range(pref):
-                bc_prefetch(PyList_GET_ITEM(plist, j))
+                bc_prefetch(pitems[j])
             for j in range(count):
                 if j + pref < count:
-                    bc_prefetch(PyList_GET_ITEM(plist, j + pref))
+                    bc_prefetch(pitems[j + pref])
                 m = &msgs[j]
-                po = PyList_GET_ITEM(plist, j)
+                po = pitems[j]
                 if bc_bytes_payload(po, &m.payload, &m.payload_len):
-                    _payload_fallback(<object>po, m, i, j)
+                    _payload_fallback(<object>po, m, i, j, &held)
                 if m.payload_len > PAYLOAD_MAX:
                     raise ValueError(f"entries[{i}].payloads[{j}] has {m.payload_len} bytes, above 2**31-1")
                 m.key_kind = 0
                 m.key = NULL
                 m.key_len = 0
-                if ekeys is not None:
-                    po = PyList_GET_ITEM(<list>ekeys, j)
+                if kseq is not None:
+                    po = kitems[j]
                     m.key = bc_str_utf8(po, &m.key_len)
                     if m.key != NULL:
                         m.key_kind = 1
@@ -443,17 +512,17 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
                         _key_slow(<object>po, m, i, j)
                 m.prop_start = n_props
                 m.prop_count = 0
-                if eprops is not None:
-                    props = (<list>eprops)[j]
+                if pcopies is not None:
+                    props = pcopies[j]
                     if props is not None:
                         m.prop_count = _props(<dict>props, &kvs[n_props], i, j)
                         n_props += m.prop_count
-                if eseq is None:
+                if sseq is None:
                     if idx[j] + sequence_base < 0:
                         raise ValueError(f"the sequence id of entries[{i}] message {j} would be negative")
                     s = <uint64_t>(idx[j] + sequence_base)
                 else:
-                    s = _seq((<list>eseq)[j], f"sequence_ids[{i}][{j}]")
+                    s = _seq(<object>PyTuple_GET_ITEM(sseq, j), f"sequence_ids[{i}][{j}]")
                 m.sequence_id = s
                 if s > top:
                     top = s
@@ -479,15 +548,22 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
             p[5] = <char>crc
             pos += size
             off[i + 1] = <int64_t>pos
+            _release_held(&held)
         if into is None:
             bc_bytes_resize(&out.bytes_obj, <Py_ssize_t>pos)
             result = <object>out.bytes_obj
             return result, offsets
+        PyBuffer_Release(&out.export)
+        out.exported = False
         PyByteArray_Resize(into, <Py_ssize_t>pos)
         return into, offsets
     finally:
         if out.bytes_obj != NULL:
             Py_DECREF(<object>out.bytes_obj)
+        if out.exported:
+            PyBuffer_Release(&out.export)
+        _release_held(&held)
+        PyMem_Free(held.views)
         PyMem_Free(msgs)
         PyMem_Free(kvs)
 
