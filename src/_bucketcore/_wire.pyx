@@ -211,11 +211,13 @@ cdef inline const char *_utf8(object s, size_t *n, int kind, Py_ssize_t i, Py_ss
     return p
 
 
-cdef inline uint64_t _seq(object v, str what) except? 0xFFFFFFFFFFFFFFFF:
+cdef inline uint64_t _seq(object v, Py_ssize_t i, Py_ssize_t j) except? 0xFFFFFFFFFFFFFFFF:
+    """Message j's sequence id in entry i: an int in 0..2**64-1 (its name is formatted only for
+    an error)."""
     if type(v) is bool or not isinstance(v, int):
-        raise TypeError(f"{what} must be an int, not {type(v).__name__}")
+        raise TypeError(f"sequence_ids[{i}][{j}] must be an int, not {type(v).__name__}")
     if v < 0 or v > 0xFFFFFFFFFFFFFFFF:
-        raise ValueError(f"{what} = {v} is outside 0..2**64-1")
+        raise ValueError(f"sequence_ids[{i}][{j}] = {v} is outside 0..2**64-1")
     return <uint64_t>v
 
 
@@ -522,7 +524,7 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
                         raise ValueError(f"the sequence id of entries[{i}] message {j} would be negative")
                     s = <uint64_t>(idx[j] + sequence_base)
                 else:
-                    s = _seq(<object>PyTuple_GET_ITEM(sseq, j), f"sequence_ids[{i}][{j}]")
+                    s = _seq(<object>PyTuple_GET_ITEM(sseq, j), i, j)
                 m.sequence_id = s
                 if s > top:
                     top = s
