@@ -8,6 +8,7 @@ tools/sanitize.sh --thread runs this file under ThreadSanitizer (docs/hardening.
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -24,8 +25,11 @@ import pytest
 import bucketcore as bc
 from bucketcore.entries import Entry
 
-SHORT = 1.0  # seconds each default loop runs
-LONG = 20.0  # seconds each slow loop runs
+# Sanitizer builds run several times slower: tools/sanitize.sh --thread scales every duration
+# (loops, watchdogs, waits) by BUCKETCORE_TEST_TIME_SCALE.
+SCALE = float(os.environ.get("BUCKETCORE_TEST_TIME_SCALE", "1"))
+SHORT = 1.0 * SCALE  # seconds each default loop runs
+LONG = 20.0 * SCALE  # seconds each slow loop runs
 N_KEYS = 40_000  # enough for several of the two-thread hashing path's blocks
 
 
@@ -220,7 +224,10 @@ SHRINK_CHILD = textwrap.dedent(
 )
 def test_a_list_shrunk_while_the_call_starts_is_a_clear_error_or_the_new_lists_result(call, threads):
     done = subprocess.run(
-        [sys.executable, "-c", SHRINK_CHILD, call, str(threads)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", SHRINK_CHILD, call, str(threads)],
+        capture_output=True,
+        text=True,
+        timeout=120 * SCALE,
     )
     if done.returncode != 0:
         raise KnownBug(f"child exited {done.returncode}: {done.stderr[-3000:]}")
@@ -480,7 +487,9 @@ def test_one_dispatcher_shared_by_8_threads_long_run(slow_opted_in):
 # thread's stack; a finished child prints one JSON line.
 WATCHDOG = """
 import faulthandler, os, sys, threading
+SCALE = float(os.environ.get("BUCKETCORE_TEST_TIME_SCALE", "1"))
 def _watchdog(seconds):
+    seconds *= SCALE
     def fire():
         faulthandler.dump_traceback(all_threads=True)
         sys.stderr.flush()
@@ -506,7 +515,7 @@ def _busy_workers(grace):
                     break
                 frame = frame.f_back
         return found
-    deadline = time.monotonic() + grace
+    deadline = time.monotonic() + grace * SCALE
     while busy() and time.monotonic() < deadline:
         time.sleep(0.01)
     return len(busy())
@@ -599,7 +608,9 @@ INTERRUPT_CHILD = (
 
 
 def _run_child(script: str, *args: str, timeout: float) -> tuple[int, str, str]:
-    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=timeout * SCALE
+    )
     return done.returncode, done.stdout, done.stderr
 
 
@@ -621,7 +632,7 @@ NO_SIGALRM = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="SIGALR
 # wait (bucketcore.workers, written to stay consistent at every bytecode), in the kernels' callers.
 @NO_SIGALRM
 def test_interrupting_a_two_thread_pipeline_leaves_no_busy_worker_and_a_usable_library():
-    counts = _interrupt_pipeline(rounds=10_000, seconds=3.0, watchdog=30)
+    counts = _interrupt_pipeline(rounds=10_000, seconds=3.0 * SCALE, watchdog=30)
     assert counts["interrupted"] > 0, counts
     assert counts["finished"] + counts["interrupted"] == counts["rounds"], counts
 
@@ -791,7 +802,7 @@ EVERY_BYTECODE_CHILD = (
         # whatever state an interrupt left a pool in, a later submit is served
         report["unserved_pools"] = sum(p.submit(lambda: 1).result() != 1 for p in pools)
         expected = 2  # this thread and the watchdog's timer, besides the pools'
-        deadline = time.monotonic() + 2.0  # a start made twice ends as soon as it finds its slot taken
+        deadline = time.monotonic() + 2.0 * SCALE  # a start made twice ends as soon as it finds its slot taken
         while len(sys._current_frames()) > expected + sum(p.threads() for p in pools) and time.monotonic() < deadline:
             time.sleep(0.01)
         report["extra_threads"] = len(sys._current_frames()) - expected - sum(p.threads() for p in pools)

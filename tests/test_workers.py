@@ -7,6 +7,7 @@ and a forked child gets a working pool of its own.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -106,6 +107,9 @@ def test_the_shared_pool_is_bucketcores_own():
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="os.fork is POSIX only")
+@pytest.mark.skipif(
+    "TSAN_OPTIONS" in os.environ, reason="ThreadSanitizer cannot run threads started after a multi-threaded fork"
+)
 def test_a_forked_child_gets_a_working_pool_of_its_own():
     script = textwrap.dedent(
         """

@@ -134,6 +134,8 @@ if [ "$mode" = address ]; then
     export UBSAN_OPTIONS="$common:print_stacktrace=1:halt_on_error=1"
 else
     export TSAN_OPTIONS="$common:halt_on_error=0:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
+    # everything runs several times slower: the thread tests stretch their loops, watchdogs and waits
+    export BUCKETCORE_TEST_TIME_SCALE="${BUCKETCORE_TEST_TIME_SCALE:-10}"
 fi
 
 cd "$work/src"
