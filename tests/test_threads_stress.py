@@ -1,8 +1,9 @@
 """Threads under stress, through the public API: hashing a list other threads mutate, one batcher
-and one dispatcher shared by 8 threads, and a two-thread pipeline interrupted half-way.
+and one dispatcher shared by 8 threads, and threaded calls interrupted at random moments and at
+every bytecode of their hand-off to bucketcore's worker threads.
 
-Each default test runs for about a second; the ``slow`` variants run the same loops for longer.
-tools/sanitize.sh --thread runs this file under ThreadSanitizer (docs/hardening.md).
+Each default test runs for a few seconds at most; the ``slow`` variants run the same loops for
+longer. tools/sanitize.sh --thread runs this file under ThreadSanitizer (docs/hardening.md).
 """
 
 from __future__ import annotations
@@ -754,11 +755,12 @@ EVERY_BYTECODE_CHILD = (
             return all(np.array_equal(getattr(got, f), getattr(want, f)) for f in ("bucket", "start", "count", "order"))
 
         workers_file = os.path.join("bucketcore", "workers.py")
+        callers = (os.path.join("bucketcore", "hashing.py"), os.path.join("bucketcore", "producer.py"))
         handing = {"_hash_pipeline", "_hash_blocks", "run_parts", "_pipelined_entries", "shared_pool"}
 
         def watched(code):
             return code.co_filename.endswith(workers_file) or (
-                code.co_name in handing and os.path.join("src", "bucketcore") in code.co_filename
+                code.co_name in handing and code.co_filename.endswith(callers)
             )
 
         state = {"target": 0, "seen": 0, "fired": None}
