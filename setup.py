@@ -101,17 +101,27 @@ else:
 # The kernels that run correctly without the GIL, declared so through their Py_mod_gil slot
 # (Cython's CYTHON_FREETHREADING_COMPATIBLE; every other kernel declares that it needs the GIL,
 # and a free-threaded interpreter turns the GIL back on when it imports one). Audited:
-#   _status   an IntEnum built at import; no other state.
-#   _routing  a Router validates its tables in __cinit__ and only reads them afterwards.
+#   _status    an IntEnum built at import; no other state.
+#   _routing   a Router validates its tables in __cinit__ and only reads them afterwards.
+#   _layout    functions over buffers with the GIL released throughout, outputs passed in by the
+#              caller; the only module state is a constant.
+#   _consumer  every SegmentTrack method runs in a critical section on the track; tracks take only
+#              exact ints / tuples of exact ints (no Python code inside a section); strong
+#              references to the dict and tracks; callbacks outside every section.
+#   _wire      encode_entries reads an entry's lists from tuples of their items and property dicts
+#              from copies, and holds buffer exports of bytearray/memoryview payloads and of `into`
+#              while it reads or writes them; CRC tables and error classes are set once at import;
+#              the readers read memoryviews that hold their buffers.
 # Needing the GIL (docs/hardening.md says why for users):
-#   _hashing, _pipeline, _producer, _batcher, _grouping, _arrow: a Python key list or tuple is
-#     read through borrowed item pointers on the promise that the GIL holder runs no Python code
-#     meanwhile (and the two-thread stages hand work over on that promise); without the GIL
-#     another thread could resize the list under the reader.
-#   _dispatch, _consumer, _batcher: per-object state mutated by every method; under the GIL a call
-#     runs whole, so unsynchronised use cannot corrupt memory, without it it could.
-#   _layout, _wire: not audited yet (module-level callbacks bound at import, object columns).
-FREE_THREADING_COMPATIBLE = frozenset({"_status", "_routing"})
+#   _hashing, _pipeline, _producer, _batcher, _grouping, _arrow: a Python key list is read through
+#     item pointers on the promise that the GIL holder runs no Python code meanwhile (the
+#     two-thread stages hand a pinned view over on that promise); _hashing reads lists inside their
+#     critical section, but object ndarrays and a KeyColumn pinned for the other stage are not yet
+#     safe without the GIL.
+#   _batcher: per-object state mutated by every method; under the GIL a call runs whole.
+#   _dispatch: every method on an object's state runs in a critical section on it, but no test
+#     drives it without the GIL yet (the free-threading hammer imports only declared kernels).
+FREE_THREADING_COMPATIBLE = frozenset({"_status", "_routing", "_layout", "_consumer", "_wire"})
 
 FLAVOUR = json.dumps(
     {

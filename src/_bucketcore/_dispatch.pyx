@@ -1946,6 +1946,13 @@ cdef class SelectorBase:
         """The members, sorted by ``(name, consumer_id)``."""
         return self.members
 
+    @property
+    @cython.critical_section
+    def _spread(self):
+        """``(owner slots, members)`` of one membership: read together, so that another
+        thread's join or leave cannot pair one membership's slots with another's members."""
+        return self.owner_arr, self.members
+
     def _set_spread(self, tuple consumers not None) -> None:
         """Take a new membership (sorted) and its spread, built here, as one change."""
         cdef Py_ssize_t n

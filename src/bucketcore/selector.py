@@ -255,16 +255,18 @@ class EntryBucketSelector(_dispatch.SelectorBase):
             The consumer is not a member.
         """
         consumer = _check_consumer(name, consumer_id)
-        j = bisect.bisect_left(self._consumers, consumer)
-        if j == len(self._consumers) or self._consumers[j] != consumer:
+        members = self._consumers  # one membership, whatever another thread changes meanwhile
+        j = bisect.bisect_left(members, consumer)
+        if j == len(members) or members[j] != consumer:
             raise KeyError(f"consumer {consumer!r} is not a member")
-        k = len(self._consumers)
+        k = len(members)
         return range(j * self._n // k, (j + 1) * self._n // k)
 
     def _owner_of_general(self, hash: Any) -> Consumer | None:
         """``owner_of`` of a hash the compiled path does not take: a numpy integer, or the error."""
-        slot = int(self._owner[self._table[check_hash(hash, "hash")]])
-        return None if slot < 0 else self._consumers[slot]
+        owner, members = self._spread
+        slot = int(owner[self._table[check_hash(hash, "hash")]])
+        return None if slot < 0 else members[slot]
 
     def owners(self) -> list[Consumer | None]:
         """Per bucket, its owner.
@@ -274,7 +276,8 @@ class EntryBucketSelector(_dispatch.SelectorBase):
         list of (str, int) or None
             One item per bucket: ``(name, consumer_id)`` or None.
         """
-        return [None if s < 0 else self._consumers[s] for s in self._owner.tolist()]
+        owner, members = self._spread
+        return [None if s < 0 else members[s] for s in owner.tolist()]
 
     def validate(self, declared_splits: Any) -> None:
         """Check that a sharer declared exactly this segment's boundary list.
