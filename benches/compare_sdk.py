@@ -3,6 +3,7 @@
     python benches/compare_sdk.py [--calls 20000] [--repeat 5] [ROW ...]
     python benches/compare_sdk.py --callgrind [--calls 2000] [ROW ...]
     python benches/compare_sdk.py --before OTHER_SRC [--callgrind] [ROW ...]
+    python benches/compare_sdk.py --fixed [--callgrind] [SxN ...]
 
 Wall mode prints, per row, ns per call of bucketcore and of its baseline measured in the same
 process (best of ``--repeat``, the two alternating round by round) and their ratio. Callgrind
@@ -31,8 +32,21 @@ Rows (one call = one message or one entry):
   buckets (per call);
 - ``entries100`` / ``entries100big`` / ``entries10``: ``bucket_entries`` of 100 keys per call at
   4 x 16 and 256 x 1024 buckets, and of 10 keys at 4 x 16 (per call);
-- ``many100@SxN`` / ``entries100@SxN``: the same at S segments x N buckets (e.g. ``@16x256``,
-  ``@64x1024``): the per-call cost should not depend on the layout's size.
+- ``manyK@SxN`` / ``entriesK@SxN``: ``add_many`` / ``bucket_entries`` of K messages per call at
+  S segments x N buckets (e.g. ``many100@16x256``, ``entries100@64x1024``): the per-call cost
+  should not depend on the layout's size. ``entries65536@SxN`` / ``many65536@SxN`` give the
+  per-message cost (below).
+
+``--fixed [SxN ...]`` (wall, or instructions with ``--callgrind``; layouts default to 4x16 and
+256x1024) splits the short calls' cost into per-message and fixed parts, per layout:
+
+- per-message cost: the cost of the same call over a large column (65,536 messages per call:
+  ``entries65536@SxN``, ``many65536@SxN``) divided by its messages;
+- fixed cost of a call of 100 messages: its cost (``entries100@SxN``, ``many100@SxN``) minus
+  100 x the per-message cost; and of 10 keys for ``bucket_entries`` likewise;
+- big/small: a row's per-call cost at each layout divided by its cost at the first layout.
+
+Large rows run ``--calls`` x 100 / K calls (at least 3), so every row takes about as long.
 """
 
 from __future__ import annotations
@@ -191,12 +205,12 @@ def mmh3_row() -> tuple[Op, Op | None]:
     return run, None
 
 
-def many_row(segments: int, buckets: int) -> tuple[Op, Op | None]:
-    keys = uuid_keys(65536)
-    payloads = [b"x" * 100] * 100
+def many_row(segments: int, buckets: int, count: int = 100) -> tuple[Op, Op | None]:
+    keys = uuid_keys(max(65536, 2 * count))
+    payloads = [b"x" * 100] * count
     batcher = bc.EntryBucketBatcher(tiled_layout(segments, buckets), max_messages=1000)
     add_many = batcher.add_many
-    chunks = [keys[j : j + 100] for j in range(0, 65536 - 100, 100)]
+    chunks = [keys[j : j + count] for j in range(0, len(keys) - count + 1, count)]
 
     def run(i0: int, n: int) -> None:
         for i in range(i0, i0 + n):
@@ -206,9 +220,9 @@ def many_row(segments: int, buckets: int) -> tuple[Op, Op | None]:
 
 
 def entries_row(count: int, segments: int, buckets: int) -> tuple[Op, Op | None]:
-    keys = uuid_keys(65536)
+    keys = uuid_keys(max(65536, 2 * count))
     layout = tiled_layout(segments, buckets)
-    chunks = [keys[j : j + count] for j in range(0, 65536 - count, count)]
+    chunks = [keys[j : j + count] for j in range(0, len(keys) - count + 1, count)]
     entries = bc.bucket_entries
 
     def run(i0: int, n: int) -> None:
@@ -223,12 +237,31 @@ def _layout_of(row: str) -> tuple[int, int]:
     return int(segments), int(buckets)
 
 
+_SIZED = re.compile(r"(many|entries)(\d+)@(\d+)x(\d+)$")
+
+
+def messages_per_call(row: str) -> int:
+    """Messages (keys) one call of a row takes: K of ``manyK@..`` / ``entriesK@..``, else the
+    named rows' own (1 for the per-message rows)."""
+    sized = _SIZED.match(row)
+    if sized:
+        return int(sized.group(2))
+    return {"many100": 100, "many100big": 100, "entries100": 100, "entries100big": 100, "entries10": 10}.get(row, 1)
+
+
+def calls_for(row: str, calls: int) -> int:
+    """Calls of a row to measure: ``calls`` for calls of up to 100 messages, fewer for larger."""
+    return max(3, calls * 100 // max(100, messages_per_call(row)))
+
+
 def make(row: str) -> tuple[Op, Op | None]:
     """The operation and baseline of a row."""
-    if row.startswith("many100@"):
-        return many_row(*_layout_of(row))
-    if row.startswith("entries100@"):
-        return entries_row(100, *_layout_of(row))
+    sized = _SIZED.match(row)
+    if sized:
+        kind, count, segments, buckets = sized.group(1), *(int(g) for g in sized.groups()[1:])
+        if kind == "many":
+            return many_row(segments, buckets, count)
+        return entries_row(count, segments, buckets)
     if row == "consumer":
         return consumer_row()
     if row == "dispatch256":
@@ -265,6 +298,7 @@ def _env(src: str | None) -> dict[str, str]:
 def callgrind(row: str, calls: int, src: str | None = None) -> float:
     """Instructions of one call of ``row``: the difference of two runs' totals, per call."""
     env = _env(src)
+    calls = calls_for(row, calls)
     totals = []
     for n in (calls, 2 * calls):
         done = subprocess.run(
@@ -283,7 +317,7 @@ def callgrind(row: str, calls: int, src: str | None = None) -> float:
 def time_row(row: str, calls: int, repeat: int) -> tuple[float, float | None]:
     """ns per call of a row and of its baseline (None without one), best of ``repeat``."""
     run, base = make(row)
-    n = calls if row != "membership65535" else 20
+    n = calls_for(row, calls) if row != "membership65535" else 20
     run(0, min(n, 1000))  # warm
     if base is not None:
         base(0, min(n, 1000))
@@ -334,6 +368,36 @@ def compare_builds(rows: list[str], before: str, calls: int | None, repeat: int,
         print(f"{row:<20}{best_b:>11.0f}{best_a:>10.0f}{best_b / best_a:>13.2f}x{base_txt}", flush=True)
 
 
+def fixed_costs(layouts: list[str], calls: int | None, repeat: int, use_callgrind: bool) -> None:
+    """Per-message and fixed cost of the short calls at each layout, and big/small ratios (see
+    the module doc): every row in a child process of its own, wall (best of 3 children x
+    ``repeat``) or instructions."""
+
+    def measure(row: str) -> float:
+        if use_callgrind:
+            return callgrind(row, calls or 2000)
+        return min(timed_child(row, calls or 20000, repeat, None)[0] for _ in range(3))
+
+    unit = "instr" if use_callgrind else "ns"
+    print(
+        f"{'call':<16}{'layout':>10}{'per call ' + unit:>18}{'per message ' + unit:>20}"
+        f"{'fixed ' + unit:>14}{'big/small':>11}"
+    )
+    for kind, counts in (("entries", (100, 10)), ("many", (100,))):
+        per_message = {layout: measure(f"{kind}65536@{layout}") / 65536 for layout in layouts}
+        for count in counts:
+            first = None
+            for layout in layouts:
+                per_call = measure(f"{kind}{count}@{layout}")
+                first = per_call if first is None else first
+                fixed = per_call - count * per_message[layout]
+                print(
+                    f"{kind + str(count):<16}{layout:>10}{per_call:>18.0f}{per_message[layout]:>20.1f}"
+                    f"{fixed:>14.0f}{per_call / first:>10.2f}x",
+                    flush=True,
+                )
+
+
 def _timed(fn: Op, counter: list[int], n: int) -> Callable[[], None]:
     """``n`` calls of ``fn`` from ``counter[0]`` on (ids keep increasing across rounds)."""
 
@@ -346,14 +410,18 @@ def _timed(fn: Op, counter: list[int], n: int) -> Callable[[], None]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("rows", nargs="*", default=list(ROWS))
+    parser.add_argument("rows", nargs="*", default=[])
     parser.add_argument("--calls", type=int, default=None)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--callgrind", action="store_true")
     parser.add_argument("--count", nargs=2, metavar=("ROW", "N"))
     parser.add_argument("--time", nargs=3, metavar=("ROW", "N", "REPEAT"))
     parser.add_argument("--before", metavar="OTHER_SRC", help="compare with the build whose src is OTHER_SRC")
+    parser.add_argument("--fixed", action="store_true", help="per-message and fixed cost of the short calls")
     args = parser.parse_args()
+    if args.fixed:
+        fixed_costs(args.rows or ["4x16", "256x1024"], args.calls, args.repeat, args.callgrind)
+        return
     if args.count:
         run, _ = make(args.count[0])
         run(0, int(args.count[1]))
@@ -362,6 +430,7 @@ def main() -> None:
         t, b = time_row(args.time[0], int(args.time[1]), int(args.time[2]))
         print(t, "-" if b is None else b)
         return
+    args.rows = args.rows or list(ROWS)
     if args.before:
         compare_builds(args.rows, args.before, args.calls, args.repeat, args.callgrind)
         return

@@ -1,5 +1,6 @@
 """Type stub of _batcher.pyx: ``BatcherCore`` (the state behind ``EntryBucketBatcher``) and ``Entry``."""
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -61,6 +62,9 @@ class BatcherCore:
     ) -> None: ...
     def add(self, key: Any, payload: Any) -> list[Entry]:
         """Add one message; the entries that became ready (the shared empty result when none did)."""
+    def add_many(self, keys: Any, payloads: Sequence[Any]) -> list[Entry]:
+        """Add a batch of sends in one kernel call."""
+    def _add_many_keys(self, keys: Any, payloads: Sequence[Any]) -> list[Entry]: ...
     def _add_columns(
         self,
         keys: Any,

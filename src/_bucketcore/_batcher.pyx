@@ -13,11 +13,11 @@ moved into a new list, and its positions.
 cimport cython
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_New
+from cpython.list cimport PyList_GET_SIZE, PyList_New
 from cpython.object cimport PyObject
 from cpython.pythread cimport PyThread_get_thread_ident
 from cpython.ref cimport Py_DECREF, Py_INCREF
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memmove
 
@@ -31,6 +31,8 @@ from _bucketcore._hashing cimport (
 from _bucketcore._grouping cimport GroupState, empty_column, gs_finish, gs_free, gs_scan, init_state
 from _bucketcore._producer cimport KeyChunks
 from _bucketcore._routing cimport Router, bc_route, bc_route_parts
+
+from _bucketcore._hashing import objects_column
 
 cnp.import_array()
 
@@ -56,6 +58,10 @@ cdef extern from *:
     #endif
     """
     void bc_nap() nogil
+
+cdef extern from "prefetch.h" nogil:
+    void bc_prefetch(const void *p)
+    enum: PREFETCH_AHEAD "BC_PREFETCH_AHEAD"
 
 
 class NoEntries(list):
@@ -182,11 +188,17 @@ cdef class Entry:
         )
 
 
+# A buffered message: its payload (an owned reference) and stream position, side by side (one
+# line holds both).
+ctypedef struct QueueItem:
+    PyObject *payload
+    int64_t position
+
+
 # A bucket's buffered messages (its emitted-but-not-taken and open batches), oldest first:
-# live items are [head, head + len) of the two arrays.
+# live items are [head, head + len) of items. 32 bytes: two to a line of the line-aligned array.
 ctypedef struct PayloadQueue:
-    PyObject **payload      # owned references
-    int64_t *position       # stream positions
+    QueueItem *items
     int64_t head
     int64_t len
     int64_t cap
@@ -198,19 +210,14 @@ cdef int queue_room(PayloadQueue *q) noexcept:
     cdef int64_t cap
     cdef void *p
     if q.head * 2 >= q.cap and q.head > 0:
-        memmove(q.payload, q.payload + q.head, q.len * sizeof(PyObject *))
-        memmove(q.position, q.position + q.head, q.len * sizeof(int64_t))
+        memmove(q.items, q.items + q.head, q.len * sizeof(QueueItem))
         q.head = 0
         return 0
-    cap = q.cap * 2 if q.cap else 8
-    p = realloc(q.payload, cap * sizeof(PyObject *))
+    cap = q.cap * 2 if q.cap else 4
+    p = realloc(q.items, cap * sizeof(QueueItem))
     if p == NULL:
         return -1
-    q.payload = <PyObject **>p
-    p = realloc(q.position, cap * sizeof(int64_t))
-    if p == NULL:
-        return -1
-    q.position = <int64_t *>p
+    q.items = <QueueItem *>p
     q.cap = cap
     return 0
 
@@ -223,8 +230,8 @@ cdef inline int queue_push(PayloadQueue *q, PyObject *payload, int64_t position)
             return -1
         end = q.head + q.len
     Py_INCREF(<object>payload)
-    q.payload[end] = payload
-    q.position[end] = position
+    q.items[end].payload = payload
+    q.items[end].position = position
     q.len += 1
     return 0
 
@@ -262,7 +269,8 @@ cdef class BatcherCore:
     """
 
     cdef GroupState st
-    cdef PayloadQueue *queues    # one per global bucket
+    cdef PayloadQueue *queues    # one per global bucket, 64-byte aligned inside queue_block
+    cdef void *queue_block
     cdef Router router
     cdef int64_t *segment_ids     # each segment's id
     cdef int64_t turn            # the keyless turn of the next keyless message
@@ -286,10 +294,9 @@ cdef class BatcherCore:
             for g in range(self.st.nbuckets):
                 q = &self.queues[g]
                 for i in range(q.head, q.head + q.len):
-                    Py_DECREF(<object>q.payload[i])
-                free(q.payload)
-                free(q.position)
-            free(self.queues)
+                    Py_DECREF(<object>q.items[i].payload)
+                free(q.items)
+        free(self.queue_block)
         gs_free(&self.st)
         bc_scratch_free(&self.scratch)
         free(self.work)
@@ -313,9 +320,11 @@ cdef class BatcherCore:
         if round_robin < 0:
             raise ValueError("round_robin must be >= 0")
         init_state(&self.st, bucket_offsets, policy, max_messages, max_bytes)
-        self.queues = <PayloadQueue *>calloc(self.st.nbuckets + 1, sizeof(PayloadQueue))
-        if self.queues == NULL:
+        # two queues more than buckets, so the array can start on a line boundary
+        self.queue_block = calloc(self.st.nbuckets + 3, sizeof(PayloadQueue))
+        if self.queue_block == NULL:
             raise MemoryError()
+        self.queues = <PayloadQueue *>((<uintptr_t>self.queue_block + 63) & ~(<uintptr_t>63))
         self.segment_ids = <int64_t *>malloc(segment_ids.shape[0] * sizeof(int64_t))
         if self.segment_ids == NULL:
             raise MemoryError()
@@ -424,7 +433,36 @@ cdef class BatcherCore:
             raise MemoryError()
         self._refuse(key, rc, -1)
 
+    def add_many(self, object keys, object payloads):
+        """Add a batch of sends in one kernel call.
+
+        Parameters
+        ----------
+        keys : key column
+            Any key input of :func:`hash_keys` (one-dimensional), or its :class:`KeyHashes`.
+        payloads : list or tuple
+            One bytes-like payload per key.
+
+        Returns
+        -------
+        list of Entry
+            The entries that became ready (the shared empty result when none did).
+
+        Raises
+        ------
+        TypeError, ValueError, KeyEncodingError
+            A bad key or payload (named by index), or a length mismatch; nothing is added.
+        """
+        if type(keys) is list:  # the common call: its key column is made here
+            return self.add_columns(keys, [objects_column(keys)], PyList_GET_SIZE(keys), payloads, None)
+        return self._add_many_keys(keys, payloads)
+
     def _add_columns(self, object keys, list columns, Py_ssize_t n, object payloads, object hashes):
+        """``add_columns`` from Python (the subclass's reader of other key inputs)."""
+        return self.add_columns(keys, columns, n, payloads, hashes)
+
+    @cython.final
+    cdef object add_columns(self, object keys, list columns, Py_ssize_t n, object payloads, object hashes):
         """Add n messages: keys as key columns (hash_keys' readers) or, with ``hashes``, as
         precomputed (raw, segment_hash, bucket_hash, has_key) columns; one payload each (a list or
         tuple of n). Every key and payload is checked before anything changes; a bad one raises
@@ -445,6 +483,7 @@ cdef class BatcherCore:
         cdef const uint32_t[::1] h_raw
         cdef const uint16_t[::1] h_seg, h_bkt
         cdef const uint8_t[::1] h_has
+        cdef PayloadQueue *q
         if not is_list and type(payloads) is not tuple:
             raise TypeError(f"payloads must be a list or tuple, not {type(payloads).__name__}")
         if len(payloads) != n:
@@ -512,6 +551,13 @@ cdef class BatcherCore:
             if rc == BC_OK:
                 seq = self.st.seq
                 for i in range(n):
+                    # the queues of a large layout outgrow the caches: ask for the queue a few
+                    # messages ahead, then for the slot its next message goes to
+                    if i + 2 * PREFETCH_AHEAD < n:
+                        bc_prefetch(&self.queues[glob[i + 2 * PREFETCH_AHEAD]])
+                    if i + PREFETCH_AHEAD < n:
+                        q = &self.queues[glob[i + PREFETCH_AHEAD]]
+                        bc_prefetch(q.items + q.head + q.len)
                     p = PyList_GET_ITEM(payloads, i) if is_list else PyTuple_GET_ITEM(payloads, i)
                     if queue_push(&self.queues[glob[i]], p, seq + i) < 0:
                         self.lost()
@@ -586,11 +632,12 @@ cdef class BatcherCore:
                 positions = <int64_t *>malloc(c * sizeof(int64_t))
                 if positions == NULL:
                     self.lost()
-                memcpy(positions, q.position + q.head, c * sizeof(int64_t))
+                for i in range(c):
+                    positions[i] = q.items[q.head + i].position
             # nothing below fails: the queue's references move into the list
             for i in range(c):
-                PyList_SET_ITEM(payloads, i, q.payload[q.head + i])
-            e.first = q.position[q.head]
+                PyList_SET_ITEM(payloads, i, q.items[q.head + i].payload)
+            e.first = q.items[q.head].position
             e.positions = positions
             e.n = c
             q.head += c
@@ -613,6 +660,9 @@ cdef class BatcherCore:
     # -- what the subclass provides ---------------------------------------------------------------
 
     def _refuse(self, keys: object, status: int, index: int) -> None:
+        raise NotImplementedError
+
+    def _add_many_keys(self, keys: object, payloads: object) -> list:
         raise NotImplementedError
 
     # -- state ------------------------------------------------------------------------------------

@@ -33,17 +33,21 @@ ctypedef struct SegState:
     int64_t bucket_count         # its bucket count
     int64_t window_count       # shared window: messages
     int64_t window_bytes       # shared window: bytes
-    int64_t open_count   # open buckets, in open_list[first_bucket:first_bucket + open_count] by opening
+    int64_t open_count   # open buckets (shared window), listed from open_head through next_open by opening
+    int64_t open_head    # the first of them (when open_count > 0)
+    int64_t open_tail    # the last of them (when open_count > 0)
 
 
-# Per (segment, bucket): the open batch, in 64 bytes (one cache line, an index shift away).
+# Per (segment, bucket): the open batch, in 64 bytes, one cache line (the array is line-aligned):
+# a message touches one line of the state sized to the layout, and the segment's list of open
+# buckets runs through these lines too (next_open), not through an array of its own.
 ctypedef struct BucketState:
     int64_t count        # messages in the open batch (0: none open)
     int64_t *msgs        # placing on emit: the open batch's stream positions (cap of them)
     int64_t cap
     int64_t nbytes
-    SegState *win        # its segment's state (the shared window)
-    int32_t seg
+    SegState *win        # its segment's state (the shared window); its index is win - segs
+    int32_t next_open    # the segment's next open bucket after this one (shared window)
     uint16_t hash_min    # draining later: the open batch's stamp, kept message by message
     uint16_t hash_max
     int64_t first        # stream position of the open batch's first message
@@ -71,8 +75,8 @@ ctypedef struct GroupState:
     int64_t max_messages
     int64_t max_bytes
     SegState *segs       # nseg + 1 (the last only holds first_bucket = nbuckets)
-    BucketState *bk
-    int32_t *open_list
+    BucketState *bk      # nbuckets + 1, 64-byte aligned inside bk_block
+    void *bk_block       # the allocation bk lives in
     Rec *recs
     int64_t nrec
     int64_t cap
@@ -129,6 +133,7 @@ cdef class WholeStream:
     cdef Py_ssize_t n
     cdef Py_ssize_t room         # messages the chunk columns hold
     cdef int64_t *segment_ids    # each segment's id (name_segments), or NULL
+    cdef object key_reader       # the producer's key reader kept with the state (_producer.KeyChunks)
     cdef cnp.ndarray order_column, global_column, hash_column
     cdef int32_t *global_bucket
     cdef uint16_t *bucket_hash

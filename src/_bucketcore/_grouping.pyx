@@ -18,7 +18,7 @@ calling thread may hold the GIL and wait for the worker, and tracemalloc's hook 
 ``PyMem_Raw*`` takes the GIL.
 """
 
-from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uintptr_t
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memset
@@ -32,6 +32,10 @@ cnp.import_array()
 cdef extern from "lookup.h" nogil:
     uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
 
+cdef extern from "prefetch.h" nogil:
+    void bc_prefetch(const void *p)
+    enum: PREFETCH_AHEAD "BC_PREFETCH_AHEAD"
+
 cdef int gs_init(GroupState *st, const int64_t *first_bucket, int64_t nseg, int policy,
                  int64_t max_messages, int64_t max_bytes) noexcept nogil:
     """Zero state for nseg segments; first_bucket[s+1] - first_bucket[s] buckets in segment s. -1: no memory."""
@@ -43,18 +47,18 @@ cdef int gs_init(GroupState *st, const int64_t *first_bucket, int64_t nseg, int 
     st.max_messages = max_messages
     st.max_bytes = max_bytes
     st.segs = <SegState *>malloc((nseg + 1) * sizeof(SegState))
-    st.bk = <BucketState *>calloc(nb + 1, sizeof(BucketState))
-    st.open_list = <int32_t *>malloc(nb * sizeof(int32_t) + 1)
-    if st.segs == NULL or st.bk == NULL or st.open_list == NULL:
+    # one line more than the states, so they can start on a line boundary
+    st.bk_block = calloc(nb + 2, sizeof(BucketState))
+    if st.segs == NULL or st.bk_block == NULL:
         gs_free(st)
         return -1
+    st.bk = <BucketState *>((<uintptr_t>st.bk_block + 63) & ~(<uintptr_t>63))
     memset(st.segs, 0, (nseg + 1) * sizeof(SegState))
     for s in range(nseg + 1):
         st.segs[s].first_bucket = first_bucket[s]
         st.segs[s].bucket_count = first_bucket[s + 1] - first_bucket[s] if s < nseg else 0
     for s in range(nseg):
         for g in range(first_bucket[s], first_bucket[s + 1]):
-            st.bk[g].seg = <int32_t>s
             st.bk[g].win = &st.segs[s]
     return 0
 
@@ -89,8 +93,7 @@ cdef void gs_free(GroupState *st) noexcept nogil:
         a = prev
     free(st.listed)
     free(st.segs)
-    free(st.bk)
-    free(st.open_list)
+    free(st.bk_block)
     free(st.log)
     free(st.recs)
     memset(st, 0, sizeof(GroupState))
@@ -110,8 +113,8 @@ cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
         st.recs = grown
         st.cap = cap
     cdef Rec *r = &st.recs[st.nrec]
-    r.seg = b.seg
-    r.bucket = <int32_t>(g - st.segs[b.seg].first_bucket)
+    r.seg = <int32_t>(b.win - st.segs)
+    r.bucket = <int32_t>(g - b.win.first_bucket)
     r.count = b.count
     r.nbytes = b.nbytes
     r.first = b.first
@@ -135,10 +138,12 @@ cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
 cdef int gs_flush_segment(GroupState *st, int32_t s) noexcept nogil:
     """Emit every open batch of segment s (the shared window), in opening order = first message."""
     cdef SegState *seg = &st.segs[s]
-    cdef int64_t j
-    for j in range(seg.open_count):
-        if gs_emit(st, st.open_list[seg.first_bucket + j]) < 0:
+    cdef int64_t _j, g = seg.open_head, following
+    for _j in range(seg.open_count):
+        following = st.bk[g].next_open
+        if gs_emit(st, g) < 0:
             return -1
+        g = following
     seg.open_count = 0
     seg.window_count = 0
     seg.window_bytes = 0
@@ -271,11 +276,12 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *global_bu
     cdef SegState *S
     cdef BucketState *bk = st.bk
     cdef BucketState *B
-    cdef int32_t *open_list = st.open_list
     cdef int64_t seq = st.seq, opened = 0
     cdef int rc = 0
     for i in range(n):
         g = global_bucket[i]
+        if i + PREFETCH_AHEAD < n:
+            bc_prefetch(&bk[global_bucket[i + PREFETCH_AHEAD]])
         B = &bk[g]
         h = bucket_hash[i]
         if has_sizes:
@@ -283,7 +289,7 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *global_bu
             if shared:
                 S = B.win
                 if S.window_count > 0 and sz > maxb - S.window_bytes:
-                    rc = cold_flush(st, B.seg)
+                    rc = cold_flush(st, <int32_t>(B.win - st.segs))
                     if rc < 0:
                         break
             elif B.count > 0 and sz > maxb - B.nbytes:
@@ -307,7 +313,11 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *global_bu
             opened += 1
             if shared:
                 S = B.win
-                open_list[S.first_bucket + S.open_count] = <int32_t>g
+                if S.open_count == 0:
+                    S.open_head = g
+                else:
+                    bk[S.open_tail].next_open = <int32_t>g
+                S.open_tail = g
                 S.open_count += 1
         elif not place:
             B.hash_min = h if h < B.hash_min else B.hash_min
@@ -328,11 +338,11 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *global_bu
             if has_sizes:
                 S.window_bytes += sz
                 if S.window_count >= maxm or S.window_bytes >= maxb:
-                    rc = cold_flush(st, B.seg)
+                    rc = cold_flush(st, <int32_t>(B.win - st.segs))
                     if rc < 0:
                         break
             elif S.window_count >= maxm:
-                rc = cold_flush(st, B.seg)
+                rc = cold_flush(st, <int32_t>(B.win - st.segs))
                 if rc < 0:
                     break
         elif c + 1 >= maxm or (has_sizes and B.nbytes >= maxb):

@@ -1,5 +1,8 @@
 """Type stub of _producer.pyx: hash, route and group a key stream a chunk at a time."""
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -45,3 +48,27 @@ def hashed_entries(
     router: Router,
     round_robin: int,
 ) -> tuple[_Columns, int]: ...
+
+class ShortEntries:
+    """bucket_entries' path for its common call (a list of keys, plain options), one per plan."""
+
+    def __init__(
+        self,
+        router: Router,
+        streams: list[WholeStream],
+        bucket_offsets: npt.NDArray[np.int64],
+        segment_ids: npt.NDArray[np.int64],
+        make_table: Callable[..., Any],
+        longest: int,
+        kept: int,
+    ) -> None: ...
+    def entries(
+        self,
+        keys: object,
+        max_messages: object,
+        max_bytes: object,
+        policy: object,
+        encrypted: object,
+        round_robin: object,
+        errors: object,
+    ) -> Any: ...

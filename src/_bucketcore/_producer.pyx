@@ -7,8 +7,11 @@ same from precomputed hashes; ``route_keys`` / ``place_keyless`` route parts of 
 several threads for one grouping pass afterwards.
 """
 
+cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memchr
+from cpython.list cimport PyList_GET_SIZE
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 
 cimport numpy as cnp
@@ -18,9 +21,11 @@ from _bucketcore._hashing cimport (
     CHUNK, KeyColumn, bc_key, bc_scratch_free, hash_run, hash_view_run,
 )
 from _bucketcore._grouping cimport (
-    GroupState, WholeStream, chunk_room, gs_scan, optional_i64,
+    POLICY_PER_BUCKET, POLICY_SHARED, GroupState, WholeStream, chunk_room, gs_scan, optional_i64,
 )
 from _bucketcore._routing cimport BC_ROUTE_LEGACY, Router, bc_fill_keyless, bc_route
+
+from _bucketcore._hashing import objects_column
 
 cnp.import_array()
 
@@ -121,6 +126,55 @@ cdef int check_router(Router router, WholeStream stream) except -1:
     return 0
 
 
+cdef KeyChunks stream_reader(WholeStream stream, Py_ssize_t n):
+    """The key reader kept with a stream state (used by one call at a time, like the state), made
+    or enlarged for a stream of n keys."""
+    cdef KeyChunks chunks = <KeyChunks>stream.key_reader if stream.key_reader is not None else None
+    if chunks is None or chunks.cap < chunk_room(n):
+        chunks = KeyChunks(n)
+        stream.key_reader = chunks
+    return chunks
+
+
+cdef int scan_keys(list columns, Py_ssize_t n, const int64_t *size_ptr, WholeStream stream, int policy,
+                   int64_t max_messages, int64_t max_bytes, bint replace, Router router, int64_t *rr,
+                   Py_ssize_t *err_index, int *rc) except -2:
+    """fused_entries' scan: begin the stream and feed it every key of the columns (n in all),
+    a chunk at a time. Returns the hashing status (err_index: the failing key's stream
+    position); *rc is the scan's result for WholeStream.finish."""
+    cdef Py_ssize_t pos = 0, cpos, m
+    cdef KeyColumn col
+    cdef int status = BC_OK
+    check_router(router, stream)
+    rr[0] = router.first_turn(rr[0])
+    stream.begin(policy, max_messages, max_bytes, n)
+    cdef GroupState *st = &stream.st
+    cdef KeyChunks chunks = stream_reader(stream, n)
+    rc[0] = 0
+    for col in columns:
+        cpos = 0
+        while cpos < col.length:
+            m = col.length - cpos if col.length - cpos < CHUNK else CHUNK
+            status = chunks.hash_chunk(col, cpos, m, replace, err_index)
+            if status != BC_OK:
+                err_index[0] += pos - cpos  # the key's stream position
+                break
+            with nogil:
+                bc_route(&router.rule, m, chunks.raw, NULL if col.view.plain else chunks.has_key, False, rr,
+                         stream.global_bucket, stream.bucket_hash)
+                rc[0] = gs_scan(st, m, stream.global_bucket, stream.bucket_hash,
+                                size_ptr + pos if size_ptr != NULL else NULL)
+            if rc[0] != 0:
+                break
+            cpos += m
+            pos += m
+        if status != BC_OK or rc[0] != 0:
+            break
+    if status == BC_ERR_NOMEM:
+        raise MemoryError()
+    return status
+
+
 def fused_entries(list columns, object sizes, WholeStream stream, int policy,
                   int64_t max_messages, int64_t max_bytes, bint replace, Router router,
                   int64_t round_robin):
@@ -138,43 +192,131 @@ def fused_entries(list columns, object sizes, WholeStream stream, int policy,
     STATUS_* code for the first bad key (err_index its stream position); the columns are those
     of group_entries: (seg, bucket, hash_min, hash_max, start, count, nbytes, order).
     """
-    cdef Py_ssize_t n = 0, pos, cpos, m
+    cdef Py_ssize_t n = 0
     cdef KeyColumn col
     for col in columns:
         n += col.length
-    check_router(router, stream)
     cdef const int64_t *size_ptr = optional_i64(sizes, n, "sizes")
-    cdef int64_t rr = router.first_turn(round_robin)
-    stream.begin(policy, max_messages, max_bytes, n)
-    cdef GroupState *st = &stream.st
-    cdef KeyChunks chunks = KeyChunks(n)
-    cdef int status = BC_OK, rc = 0
+    cdef int64_t rr = round_robin
     cdef Py_ssize_t err_index = -1
-    pos = 0
-    for col in columns:
-        cpos = 0
-        while cpos < col.length:
-            m = col.length - cpos if col.length - cpos < CHUNK else CHUNK
-            status = chunks.hash_chunk(col, cpos, m, replace, &err_index)
-            if status != BC_OK:
-                err_index += pos - cpos  # the key's stream position
-                break
-            with nogil:
-                bc_route(&router.rule, m, chunks.raw, NULL if col.view.plain else chunks.has_key, False, &rr,
-                         stream.global_bucket, stream.bucket_hash)
-                rc = gs_scan(st, m, stream.global_bucket, stream.bucket_hash,
-                             size_ptr + pos if size_ptr != NULL else NULL)
-            if rc != 0:
-                break
-            cpos += m
-            pos += m
-        if status != BC_OK or rc != 0:
-            break
-    if status == BC_ERR_NOMEM:
-        raise MemoryError()
+    cdef int rc = 0
+    cdef int status = scan_keys(columns, n, size_ptr, stream, policy, max_messages, max_bytes, replace, router,
+                                &rr, &err_index, &rc)
     if status != BC_OK:
         return status, err_index, None, rr
     return BC_OK, -1, stream.finish(rc), rr
+
+
+cdef inline bint plain_int(object value, int64_t lo, int64_t *out):
+    """Whether value is an int (exactly) in [lo, 2**63-1]; then *out is it."""
+    cdef int overflow = 0
+    cdef long long x
+    if type(value) is not int:
+        return False
+    x = PyLong_AsLongLongAndOverflow(value, &overflow)
+    if overflow != 0 or x < lo:
+        return False
+    out[0] = x
+    return True
+
+
+@cython.final
+cdef class ShortEntries:
+    """bucket_entries' path for its common call, one per plan: a list of keys, no sizes, one
+    thread, every option a plain value (ints as ``int``, ``encrypted`` a ``bool``, ``policy``
+    and ``errors`` one of their strings). It runs the one-thread kernel of the general path on a
+    kept stream state and returns the same table; for any other argument, or a key the kernel
+    refuses, it returns None and changes nothing, and the general path checks and raises.
+
+    Parameters
+    ----------
+    router : Router
+        The plan's router.
+    streams : list of WholeStream
+        The plan's kept stream states (taken and given back here as by its own calls).
+    bucket_offsets, segment_ids : numpy.ndarray of int64
+        The plan's segments, for a new stream state.
+    make_table : callable
+        ``EntryTable._of_frozen``.
+    longest : int
+        Lists of this many keys or more take the general path (which may use threads).
+    kept : int
+        How many stream states the plan keeps.
+    """
+
+    cdef Router router
+    cdef list streams
+    cdef object bucket_offsets
+    cdef object segment_ids
+    cdef object make_table
+    cdef Py_ssize_t longest
+    cdef Py_ssize_t kept
+
+    def __init__(self, Router router, list streams, object bucket_offsets, object segment_ids,
+                 object make_table, Py_ssize_t longest, Py_ssize_t kept):
+        self.router = router
+        self.streams = streams
+        self.bucket_offsets = bucket_offsets
+        self.segment_ids = segment_ids
+        self.make_table = make_table
+        self.longest = longest
+        self.kept = kept
+
+    def entries(self, object keys, object max_messages, object max_bytes, object policy, object encrypted,
+                object round_robin, object errors):
+        """The EntryTable of ``bucket_entries(keys, layout, max_messages=..., ...)``, or None
+        when the call is not of the common shape (or a key is refused): nothing changed then."""
+        cdef int64_t maxm, maxb, rr
+        cdef int code
+        cdef bint replace
+        cdef Py_ssize_t n, err_index = -1
+        cdef int rc = 0, status
+        cdef WholeStream stream
+        if type(keys) is not list:
+            return None
+        n = PyList_GET_SIZE(keys)
+        if n >= self.longest:
+            return None
+        if not plain_int(max_messages, 1, &maxm) or not plain_int(max_bytes, 1, &maxb):
+            return None
+        if not plain_int(round_robin, 0, &rr):
+            return None
+        if type(policy) is not str:
+            return None
+        if policy == "shared":
+            code = POLICY_SHARED
+        elif policy == "per_bucket":
+            code = POLICY_PER_BUCKET
+        else:
+            return None
+        if encrypted is True:
+            maxm = 1
+        elif encrypted is not False:
+            return None
+        if type(errors) is not str:
+            return None
+        if errors == "strict":
+            replace = False
+        elif errors == "replace":
+            replace = True
+        else:
+            return None
+        columns = [objects_column(keys)]
+        try:
+            stream = <WholeStream>self.streams.pop()
+        except IndexError:
+            stream = WholeStream(self.bucket_offsets, 0, 1, 1, 0)
+            stream.name_segments(self.segment_ids)
+        try:
+            status = scan_keys(columns, n, NULL, stream, code, maxm, maxb, replace, self.router, &rr,
+                               &err_index, &rc)
+            if status != BC_OK:
+                return None
+            seg, bkt, hmin, hmax, start, count, nbytes, order = stream.finish(rc)
+        finally:
+            if len(self.streams) < self.kept:
+                self.streams.append(stream)
+        return self.make_table(seg, bkt, hmin, hmax, start, count, nbytes, order, rr)
 
 
 def hashed_entries(const uint16_t[::1] segment_hash, const uint16_t[::1] bucket_hash,

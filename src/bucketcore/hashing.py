@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Union
@@ -362,6 +363,12 @@ def threads_for(threads: int | None, n: int, buffers: bool) -> int:
     if threads < 1:
         raise ValueError(f"threads must be at least 1, not {threads}")
     return max(1, min(int(threads), n))
+
+
+def objects_on_one_thread() -> int:
+    """How long a column of Python objects (list, tuple, object array) must be for
+    ``threads=None`` to use a second thread: shorter ones run on one (:func:`threads_for`)."""
+    return AUTO_THREADS_MIN_KEYS if _CPUS >= 2 else sys.maxsize
 
 
 def shared_pool() -> WorkerPool:

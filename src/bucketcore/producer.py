@@ -49,6 +49,7 @@ from .hashing import (
     hash_keys,
     is_buffer_source,
     key_columns,
+    objects_on_one_thread,
     replaces_surrogates,
     run_parts,
     select_column,
@@ -159,6 +160,7 @@ class _Plan:
         "legacy_order",
         "_router",
         "_streams",
+        "short",
     )
 
     def __init__(self, target: Buckets | TopicLayout) -> None:
@@ -188,6 +190,8 @@ class _Plan:
         self._router: _routing.Router | None = None
         # batch states over these segments, built once and reused (take_stream / give_stream)
         self._streams: list[_grouping.WholeStream] = []
+        # bucket_entries' path for its common call (made with the router)
+        self.short: _producer.ShortEntries | None = None
         if self.layout is not None:
             active = self.layout.active_segments
             self.starts = np.array([seg.hash_start for seg in active[1:]], dtype=np.uint16)
@@ -243,6 +247,15 @@ class _Plan:
                 mode, rotation = _routing.BC_ROUTE_RANGE, np.arange(len(tables), dtype=np.int32)
                 segment_table = self.layout.segment_table().astype(dtype)
             self._router = _routing.Router(mode, narrow, segment_table, rotation, bucket_tables, first_buckets)
+            self.short = _producer.ShortEntries(
+                self._router,
+                self._streams,
+                self.bucket_offsets,
+                self.segment_ids,
+                EntryTable._of_frozen,
+                objects_on_one_thread(),
+                _KEPT_STREAMS,
+            )
         return self._router
 
     def take_stream(self) -> _grouping.WholeStream:
@@ -277,8 +290,9 @@ def _cached_plan(target: Buckets | TopicLayout) -> _Plan:
 
 
 # The last target and its plan: a producer passes the same layout object call after call, which
-# then costs an identity test instead of hashing the layout for the cache.
-_last_plan: tuple[object, _Plan | None] = (None, None)
+# then costs an identity test instead of hashing the layout for the cache. The first target is
+# one no caller holds.
+_last_plan: tuple[object, _Plan | None] = (object(), None)
 
 
 def _plan_for(target: Any, argname: str) -> _Plan:
@@ -353,6 +367,22 @@ def bucket_entries(
         A bad argument, key or size, named (with its index); every argument is checked before
         any work.
     """
+    last, plan = _last_plan  # one read: another thread may replace the pair meanwhile
+    if (
+        layout_or_buckets is last
+        and sizes is None
+        and threads is None
+        and column is None
+        and _pipeline_levels is None
+        and plan.short is not None  # type: ignore[union-attr]
+    ):
+        # the common call (a list of keys, plain options) in one kernel call; None: any other
+        # argument or a refused key, which the general path below checks and raises
+        table = plan.short.entries(  # type: ignore[union-attr]
+            keys_or_hashes, max_messages, max_bytes, policy, encrypted, round_robin, errors
+        )
+        if table is not None:
+            return table
     if column is not None:
         keys_or_hashes = select_column(keys_or_hashes, column)
     max_messages = check_int(max_messages, "max_messages", lo=1, hi=_INT64_MAX)
@@ -615,29 +645,12 @@ class EntryBucketBatcher(_batcher.BatcherCore):
         """The Buckets or TopicLayout this batcher routes by."""
         return self._target
 
-    # ``add`` and ``flush`` run in the kernel (documented on BatcherCore); ``add_many`` reads its
-    # keys here and hands them to the kernel, which raises through ``_refuse``.
+    # ``add``, ``add_many`` of a list of keys and ``flush`` run in the kernel (documented on
+    # BatcherCore); ``add_many`` of any other key input reads its keys here and hands them to the
+    # kernel, which raises through ``_refuse``.
 
-    def add_many(self, keys: Any, payloads: Sequence[Any]) -> list[Entry]:
-        """Add a batch of sends in one kernel call.
-
-        Parameters
-        ----------
-        keys : key column
-            Any key input of :func:`hash_keys` (one-dimensional), or its :class:`KeyHashes`.
-        payloads : list or tuple
-            One bytes-like payload per key.
-
-        Returns
-        -------
-        list of Entry
-            The entries that became ready (the shared empty result when none did).
-
-        Raises
-        ------
-        TypeError, ValueError, KeyEncodingError
-            A bad key or payload (named by index), or a length mismatch; nothing is added.
-        """
+    def _add_many_keys(self, keys: Any, payloads: Sequence[Any]) -> list[Entry]:
+        """``add_many`` of keys other than a list: read (or taken as :class:`KeyHashes`) here."""
         if not isinstance(payloads, (list, tuple)):
             raise TypeError(f"payloads must be a list or tuple, not {type(payloads).__name__}")
         if isinstance(keys, KeyHashes):

@@ -1,0 +1,139 @@
+"""The short-call paths: ``bucket_entries`` of a list of keys with plain options, and
+``EntryBucketBatcher.add_many`` of a list, give exactly what the general paths give, refuse
+exactly what they refuse (with the same errors) and change nothing when they refuse."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import bucketcore as bc
+from bucketcore.harness.workloads import tiled_layout, uuid_keys
+
+COLUMNS = ("segment_id", "bucket", "hash_min", "hash_max", "start", "count", "nbytes", "order")
+
+
+def _assert_same_table(a: bc.EntryTable, b: bc.EntryTable) -> None:
+    for name in COLUMNS:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype, name
+        np.testing.assert_array_equal(x, y, err_msg=name)
+        assert not x.flags.writeable, name
+    assert a.next_round_robin == b.next_round_robin
+
+
+def _keys(n: int, seed: int) -> list[Any]:
+    """UUID strings with some bytes and keyless (None) keys mixed in."""
+    rng = np.random.default_rng(seed)
+    keys: list[Any] = list(uuid_keys(n, seed=seed)) if n else []
+    for i in rng.choice(n, size=n // 5, replace=False) if n else []:
+        keys[i] = None if i % 2 else keys[i].encode()
+    return keys
+
+
+TARGETS = {
+    "one segment": bc.Buckets.equal_width(16),
+    "4x16": tiled_layout(4, 16),
+    "256x1024": tiled_layout(256, 1024),
+    "legacy": tiled_layout(3, 4, legacy=True),
+}
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"max_messages": 3},
+        {"max_messages": 2, "policy": "per_bucket"},
+        {"encrypted": True},
+        {"round_robin": 5, "max_bytes": 1},
+        {"errors": "replace"},
+        {"max_messages": np.int64(4)},  # plain in the general path only
+        {"encrypted": np.bool_(False)},
+    ],
+)
+def test_list_of_keys_gives_the_general_paths_table(target: str, options: dict[str, Any]) -> None:
+    layout = TARGETS[target]
+    for n, seed in ((0, 0), (1, 1), (10, 2), (100, 3), (3000, 4)):
+        keys = _keys(n, seed)
+        for _ in range(2):  # the second call reuses the kept state
+            short = bc.bucket_entries(keys, layout, **options)
+            general = bc.bucket_entries(keys, layout, threads=1, **options)  # threads= takes the general path
+            _assert_same_table(short, general)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"max_messages": 0}, ValueError, "max_messages"),
+        ({"max_messages": True}, TypeError, "max_messages must be an int"),
+        ({"max_bytes": 2**63}, ValueError, "max_bytes"),
+        ({"round_robin": -1}, ValueError, "round_robin"),
+        ({"policy": "Shared"}, ValueError, "policy must be"),
+        ({"encrypted": 1}, TypeError, "encrypted must be a bool"),
+        ({"errors": "ignore"}, ValueError, "errors must be"),
+    ],
+)
+def test_bad_options_raise_the_general_paths_errors(options: dict[str, Any], error: type, message: str) -> None:
+    layout = tiled_layout(4, 16)
+    keys = _keys(20, 5)
+    expected = bc.bucket_entries(keys, layout)
+    with pytest.raises(error, match=message):
+        bc.bucket_entries(keys, layout, **options)
+    _assert_same_table(bc.bucket_entries(keys, layout), expected)
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "message"),
+    [
+        (3.5, TypeError, "index 7"),
+        ("a\ud800b", bc.KeyEncodingError, "index 7 contains a surrogate"),
+    ],
+)
+def test_a_refused_key_raises_with_its_index_and_changes_nothing(bad: object, error: type, message: str) -> None:
+    layout = tiled_layout(4, 16)
+    keys = _keys(50, 6)
+    expected = bc.bucket_entries(keys, layout, max_messages=4)
+    broken = list(keys)
+    broken[7] = bad
+    with pytest.raises(error, match=message):
+        bc.bucket_entries(broken, layout, max_messages=4)
+    _assert_same_table(bc.bucket_entries(keys, layout, max_messages=4), expected)
+
+
+def _entries(batcher: bc.EntryBucketBatcher, keys: Any, payloads: Any) -> list[tuple[Any, ...]]:
+    out = list(batcher.add_many(keys, payloads)) + list(batcher.flush())
+    return [
+        (e.segment_id, e.bucket, e.hash_min, e.hash_max, e.nbytes, e.message_indices.tolist(), e.payloads) for e in out
+    ]
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_add_many_of_a_list_matches_add_many_of_a_tuple(target: str) -> None:
+    layout = TARGETS[target]
+    keys = _keys(500, 7)
+    payloads = [bytes([i % 251]) * (i % 7) for i in range(500)]
+    a = bc.EntryBucketBatcher(layout, max_messages=5)
+    b = bc.EntryBucketBatcher(layout, max_messages=5)
+    assert _entries(a, keys, payloads) == _entries(b, tuple(keys), payloads)
+    assert a.position == b.position == 500
+
+
+def test_add_many_of_a_list_refuses_bad_payloads_and_keys_and_adds_nothing() -> None:
+    batcher = bc.EntryBucketBatcher(tiled_layout(4, 16), max_messages=3)
+    batcher.add_many(["a", "b"], [b"1", b"2"])
+    with pytest.raises(TypeError, match="payloads must be a list or tuple, not set"):
+        batcher.add_many(["c"], {b"3"})
+    with pytest.raises(ValueError, match="payloads has 1 items for 2 keys"):
+        batcher.add_many(["c", "d"], [b"3"])
+    with pytest.raises(TypeError, match=r"payloads\[1\] must be bytes"):
+        batcher.add_many(["c", "d"], [b"3", "text"])
+    with pytest.raises(TypeError, match="index 1"):
+        batcher.add_many(["c", 4], [b"3", b"4"])
+    assert (batcher.position, batcher.pending) == (2, 2)
+    assert batcher.add_many([], []) == []
+    flushed = batcher.flush()
+    assert sorted(p for e in flushed for p in e.payloads) == [b"1", b"2"]
