@@ -42,9 +42,12 @@ Rows (one call = one message or one entry):
 
 - per-message cost: the cost of the same call over a large column (65,536 messages per call:
   ``entries65536@SxN``, ``many65536@SxN``) divided by its messages;
-- fixed cost of a call of 100 messages: its cost (``entries100@SxN``, ``many100@SxN``) minus
-  100 x the per-message cost; and of 10 keys for ``bucket_entries`` likewise;
-- big/small: a row's per-call cost at each layout divided by its cost at the first layout.
+- fixed (100): the cost of a call of 100 messages (``entries100@SxN``, ``many100@SxN``) minus
+  100 x that per-message cost. A short call also emits more, shorter entries than a large one,
+  so this counts the entries' cost in too; hence also
+- slope 10..100 and intercept: the line through the costs of calls of 10 and 100 messages, per
+  message within short calls and what a call costs on top (the fixed cost proper);
+- big/small: the per-call cost of 100 messages at each layout divided by that at the first.
 
 Large rows run ``--calls`` x 100 / K calls (at least 3), so every row takes about as long.
 """
@@ -380,22 +383,22 @@ def fixed_costs(layouts: list[str], calls: int | None, repeat: int, use_callgrin
 
     unit = "instr" if use_callgrind else "ns"
     print(
-        f"{'call':<16}{'layout':>10}{'per call ' + unit:>18}{'per message ' + unit:>20}"
-        f"{'fixed ' + unit:>14}{'big/small':>11}"
+        f"{'call':<10}{'layout':>10}{'per call 10':>13}{'per call 100':>14}{'per msg (65536)':>17}"
+        f"{'fixed (100)':>13}{'slope 10..100':>15}{'intercept':>11}{'big/small (100)':>17}   [{unit}]"
     )
-    for kind, counts in (("entries", (100, 10)), ("many", (100,))):
-        per_message = {layout: measure(f"{kind}65536@{layout}") / 65536 for layout in layouts}
-        for count in counts:
-            first = None
-            for layout in layouts:
-                per_call = measure(f"{kind}{count}@{layout}")
-                first = per_call if first is None else first
-                fixed = per_call - count * per_message[layout]
-                print(
-                    f"{kind + str(count):<16}{layout:>10}{per_call:>18.0f}{per_message[layout]:>20.1f}"
-                    f"{fixed:>14.0f}{per_call / first:>10.2f}x",
-                    flush=True,
-                )
+    for kind in ("entries", "many"):
+        first = None
+        for layout in layouts:
+            per_message = measure(f"{kind}65536@{layout}") / 65536
+            ten, hundred = measure(f"{kind}10@{layout}"), measure(f"{kind}100@{layout}")
+            first = hundred if first is None else first
+            slope = (hundred - ten) / 90  # per message within short calls
+            print(
+                f"{kind:<10}{layout:>10}{ten:>13.0f}{hundred:>14.0f}{per_message:>17.1f}"
+                f"{hundred - 100 * per_message:>13.0f}{slope:>15.1f}{ten - 10 * slope:>11.0f}"
+                f"{hundred / first:>16.2f}x",
+                flush=True,
+            )
 
 
 def _timed(fn: Op, counter: list[int], n: int) -> Callable[[], None]:

@@ -13,7 +13,7 @@ moved into a new list, and its positions.
 cimport cython
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_GET_SIZE, PyList_New
+from cpython.list cimport PyList_GET_SIZE, PyList_GetSlice, PyList_New
 from cpython.object cimport PyObject
 from cpython.pythread cimport PyThread_get_thread_ident
 from cpython.ref cimport Py_DECREF, Py_INCREF
@@ -58,6 +58,39 @@ cdef extern from *:
     #endif
     """
     void bc_nap() nogil
+
+# The batcher's lock. Under the GIL it is a flag the GIL holder tests and sets with nothing in
+# between that could let the GIL go, so it costs nothing; on a free-threaded build (no GIL to
+# order those steps) it is a PyMutex, which parks a waiting thread with its thread state
+# detached. The holder's thread id is read by other threads there, so it is stored and loaded
+# atomically.
+cdef extern from *:
+    """
+    #ifdef Py_GIL_DISABLED
+    #define BC_FREE_THREADED 1
+    typedef PyMutex bc_mutex;
+    static inline void bc_mutex_lock(bc_mutex *m) { PyMutex_Lock(m); }
+    static inline void bc_mutex_unlock(bc_mutex *m) { PyMutex_Unlock(m); }
+    #else
+    #define BC_FREE_THREADED 0
+    typedef char bc_mutex;
+    static inline void bc_mutex_lock(bc_mutex *m) { (void)m; }
+    static inline void bc_mutex_unlock(bc_mutex *m) { (void)m; }
+    #endif
+    #if defined(__GNUC__) || defined(__clang__)
+    static inline unsigned long bc_owner_load(unsigned long *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+    static inline void bc_owner_store(unsigned long *p, unsigned long v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+    #else
+    static inline unsigned long bc_owner_load(unsigned long *p) { return *(volatile unsigned long *)p; }
+    static inline void bc_owner_store(unsigned long *p, unsigned long v) { *(volatile unsigned long *)p = v; }
+    #endif
+    """
+    enum: BC_FREE_THREADED
+    ctypedef char bc_mutex
+    void bc_mutex_lock(bc_mutex *m)
+    void bc_mutex_unlock(bc_mutex *m)
+    unsigned long bc_owner_load(unsigned long *p)
+    void bc_owner_store(unsigned long *p, unsigned long v)
 
 cdef extern from "prefetch.h" nogil:
     void bc_prefetch(const void *p)
@@ -128,22 +161,25 @@ cdef class Entry:
     def message_indices(self):
         """The entry's message positions (int64), in send order."""
         cdef cnp.ndarray arr
-        if self.indices is None:
-            arr = empty_column(self.n, cnp.NPY_INT64)
-            if self.positions != NULL:
-                memcpy(cnp.PyArray_DATA(arr), self.positions, self.n * sizeof(int64_t))
-                free(self.positions)
-                self.positions = NULL
-            elif self.n == 1:
-                (<int64_t *>cnp.PyArray_DATA(arr))[0] = self.first
-            self.indices = arr
-        return self.indices
+        # made once, whichever thread reads first (free-threaded builds: the others wait)
+        with cython.critical_section(self):
+            if self.indices is None:
+                arr = empty_column(self.n, cnp.NPY_INT64)
+                if self.positions != NULL:
+                    memcpy(cnp.PyArray_DATA(arr), self.positions, self.n * sizeof(int64_t))
+                    free(self.positions)
+                    self.positions = NULL
+                elif self.n == 1:
+                    (<int64_t *>cnp.PyArray_DATA(arr))[0] = self.first
+                self.indices = arr
+            return self.indices
 
     @message_indices.setter
     def message_indices(self, object value) -> None:
-        free(self.positions)
-        self.positions = NULL
-        self.indices = value
+        with cython.critical_section(self):
+            free(self.positions)
+            self.positions = NULL
+            self.indices = value
 
     @property
     def count(self) -> int:
@@ -262,10 +298,12 @@ cdef class BatcherCore:
     """The state of an ``EntryBucketBatcher``: the batch state machine over the layout's segments,
     one payload queue per (segment, bucket), the keyless turn, and the entries it emits.
 
-    ``_setup`` (from the subclass's ``__init__``) gives it the layout's plan. Calls are serialised
-    by a flag taken and released with the GIL held (nothing is released in between, so no other
-    thread can see it half-set); a thread that finds it taken (the holder let the GIL go, e.g. in
-    hashing or a garbage collection) yields until it is free.
+    ``_setup`` (from the subclass's ``__init__``) gives it the layout's plan. Calls are serialised:
+    under the GIL by a flag taken and released with the GIL held (nothing is released in between,
+    so no other thread can see it half-set), and a thread that finds it taken (the holder let the
+    GIL go, e.g. in hashing or a garbage collection) yields until it is free; on a free-threaded
+    build by a PyMutex held for the whole call. A call made again from the thread running one (a
+    finalizer, a payload's own code) is refused.
     """
 
     cdef GroupState st
@@ -279,7 +317,8 @@ cdef class BatcherCore:
     cdef int64_t npending        # messages in the queues
     cdef bc_scratch scratch
     cdef int busy
-    cdef unsigned long owner
+    cdef unsigned long owner     # the thread in a call (under the GIL: the last one)
+    cdef bc_mutex mutex          # free-threaded builds: held for a whole call
     cdef KeyChunks chunks        # add_many's key reader, made on first use
     cdef void *work              # add_many's per-message columns
     cdef Py_ssize_t work_cap
@@ -339,6 +378,8 @@ cdef class BatcherCore:
 
     @cython.final
     cdef inline int enter(self) except -1:
+        if BC_FREE_THREADED:
+            return self.enter_mutex()
         if self.busy or not self.ready:
             self.wait_turn()
         self.busy = 1
@@ -347,19 +388,43 @@ cdef class BatcherCore:
 
     @cython.final
     cdef inline void leave(self) noexcept:
-        self.busy = 0
+        if BC_FREE_THREADED:
+            bc_owner_store(&self.owner, 0)
+            bc_mutex_unlock(&self.mutex)
+        else:
+            self.busy = 0
 
     @cython.final
-    cdef int wait_turn(self) except -1:
+    cdef int check_usable(self) except -1:
         if not self.ready:
             if self.queues == NULL:
                 raise RuntimeError("this batcher was not set up (EntryBucketBatcher.__init__ sets it up)")
             raise RuntimeError("this batcher ran out of memory earlier and its state is lost")
+        return 0
+
+    @cython.final
+    cdef int wait_turn(self) except -1:
+        self.check_usable()
         if self.owner == PyThread_get_thread_ident():
             raise RuntimeError("this batcher was called again while one of its calls was running in this thread")
         while self.busy:
             with nogil:
                 bc_nap()
+        self.check_usable()  # the call waited for may have lost the state
+        return 0
+
+    @cython.final
+    cdef int enter_mutex(self) except -1:
+        """enter on a free-threaded build: only the thread holding the mutex finds its own id in
+        owner (it is cleared before the mutex is released), so a call from that thread is refused
+        instead of waiting for itself."""
+        if bc_owner_load(&self.owner) == PyThread_get_thread_ident():
+            raise RuntimeError("this batcher was called again while one of its calls was running in this thread")
+        bc_mutex_lock(&self.mutex)
+        if not self.ready:
+            bc_mutex_unlock(&self.mutex)
+            self.check_usable()
+        bc_owner_store(&self.owner, PyThread_get_thread_ident())
         return 0
 
     @cython.final
@@ -486,6 +551,10 @@ cdef class BatcherCore:
         cdef PayloadQueue *q
         if not is_list and type(payloads) is not tuple:
             raise TypeError(f"payloads must be a list or tuple, not {type(payloads).__name__}")
+        if is_list:
+            # a list of our own: the GIL is let go while keys are hashed, and the caller's list
+            # could change meanwhile
+            payloads = PyList_GetSlice(payloads, 0, PyList_GET_SIZE(payloads))
         if len(payloads) != n:
             raise ValueError(f"payloads has {len(payloads)} items for {n} keys")
         if n == 0:
