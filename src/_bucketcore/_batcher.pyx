@@ -114,6 +114,12 @@ NO_ENTRIES = NoEntries()
 cdef object no_entries = NO_ENTRIES
 
 
+# Positions an Entry holds in itself (an emitted entry of more messages keeps them in a malloc
+# block): the short entries of small limits or many buckets then cost no allocation of their own.
+cdef enum:
+    NEAR_POSITIONS = 4
+
+
 @cython.freelist(256)
 cdef class Entry:
     """One stamped entry: a batch of messages of one (segment, bucket), in send order.
@@ -141,7 +147,7 @@ cdef class Entry:
     cdef public object payloads
     cdef object indices         # message_indices, once made (or as given)
     cdef int64_t n              # message count while indices is None
-    cdef int64_t first          # the position of a one-message entry
+    cdef int64_t near[NEAR_POSITIONS]  # the positions of an entry of up to NEAR_POSITIONS messages
     cdef int64_t *positions     # the positions of a longer one (malloc), until indices is made
 
     def __init__(self, int64_t segment_id, int64_t bucket, int64_t hash_min, int64_t hash_max,
@@ -169,8 +175,8 @@ cdef class Entry:
                     memcpy(cnp.PyArray_DATA(arr), self.positions, self.n * sizeof(int64_t))
                     free(self.positions)
                     self.positions = NULL
-                elif self.n == 1:
-                    (<int64_t *>cnp.PyArray_DATA(arr))[0] = self.first
+                elif 0 < self.n <= NEAR_POSITIONS:
+                    memcpy(cnp.PyArray_DATA(arr), self.near, self.n * sizeof(int64_t))
                 self.indices = arr
             return self.indices
 
@@ -697,16 +703,18 @@ cdef class BatcherCore:
             e = Entry.__new__(Entry)
             payloads = PyList_New(c)
             positions = NULL
-            if c > 1:
+            if c > NEAR_POSITIONS:
                 positions = <int64_t *>malloc(c * sizeof(int64_t))
                 if positions == NULL:
                     self.lost()
                 for i in range(c):
                     positions[i] = q.items[q.head + i].position
+            else:
+                for i in range(c):
+                    e.near[i] = q.items[q.head + i].position
             # nothing below fails: the queue's references move into the list
             for i in range(c):
                 PyList_SET_ITEM(payloads, i, q.items[q.head + i].payload)
-            e.first = q.items[q.head].position
             e.positions = positions
             e.n = c
             q.head += c
