@@ -278,6 +278,8 @@ cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *global_bu
     cdef BucketState *B
     cdef int64_t seq = st.seq, opened = 0
     cdef int rc = 0
+    for i in range(n if n < PREFETCH_AHEAD else PREFETCH_AHEAD):
+        bc_prefetch(&bk[global_bucket[i]])
     for i in range(n):
         g = global_bucket[i]
         if i + PREFETCH_AHEAD < n:
@@ -385,13 +387,24 @@ cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, con
     return scan_loop(st, n, global_bucket, bucket_hash, sizes, False, False, False)
 
 
+cdef inline void prefetch_logged(GroupState *st, int64_t start) noexcept nogil:
+    """Ask for the lines of the PREFETCH_AHEAD buckets logged from ``start`` on (a walk over the
+    log then asks for each next one PREFETCH_AHEAD ahead)."""
+    cdef int64_t i
+    for i in range(start, min(st.nlog, start + PREFETCH_AHEAD)):
+        bc_prefetch(&st.bk[st.log[i].g])
+
+
 cdef int gs_finish(GroupState *st) noexcept nogil:
     """End of input: emit every open batch, all segments together, ordered by first message (the
     log is in send order, so its live openings are)."""
     cdef int64_t i
     cdef Opening *o
     cdef SegState *seg
+    prefetch_logged(st, 0)
     for i in range(st.nlog):
+        if i + PREFETCH_AHEAD < st.nlog:
+            bc_prefetch(&st.bk[st.log[i + PREFETCH_AHEAD].g])
         o = &st.log[i]
         if st.bk[o.g].count > 0 and st.bk[o.g].first == o.first:
             seg = st.bk[o.g].win
@@ -409,7 +422,10 @@ cdef void gs_reset(GroupState *st) noexcept nogil:
     last stream left behind is closed bucket by bucket from the log and the listed buckets)."""
     cdef int64_t i
     cdef BucketState *b
+    prefetch_logged(st, 0)
     for i in range(st.nlog):
+        if i + PREFETCH_AHEAD < st.nlog:
+            bc_prefetch(&st.bk[st.log[i + PREFETCH_AHEAD].g])
         b = &st.bk[st.log[i].g]
         b.count = 0
         b.nbytes = 0
