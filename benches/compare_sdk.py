@@ -7,10 +7,11 @@
 
 Wall mode prints, per row, ns per call of bucketcore and of its baseline measured in the same
 process (best of ``--repeat``, the two alternating round by round) and their ratio. Callgrind
-mode runs each row under ``valgrind --tool=callgrind`` twice, with ``--calls`` and twice as many
-calls, and prints the difference of the two runs' instruction totals divided by ``--calls``:
-the instructions of one call, deterministic on a loaded machine (set-up and interpreter start
-cancel out). ``--count ROW N`` is the child those runs start.
+mode runs each row once under ``valgrind --tool=callgrind``, counting only inside
+``operator.call`` (``--toggle-collect``), through which the child makes ``--calls`` calls after
+a few uncounted warm-up calls, and prints the count divided by ``--calls``: the instructions of
+one call, deterministic on a loaded machine (interpreter start and set-up are not counted).
+``--count ROW N`` is the child those runs start.
 
 ``--before OTHER_SRC`` compares two builds of bucketcore in one run: every row is measured in
 child processes, this tree's and one with ``OTHER_SRC`` (e.g. a built checkout of main's
@@ -55,6 +56,7 @@ Large rows run ``--calls`` x 100 / K calls (at least 3), so every row takes abou
 from __future__ import annotations
 
 import argparse
+import operator
 import os
 import re
 import subprocess
@@ -299,22 +301,18 @@ def _env(src: str | None) -> dict[str, str]:
 
 
 def callgrind(row: str, calls: int, src: str | None = None) -> float:
-    """Instructions of one call of ``row``: the difference of two runs' totals, per call."""
-    env = _env(src)
+    """Instructions of one call of ``row``: a run counting only the calls, per call."""
     calls = calls_for(row, calls)
-    totals = []
-    for n in (calls, 2 * calls):
-        done = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
-            + ["--count", row, str(n)],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode:
-            raise SystemExit(f"{row}: the run of {n} calls failed:\n{done.stderr[-2000:]}")
-        totals.append(int(re.search(r"Collected : (\d+)", done.stderr).group(1)))  # type: ignore[union-attr]
-    return (totals[1] - totals[0]) / calls
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--collect-atstart=no"]
+        + ["--toggle-collect=_operator_call", sys.executable, __file__, "--count", row, str(calls)],
+        env=_env(src),
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode:
+        raise SystemExit(f"{row}: the run of {calls} calls failed:\n{done.stderr[-2000:]}")
+    return int(re.search(r"Collected : (\d+)", done.stderr).group(1)) / calls  # type: ignore[union-attr]
 
 
 def time_row(row: str, calls: int, repeat: int) -> tuple[float, float | None]:
@@ -427,7 +425,9 @@ def main() -> None:
         return
     if args.count:
         run, _ = make(args.count[0])
-        run(0, int(args.count[1]))
+        n = int(args.count[1])
+        run(0, max(3, min(n, 200)))  # warm-up, not counted: first-use caches, kept states
+        operator.call(run, 1000, n)  # the only call callgrind counts (--toggle-collect)
         return
     if args.time:
         t, b = time_row(args.time[0], int(args.time[1]), int(args.time[2]))
