@@ -118,7 +118,10 @@ else:
 #     two-thread stages hand a pinned view over on that promise); _hashing reads lists inside their
 #     critical section, but object ndarrays and a KeyColumn pinned for the other stage are not yet
 #     safe without the GIL.
-#   _batcher: per-object state mutated by every method; under the GIL a call runs whole.
+#   _batcher, _grouping, _producer: written for it (the batcher holds a PyMutex for a whole call
+#     on free-threaded builds, stream states are held by one call at a time, the batcher hashes
+#     its own copy of a payload list), but they import _hashing, so they run with the GIL until
+#     it is declared.
 #   _dispatch: every method on an object's state runs in a critical section on it, but no test
 #     drives it without the GIL yet (the free-threading hammer imports only declared kernels).
 FREE_THREADING_COMPATIBLE = frozenset({"_status", "_routing", "_layout", "_consumer", "_wire"})
