@@ -418,14 +418,18 @@ static BC_AVX2 void bc_hash_strided_avx2(const uint8_t *base, size_t len, size_t
     bc_hash_rows_avx2(base, len, stride, n, out);
 }
 
+/* Whether the CPU has AVX2, asked once. Threads asking at the same time may each compute it; they
+ * store the same value, and the relaxed atomics keep that free of a data race. */
 static inline int bc_cpu_has_avx2(void)
 {
     static int cached = -1;
-    if (cached < 0) {
+    int has = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (has < 0) {
         __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") ? 1 : 0;
+        has = __builtin_cpu_supports("avx2") ? 1 : 0;
+        __atomic_store_n(&cached, has, __ATOMIC_RELAXED);
     }
-    return cached;
+    return has;
 }
 #else
 #define BC_HAVE_AVX2_PATH 0
