@@ -10,53 +10,18 @@ offer only); joins and removals come from one thread, as the Dispatcher's docume
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import numpy as np
+from test_threads_stress import fast_switching, run_threads
 
 import bucketcore as bc
 from bucketcore.dispatch import BucketMove, BucketMoves
 
 SECONDS = 1.0
 MEMBERS = [("c0", 0), ("c1", 1), ("c2", 2), ("c3", 3)]
-
-
-@contextmanager
-def fast_switching() -> Iterator[None]:
-    """Make the interpreter switch threads far more often, so calls interleave finely."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(before)
-
-
-def run_threads(targets: list[Callable[[], None]], timeout: float) -> None:
-    """Run each target on its own thread; re-raise the first failure; fail on a hung thread."""
-    failures: list[BaseException] = []
-
-    def guarded(target: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                target()
-            except BaseException as exc:  # noqa: BLE001  (handed to the test's thread)
-                failures.append(exc)
-
-        return run
-
-    threads = [threading.Thread(target=guarded(t), daemon=True) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-        assert not t.is_alive(), "a thread hung"
-    if failures:
-        raise failures[0]
 
 
 class Ledger:
