@@ -491,13 +491,7 @@ cdef class BatcherCore:
                 g = bc_route_parts(&self.router.rule, raw, raw >> 16, h, has_key, &turn)
                 if queue_push(&self.queues[g], <PyObject *>payload, self.st.seq) < 0:
                     raise MemoryError()
-                if gs_scan(&self.st, 1, &g, &h, &size) < 0:
-                    self.lost()
-                self.turn = turn
-                self.npending += 1
-                if self.st.nrec:
-                    return self.emit()
-                return no_entries
+                return self.scanned(1, &g, &h, &size, turn)
         finally:
             self.leave()
         if rc == BC_ERR_NOMEM:
@@ -636,13 +630,7 @@ cdef class BatcherCore:
                     p = PyList_GET_ITEM(payloads, i) if is_list else PyTuple_GET_ITEM(payloads, i)
                     if queue_push(&self.queues[glob[i]], p, seq + i) < 0:
                         self.lost()
-                if gs_scan(&self.st, n, glob, bh, sizes) < 0:
-                    self.lost()
-                self.turn = turn
-                self.npending += n
-                if self.st.nrec:
-                    return self.emit()
-                return no_entries
+                return self.scanned(n, glob, bh, sizes, turn)
         finally:
             self.leave()
         if rc == BC_ERR_NOMEM:
@@ -650,6 +638,19 @@ cdef class BatcherCore:
         self._refuse(keys, rc, err)
 
     @cython.final
+    cdef inline object scanned(self, Py_ssize_t n, const int32_t *glob, const uint16_t *bh, const int64_t *sizes,
+                               int64_t turn):
+        """Batch the n messages just queued (their buckets, bucket hashes and sizes), take the
+        keyless turn they leave, and return the entries that became ready (the shared empty
+        result when none did)."""
+        if gs_scan(&self.st, n, glob, bh, sizes) < 0:
+            self.lost()
+        self.turn = turn
+        self.npending += n
+        if self.st.nrec:
+            return self.emit()
+        return no_entries
+
     cdef int reserve_work(self, Py_ssize_t n) except -1:
         """add_many's columns for n messages: sizes (i64), raw (u32), global bucket (i32), bucket
         hash (u16), has_key (u8), each work_cap long, in one block (in that order, so each is
