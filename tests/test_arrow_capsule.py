@@ -733,7 +733,7 @@ def _described(keys: Any) -> list[Any]:
     _, source = classify_keys(keys)
     out: list[Any] = []
     for column in key_columns(source):
-        status, index, values = _hashing.described_keys(column, 0, column.length)
+        status, index, values, _ = _hashing.described_keys(column, 0, column.length)
         assert (status, index) == (0, -1)
         out += values
     return out
@@ -765,7 +765,7 @@ def test_describer_gives_dictionary_rows_their_values() -> None:
     assert _described(pair) == [words[0], b"b", None, None, words[0]]
     bad = p.array(2, [None, np.array([1, 5], np.uint8)], dictionary=p.array(3, [bits, offsets, data], null_count=1))
     [(column, *_)] = import_keys(p.pair(p.schema("C", dictionary=p.schema("u")), bad)).parts(0, 2)
-    status, index, _ = _hashing.described_keys(column, 0, 2)
+    status, index, _, _ = _hashing.described_keys(column, 0, 2)
     assert (Status(status).name, index) == ("BC_ERR_DICT_INDEX", 1)
 
 

@@ -53,7 +53,7 @@ def keys_of(n: int, length: int, seed: int = 0) -> list[str]:
 
 def run_of(arr: np.ndarray, pos: int, m: int) -> tuple[int, int] | None:
     [column] = hashing.key_columns(arr)
-    return _hashing.described_run(column, pos, m)
+    return _hashing.described_keys(column, pos, m)[3]
 
 
 def string_array(keys: list[str | None]) -> np.ndarray:

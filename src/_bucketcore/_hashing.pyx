@@ -1010,7 +1010,9 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
 def described_keys(KeyColumn col, Py_ssize_t pos, Py_ssize_t m):
     """What describe_view makes of keys [pos, pos+m) of a buffer column, as Python values: the
     bytes of each key (UCS4 keys: their str), None for a keyless one. Returns (status, failing
-    index, values). For tests of the describer itself (hashing never builds these objects)."""
+    index, values, run): run is (length, distance from one key's start to the next) when the keys
+    were described as one run of one length without descriptors, else None. For tests of the
+    describer itself (hashing never builds these objects)."""
     if col.needs_gil:
         raise ValueError("described_keys reads buffer columns only")
     if pos < 0 or m < 0 or pos + m > col.length:
@@ -1038,33 +1040,10 @@ def described_keys(KeyColumn col, Py_ssize_t pos, Py_ssize_t m):
                     values.append((<const char *>keys[j].data)[:keys[j].len * 4].decode("utf-32-le"))
                 else:
                     values.append((<const char *>keys[j].data)[:keys[j].len])
-        return st, err_index, values
+        run = (view.fixed_len, step) if st == BC_OK and view.fixed_base != NULL else None
+        return st, err_index, values, run
     finally:
         free(keys)
-
-
-def described_run(KeyColumn col, Py_ssize_t pos, Py_ssize_t m):
-    """Whether describe_view reads keys [pos, pos+m) of a buffer column as one run of keys of one
-    length without descriptors: (length, distance from one key's start to the next), or None
-    when it describes them one by one. For tests of the describer (which layouts take the run)."""
-    if col.needs_gil:
-        raise ValueError("described_run reads buffer columns only")
-    if pos < 0 or m < 0 or pos + m > col.length:
-        raise ValueError(f"keys [{pos}, {pos + m}) are outside the column of {col.length}")
-    cdef bc_key *keys = <bc_key *>malloc((m if m > 0 else 1) * sizeof(bc_key))
-    cdef Py_ssize_t err_index = -1
-    cdef int st
-    cdef ColumnView view = col.view
-    if keys == NULL:
-        raise MemoryError()
-    try:
-        with nogil:
-            st = describe_view(&view, pos, m, keys, &err_index)
-    finally:
-        free(keys)
-    if st != BC_OK or view.fixed_base == NULL:
-        return None
-    return view.fixed_len, (view.fixed_stride if view.fixed_stride != 0 else view.fixed_len)
 
 
 def split_raw(const uint32_t[::1] raw, uint16_t[::1] segment_hash, uint16_t[::1] bucket_hash):
