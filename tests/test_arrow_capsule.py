@@ -281,6 +281,44 @@ def test_view_run_of_equal_long_values_back_to_back_hashes_like_mmh3() -> None:
     assert bc.murmur3_32(view_pair(p, values)).tolist() == oracle(values)
 
 
+def _run_of_views(p: Producer, views: np.ndarray, buffers: list[np.ndarray], n: int, pos: int, m: int) -> Any:
+    """The run describe_view finds in views [pos, pos+m) of a string_view array, or None."""
+    sizes = np.array([b.size for b in buffers], np.int64)
+    pair = p.pair(p.schema("vz"), p.array(n, [None, views, *buffers, sizes]))
+    _, source = classify_keys(pair)
+    [column] = key_columns(source)
+    return _hashing.described_keys(column, pos, m)[3]
+
+
+@pytest.mark.parametrize("at", [0, 1, 7, 8, 9, 15, 16, 500, 1022, 1023])
+@pytest.mark.parametrize("word", ["length", "index", "offset"])
+def test_view_run_broken_in_any_compared_word_hashes_every_value(at: int, word: str) -> None:
+    # 1024 values (one kernel step) of 36 bytes back to back, their prefixes all different; one
+    # view is made to break the run in one word while still naming a valid value
+    values = [f"{i:04d}-{i * 7919:031d}".encode() for i in range(1024)]
+    p = Producer()
+    views, data, _ = view_array(values)
+    assert _run_of_views(p, views, [data], 1024, 0, 1024) == (36, 36)  # prefixes are not compared
+    v = views.reshape(-1, 16)
+    if word == "length":  # a shorter value where the run's next one would be
+        values[at] = values[at][:35]
+        v[at, 0:4] = np.frombuffer(np.int32(35).tobytes(), np.uint8)
+        buffers = [data]
+    elif word == "index":  # the same bytes, kept in a second buffer
+        buffers = [data, np.frombuffer(values[at], np.uint8).copy()]
+        v[at, 8:12] = np.frombuffer(np.int32(1).tobytes(), np.uint8)
+        v[at, 12:16] = np.frombuffer(np.int32(0).tobytes(), np.uint8)
+    else:  # the same bytes, at the end of the one buffer
+        buffers = [np.concatenate([data, np.frombuffer(values[at], np.uint8)])]
+        v[at, 12:16] = np.frombuffer(np.int32(data.size).tobytes(), np.uint8)
+    assert _run_of_views(p, views, buffers, 1024, 0, 1024) is None
+    if at >= 16:
+        assert _run_of_views(p, views, buffers, 1024, 0, at) == (36, 36)
+    sizes = np.array([b.size for b in buffers], np.int64)
+    pair = p.pair(p.schema("vz"), p.array(1024, [None, views, *buffers, sizes]))
+    assert bc.murmur3_32(pair).tolist() == oracle(values)
+
+
 def test_sliced_array_offset_is_honoured() -> None:
     p = Producer()
     offsets, data, _ = offsets_array(VALUES)

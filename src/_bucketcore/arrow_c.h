@@ -11,12 +11,9 @@
 
 #include <stdint.h>
 #include <string.h>
+#include "affine16.h"
 #include "keys.h"
-#include "murmur3_lanes.h"
 #include "status.h"
-#if defined(__SSE2__) || defined(_M_X64)
-#include <emmintrin.h>
-#endif
 
 #ifndef ARROW_C_DATA_INTERFACE
 #define ARROW_C_DATA_INTERFACE
@@ -153,95 +150,6 @@ static inline int bc_describe_views(const uint8_t *views, const uint8_t *bits, i
     return BC_OK;
 }
 
-/* Whether the m views from v on (16 bytes each) are (len0, any prefix, index0, offset0 + j * len0)
- * for j = 0..m-1: the words compared as unsigned 32-bit values, which is exact for offsets the caller
- * bounded below 2^31. AVX2 compares two views per step, eight per round; SSE2 (every x86-64) a whole
- * view per step, four per round; elsewhere a plain loop. */
-#if BC_HAVE_AVX2_PATH
-/* The same comparison two views per 32-byte load, eight views per round (CPUs with AVX2). */
-static BC_AVX2 int bc_views_step_avx2(const uint8_t *v, size_t m, uint32_t len0, uint32_t index0,
-                                      uint32_t offset0)
-{
-    const __m256i step2 = _mm256_setr_epi32(0, 0, 0, (int)(2 * len0), 0, 0, 0, (int)(2 * len0));
-    const __m256i step8 = _mm256_slli_epi32(step2, 2);
-    __m256i w0 = _mm256_setr_epi32((int)len0, 0, (int)index0, (int)offset0, (int)len0, 0, (int)index0,
-                                   (int)(offset0 + len0));
-    __m256i w1 = _mm256_add_epi32(w0, step2), w2 = _mm256_add_epi32(w1, step2),
-            w3 = _mm256_add_epi32(w2, step2);
-    __m256i d0 = _mm256_setzero_si256(), d1 = d0;
-    size_t j = 0;
-    for (; j + 8 <= m; j += 8) {
-        const __m256i *p = (const __m256i *)(v + 16 * j);
-        d0 = _mm256_or_si256(d0, _mm256_xor_si256(_mm256_loadu_si256(p), w0));
-        d1 = _mm256_or_si256(d1, _mm256_xor_si256(_mm256_loadu_si256(p + 1), w1));
-        d0 = _mm256_or_si256(d0, _mm256_xor_si256(_mm256_loadu_si256(p + 2), w2));
-        d1 = _mm256_or_si256(d1, _mm256_xor_si256(_mm256_loadu_si256(p + 3), w3));
-        w0 = _mm256_add_epi32(w0, step8);
-        w1 = _mm256_add_epi32(w1, step8);
-        w2 = _mm256_add_epi32(w2, step8);
-        w3 = _mm256_add_epi32(w3, step8);
-    }
-    /* the views left over (fewer than 8), one at a time, from the low half's expected view */
-    __m128i e = _mm256_castsi256_si128(w0),
-            d = _mm_or_si128(_mm256_castsi256_si128(_mm256_or_si256(d0, d1)),
-                             _mm256_extracti128_si256(_mm256_or_si256(d0, d1), 1));
-    const __m128i step1 = _mm_setr_epi32(0, 0, 0, (int)len0);
-    for (; j < m; j++) {
-        d = _mm_or_si128(d, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(v + 16 * j)), e));
-        e = _mm_add_epi32(e, step1);
-    }
-    /* the prefix word (the second) is the value's first bytes: not compared */
-    __m128i diff = _mm_and_si128(d, _mm_setr_epi32(-1, 0, -1, -1));
-    return _mm_movemask_epi8(_mm_cmpeq_epi32(diff, _mm_setzero_si128())) == 0xFFFF;
-}
-#endif
-
-#if defined(__SSE2__) || defined(_M_X64)
-static inline int bc_views_step(const uint8_t *v, size_t m, uint32_t len0, uint32_t index0, uint32_t offset0)
-{
-#if BC_HAVE_AVX2_PATH
-    if (bc_cpu_has_avx2())
-        return bc_views_step_avx2(v, m, len0, index0, offset0);
-#endif
-    const __m128i step = _mm_setr_epi32(0, 0, 0, (int)len0), step4 = _mm_slli_epi32(step, 2);
-    __m128i w0 = _mm_setr_epi32((int)len0, 0, (int)index0, (int)offset0);
-    __m128i w1 = _mm_add_epi32(w0, step), w2 = _mm_add_epi32(w1, step), w3 = _mm_add_epi32(w2, step);
-    __m128i d0 = _mm_setzero_si128(), d1 = d0;
-    size_t j = 0;
-    for (; j + 4 <= m; j += 4) {
-        const __m128i *p = (const __m128i *)(v + 16 * j);
-        d0 = _mm_or_si128(d0, _mm_xor_si128(_mm_loadu_si128(p), w0));
-        d1 = _mm_or_si128(d1, _mm_xor_si128(_mm_loadu_si128(p + 1), w1));
-        d0 = _mm_or_si128(d0, _mm_xor_si128(_mm_loadu_si128(p + 2), w2));
-        d1 = _mm_or_si128(d1, _mm_xor_si128(_mm_loadu_si128(p + 3), w3));
-        w0 = _mm_add_epi32(w0, step4);
-        w1 = _mm_add_epi32(w1, step4);
-        w2 = _mm_add_epi32(w2, step4);
-        w3 = _mm_add_epi32(w3, step4);
-    }
-    for (; j < m; j++) {
-        d0 = _mm_or_si128(d0, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(v + 16 * j)), w0));
-        w0 = _mm_add_epi32(w0, step);
-    }
-    /* the prefix word (the second) is the value's first bytes: not compared */
-    __m128i diff = _mm_and_si128(_mm_or_si128(d0, d1), _mm_setr_epi32(-1, 0, -1, -1));
-    return _mm_movemask_epi8(_mm_cmpeq_epi32(diff, _mm_setzero_si128())) == 0xFFFF;
-}
-#else
-static inline int bc_views_step(const uint8_t *v, size_t m, uint32_t len0, uint32_t index0, uint32_t offset0)
-{
-    uint32_t other = 0, expect = offset0;
-    for (size_t j = 0; j < m; j++, expect += len0) {
-        uint32_t l, ix, off;
-        memcpy(&l, v + j * 16, 4);
-        memcpy(&ix, v + j * 16 + 8, 4);
-        memcpy(&off, v + j * 16 + 12, 4);
-        other |= (l ^ len0) | (ix ^ index0) | (off ^ expect);
-    }
-    return other == 0;
-}
-#endif
-
 /* Whether m valid views from value `first` on all have one length >= 16 and lie back to back in
  * one variadic buffer (checked against its size): then *base is the first value and *len the
  * length, and the run can be hashed without descriptors. Reads the views only. */
@@ -260,7 +168,9 @@ static inline int bc_views_fixed(const uint8_t *views, int64_t first, size_t m,
     if (len0 < 16 || index0 < 0 || index0 >= nvariadic || offset0 < 0 || variadic[index0] == NULL ||
         end > sizes[index0] || end > INT32_MAX)
         return 0;
-    if (!bc_views_step(v, m, (uint32_t)len0, (uint32_t)index0, (uint32_t)offset0))
+    /* view j is (len0, any prefix, index0, offset0 + j * len0): the prefix word is not compared */
+    if (!bc_affine16(v, 16, m, bc_item16_words((uint32_t)len0, 0, (uint32_t)index0, (uint32_t)offset0),
+                     bc_item16_words(0, 0, 0, (uint32_t)len0), bc_item16_words(~0u, 0, ~0u, ~0u)))
         return 0;
     *base = variadic[index0] + offset0;
     *len = (size_t)len0;

@@ -10,8 +10,8 @@
 #include <Python.h>
 #include <numpy/arrayobject.h>
 #include <string.h>
+#include "affine16.h"
 #include "keys.h"
-#include "murmur3_lanes.h"
 #include "status.h"
 
 typedef npy_static_string bc_npstr;
@@ -81,92 +81,6 @@ static inline int bc_npstr_load_key(bc_npstr_allocator *a, const char *item, bc_
     return BC_OK;
 }
 
-/* Whether the m items (m >= 1) at item, item + stride, ... all carry the words (w0 + j * step, w1):
- * an arena string's offset stepping by step and its one size-and-flags word. AVX2 compares two
- * items back to back per step; SSE2 (every x86-64) a whole item per step, four per round; elsewhere
- * a plain loop. */
-#if BC_HAVE_AVX2_PATH
-/* The same comparison for items back to back (stride 16): two items per 32-byte load, eight per
- * round (CPUs with AVX2); the items left over one at a time. */
-static BC_AVX2 int bc_npstr_step_avx2(const char *item, size_t m, uint64_t w0, uint64_t w1, uint64_t step)
-{
-    const __m256i two = _mm256_set_epi64x(0, (long long)(2 * step), 0, (long long)(2 * step));
-    const __m256i eight = _mm256_slli_epi64(two, 2);
-    __m256i e0 = _mm256_set_epi64x((long long)w1, (long long)(w0 + step), (long long)w1, (long long)w0);
-    __m256i e1 = _mm256_add_epi64(e0, two), e2 = _mm256_add_epi64(e1, two), e3 = _mm256_add_epi64(e2, two);
-    __m256i d0 = _mm256_setzero_si256(), d1 = d0;
-    size_t j = 0;
-    for (; j + 8 <= m; j += 8) {
-        const __m256i *p = (const __m256i *)(item + 16 * j);
-        d0 = _mm256_or_si256(d0, _mm256_xor_si256(_mm256_loadu_si256(p), e0));
-        d1 = _mm256_or_si256(d1, _mm256_xor_si256(_mm256_loadu_si256(p + 1), e1));
-        d0 = _mm256_or_si256(d0, _mm256_xor_si256(_mm256_loadu_si256(p + 2), e2));
-        d1 = _mm256_or_si256(d1, _mm256_xor_si256(_mm256_loadu_si256(p + 3), e3));
-        e0 = _mm256_add_epi64(e0, eight);
-        e1 = _mm256_add_epi64(e1, eight);
-        e2 = _mm256_add_epi64(e2, eight);
-        e3 = _mm256_add_epi64(e3, eight);
-    }
-    uint64_t other = (uint64_t)!_mm256_testz_si256(_mm256_or_si256(d0, d1), _mm256_or_si256(d0, d1));
-    uint64_t expect = w0 + (uint64_t)j * step;
-    for (; j < m; j++, expect += step) {
-        uint64_t a, b;
-        memcpy(&a, item + 16 * j, 8);
-        memcpy(&b, item + 16 * j + 8, 8);
-        other |= (a ^ expect) | (b ^ w1);
-    }
-    return other == 0;
-}
-#endif
-
-#if defined(__SSE2__) || defined(_M_X64)
-#include <emmintrin.h>
-static inline int bc_npstr_step(const char *item, Py_ssize_t stride, size_t m, uint64_t w0, uint64_t w1,
-                                uint64_t step)
-{
-#if BC_HAVE_AVX2_PATH
-    if (stride == 16 && bc_cpu_has_avx2())
-        return bc_npstr_step_avx2(item, m, w0, w1, step);
-#endif
-    const __m128i one = _mm_set_epi64x(0, (long long)step), four = _mm_slli_epi64(one, 2);
-    __m128i e0 = _mm_set_epi64x((long long)w1, (long long)w0), e1 = _mm_add_epi64(e0, one);
-    __m128i e2 = _mm_add_epi64(e1, one), e3 = _mm_add_epi64(e2, one);
-    __m128i d0 = _mm_setzero_si128(), d1 = d0;
-    size_t j = 0;
-    for (; j + 4 <= m; j += 4) {
-        const char *p = item + (Py_ssize_t)j * stride;
-        d0 = _mm_or_si128(d0, _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), e0));
-        d1 = _mm_or_si128(d1, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(p + stride)), e1));
-        d0 = _mm_or_si128(d0, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(p + 2 * stride)), e2));
-        d1 = _mm_or_si128(d1, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(p + 3 * stride)), e3));
-        e0 = _mm_add_epi64(e0, four);
-        e1 = _mm_add_epi64(e1, four);
-        e2 = _mm_add_epi64(e2, four);
-        e3 = _mm_add_epi64(e3, four);
-    }
-    for (; j < m; j++) {
-        d0 = _mm_or_si128(
-            d0, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(item + (Py_ssize_t)j * stride)), e0));
-        e0 = _mm_add_epi64(e0, one);
-    }
-    __m128i d = _mm_or_si128(d0, d1);
-    return _mm_movemask_epi8(_mm_cmpeq_epi32(d, _mm_setzero_si128())) == 0xFFFF;
-}
-#else
-static inline int bc_npstr_step(const char *item, Py_ssize_t stride, size_t m, uint64_t w0, uint64_t w1,
-                                uint64_t step)
-{
-    uint64_t other = 0;
-    for (size_t j = 0; j < m; j++, w0 += step) {
-        uint64_t a, b;
-        memcpy(&a, item + (Py_ssize_t)j * stride, 8);
-        memcpy(&b, item + (Py_ssize_t)j * stride + 8, 8);
-        other |= (a ^ w0) | (b ^ w1);
-    }
-    return other == 0;
-}
-#endif
-
 /* A strided run: m items (the allocator acquired) that are all arena strings of one length
  * >= 16 whose offsets step by one stride >= that length (numpy's arena keeps a string's bytes after
  * its length prefix, so equal-length strings made in order lie a constant distance apart). Then
@@ -196,7 +110,9 @@ static inline int bc_npstr_run(bc_npstr_allocator *a, const char *base, Py_ssize
         gap = v0 - w0;
         if (v1 != w1 || v0 < w0 || gap < size || gap > BC_KEY_MAX_BYTES)
             return 0;
-        if (!bc_npstr_step(base, stride, m, w0, w1, gap))
+        /* item j is (w0 + j * gap, w1): the offset steps, the size and flags word stays */
+        if (!bc_affine16((const uint8_t *)base, stride, m, (bc_item16){w0, w1}, (bc_item16){gap, 0},
+                         (bc_item16){~0ull, ~0ull}))
             return 0;
     }
     bc_npstr s;
