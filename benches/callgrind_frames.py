@@ -3,6 +3,7 @@ callgrind (deterministic on a loaded machine, unlike wall time).
 
     benches/callgrind_frames.py [ROW ...]          # runs valgrind itself, one child per row
     benches/callgrind_frames.py --batch [ROW ...]  # one child for all rows (one interpreter start)
+    benches/callgrind_frames.py --cache-sim [ROW ...]  # also D1 and LL misses per key
     benches/callgrind_frames.py --child ROW [ROW ...]  # the child: one counted call per row
 
 Each child builds 100,000 UUID keys in the row's holder, calls ``hash_keys(keys, threads=1)`` once
@@ -12,8 +13,12 @@ capsules, its Python glue and the kernel, and nothing of the set-up. ``--batch``
 interpreter under valgrind once and dumps the counts after each row's counted call
 (``--dump-after=_operator_call``): one start-up for all the rows. Rows: the pyarrow ``string``
 reference, the same through its capsule stream only, ``large_string``, ``string_view``, polars,
-nanoarrow, arro3, pandas ``string[pyarrow]``, numpy ``StringDType``, a list of str, and 1,000
-distinct values as a plain string column and dictionary-encoded.
+nanoarrow, arro3, pandas ``string[pyarrow]``, numpy ``StringDType``, a list of str, duckdb's
+result materialised once (``.arrow()``), and 1,000 distinct values as a plain string column and
+dictionary-encoded. ``--cache-sim`` adds callgrind's cache simulation (its own model of a first-level
+data cache and a last-level cache, the latter set to 1 MiB so that no row's memory stays in it
+between calls; no hardware prefetcher): misses per key in each, i.e. how many 64-byte lines of the
+layout's memory a call reads and writes; it says which bytes are touched, not how fast.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ ROWS = (
     "pandas",
     "npstring",
     "list",
+    "duckdb_table",
     "dict_plain",
     "dict",
 )
@@ -67,6 +73,18 @@ def _keys() -> tuple[list[str], Any]:
     return keys, pa.array(keys, type=pa.string())
 
 
+def _duckdb_result(reference: Any) -> Any:
+    """duckdb's result of a query over the keys, materialised once as a pyarrow Table."""
+    import duckdb
+    import pyarrow as pa
+
+    con = duckdb.connect(config={"threads": 1})
+    con.register("source", pa.table({"k": reference}))
+    con.execute("create table t as select k from source")
+    result = con.sql("select k from t").arrow()
+    return result.read_all() if hasattr(result, "read_all") else result
+
+
 def make(row: str) -> Any:
     """The row's key holder over the same N UUID keys (the dictionary rows: 1,000 distinct)."""
     import numpy as np
@@ -86,6 +104,7 @@ def make(row: str) -> Any:
         "pandas": lambda: __import__("pandas").Series(keys, dtype="string[pyarrow]"),
         "npstring": lambda: np.array(keys, dtype=np.dtypes.StringDType()),
         "list": lambda: keys,
+        "duckdb_table": lambda: _duckdb_result(reference),
     }
     if row in makers:
         return makers[row]()
@@ -117,32 +136,50 @@ def _callgrind(rows: list[str], extra: list[str]) -> subprocess.CompletedProcess
     )
 
 
-def count(row: str) -> float:
-    """Instructions per key of one counted call of the row."""
-    done = _callgrind([row], ["--callgrind-out-file=/dev/null"])
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode or found is None:
-        raise SystemExit(f"{row}: the callgrind run failed:\n{done.stderr[-2000:]}")
-    return int(found.group(1)) / N
+def _totals(path: str) -> dict[str, int]:
+    """The event totals of one callgrind output file, by event name (Ir, D1mr, DLmr, ...)."""
+    with open(path) as f:
+        text = f.read()
+    events = re.search(r"^events: (.+)$", text, re.M)
+    found = re.search(r"^(?:totals|summary): ([\d ]+)$", text, re.M)
+    if events is None or found is None:
+        return {}
+    return dict(zip(events.group(1).split(), map(int, found.group(1).split())))
 
 
-def count_batch(rows: list[str]) -> list[float]:
-    """Instructions per key of one counted call of each row, all in one child."""
+def _per_key(totals: dict[str, int]) -> tuple[float, ...]:
+    """(instructions, D1 misses, LL misses) per key; the misses only when simulated."""
+    ir = totals.get("Ir", 0) / N
+    if "D1mr" not in totals:
+        return (ir,)
+    # callgrind leaves trailing zero counts out of its totals line
+    d1 = (totals.get("D1mr", 0) + totals.get("D1mw", 0)) / N
+    ll = (totals.get("DLmr", 0) + totals.get("DLmw", 0)) / N
+    return ir, d1, ll
+
+
+def count(row: str, extra: list[str]) -> tuple[float, ...]:
+    """Per key of one counted call of the row: instructions (and misses, see _per_key)."""
     with tempfile.TemporaryDirectory() as tmp:
-        done = _callgrind(rows, ["--dump-after=_operator_call", f"--callgrind-out-file={tmp}/cg.out"])
+        done = _callgrind([row], [*extra, f"--callgrind-out-file={tmp}/cg.out"])
+        if done.returncode:
+            raise SystemExit(f"{row}: the callgrind run failed:\n{done.stderr[-2000:]}")
+        return _per_key(_totals(f"{tmp}/cg.out"))
+
+
+def count_batch(rows: list[str], extra: list[str]) -> list[tuple[float, ...]]:
+    """Per key of one counted call of each row, all in one child."""
+    with tempfile.TemporaryDirectory() as tmp:
+        done = _callgrind(rows, [*extra, "--dump-after=_operator_call", f"--callgrind-out-file={tmp}/cg.out"])
         if done.returncode:
             raise SystemExit(f"the callgrind run failed:\n{done.stderr[-2000:]}")
         dumps = sorted(
             (p for p in os.listdir(tmp) if re.fullmatch(r"cg\.out\.\d+", p)), key=lambda p: int(p.rsplit(".", 1)[1])
         )
-        totals = []
-        for name in dumps:
-            with open(os.path.join(tmp, name)) as f:
-                found = re.search(r"^(?:totals|summary): (\d+)", f.read(), re.M)
-            totals.append(int(found.group(1)) if found else 0)
+        totals = [_totals(os.path.join(tmp, name)) for name in dumps]
     if len(totals) < len(rows):  # one dump per counted call, then maybe the (empty) one at exit
         raise SystemExit(f"expected {len(rows)} dumps, found {len(totals)}")
-    return [t / N for t in totals[: len(rows)]]
+    return [_per_key(t) for t in totals[: len(rows)]]
 
 
 def main() -> None:
@@ -150,6 +187,7 @@ def main() -> None:
     parser.add_argument("rows", nargs="*", default=list(ROWS))
     parser.add_argument("--child", action="store_true", help="run the rows' counted calls (under valgrind)")
     parser.add_argument("--batch", action="store_true", help="one valgrind child for every row")
+    parser.add_argument("--cache-sim", action="store_true", help="also D1 and LL misses per key (slower)")
     args = parser.parse_args()
     for row in args.rows:
         if row not in ROWS:
@@ -157,13 +195,21 @@ def main() -> None:
     if args.child:
         child(args.rows)
         return
-    print(f"{'row':<14}{'instructions/key':>18}")
+    # a last-level cache smaller than one row's memory (its keys alone are 3.4 MiB): what a call
+    # misses there is every line it reads, not what the uncounted first call left cached
+    extra = ["--cache-sim=yes", "--LL=1048576,16,64"] if args.cache_sim else []
+    heads = ["instructions/key"] + (["D1 misses/key", "LL misses/key"] if args.cache_sim else [])
+    print(f"{'row':<14}" + "".join(f"{h:>18}" for h in heads))
+
+    def show(row: str, figures: tuple[float, ...]) -> None:
+        print(f"{row:<14}" + "".join(f"{f:>18.2f}" if i else f"{f:>18.1f}" for i, f in enumerate(figures)), flush=True)
+
     if args.batch:
-        for row, per_key in zip(args.rows, count_batch(args.rows)):
-            print(f"{row:<14}{per_key:>18.1f}")
+        for row, figures in zip(args.rows, count_batch(args.rows, extra)):
+            show(row, figures)
         return
     for row in args.rows:
-        print(f"{row:<14}{count(row):>18.1f}", flush=True)
+        show(row, count(row, extra))
 
 
 if __name__ == "__main__":
