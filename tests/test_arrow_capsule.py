@@ -763,6 +763,45 @@ def test_view_run_across_two_data_buffers_hashes_like_mmh3() -> None:
     assert bc.murmur3_32(pair).tolist() == oracle(values)
 
 
+def _views_in_buffers(values: list[bytes], counts: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Views of values laid in data buffers one after another, counts[i] values in buffer i (as
+    polars fills its buffers), each buffer exactly as large as its values."""
+    views, data, _ = view_array(values)
+    v = views.reshape(-1, 16)
+    buffers, at = [], 0
+    for index, count in enumerate(counts):
+        chunk = b"".join(values[at : at + count])
+        buffers.append(np.frombuffer(chunk, np.uint8).copy())
+        offset = 0
+        for i in range(at, at + count):
+            v[i, 8:12] = np.frombuffer(np.int32(index).tobytes(), np.uint8)
+            v[i, 12:16] = np.frombuffer(np.int32(offset).tobytes(), np.uint8)
+            offset += len(values[i])
+        at += count
+    return views, buffers
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_view_runs_ending_at_buffer_ends_inside_a_step_hash_like_mmh3(threads: int) -> None:
+    counts = [5, 16, 17, 227, 1000, 15, 1, 454, 1300]  # ends before, at and past 16 values into a step
+    values = [f"{i:06d}-{i * 104729:029d}".encode() for i in range(sum(counts))]
+    views, buffers = _views_in_buffers(values, counts)
+    p = Producer()
+    sizes = np.array([b.size for b in buffers], np.int64)
+    pair = p.pair(p.schema("vz"), p.array(len(values), [None, views, *buffers, sizes]))
+    assert bc.murmur3_32(pair, threads=threads).tolist() == oracle(values)
+    # a missing value inside a run that ends at its buffer's end; a bad view past that end
+    bits = np.packbits([i != 30 for i in range(len(values))], bitorder="little")
+    pair = p.pair(p.schema("vz"), p.array(len(values), [bits, views, *buffers, sizes], null_count=1))
+    kh = bc.hash_keys(pair, threads=threads)
+    assert kh.raw.tolist() == oracle([None if i == 30 else v for i, v in enumerate(values)])
+    bad = views.copy()
+    bad.reshape(-1, 16)[300, 12:16] = np.frombuffer(np.int32(1 << 30).tobytes(), np.uint8)
+    pair = p.pair(p.schema("vz"), p.array(len(values), [None, bad, *buffers, sizes]))
+    with pytest.raises(ValueError, match="index 300"):
+        bc.murmur3_32(pair, threads=threads)
+
+
 # ----------------------------------------------------------------------------------------------
 # the describer itself (describe_view), which every kernel reads keys through
 

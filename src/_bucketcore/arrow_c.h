@@ -177,6 +177,33 @@ static inline int bc_views_fixed(const uint8_t *views, int64_t first, size_t m,
     return 1;
 }
 
+/* Where the m views from value `first` on leave a run at its data buffer's end (a producer that
+ * fills data buffers one after another, such as polars, breaks a run so): k, 16 <= k < m, when the
+ * first view's buffer has room for exactly k more values of its length from its offset on and those
+ * k views are a run (bc_views_fixed); else 0. Reads one view when the buffer's end lies past the m
+ * views, so a run that is whole costs nothing here. */
+static inline size_t bc_views_run_to_buffer_end(const uint8_t *views, int64_t first, size_t m,
+                                                const uint8_t *const *variadic, const int64_t *sizes,
+                                                int64_t nvariadic)
+{
+    if (m == 0)
+        return 0;
+    const uint8_t *v = views + first * 16;
+    int32_t len0, index0, offset0;
+    memcpy(&len0, v, 4);
+    memcpy(&index0, v + 8, 4);
+    memcpy(&offset0, v + 12, 4);
+    if (len0 < 16 || index0 < 0 || index0 >= nvariadic || offset0 < 0 || sizes[index0] < offset0)
+        return 0;
+    int64_t fit = (sizes[index0] - offset0) / len0;
+    const uint8_t *base;
+    size_t len;
+    if (fit < 16 || fit >= (int64_t)m ||
+        !bc_views_fixed(views, first, (size_t)fit, variadic, sizes, nvariadic, &base, &len))
+        return 0;
+    return (size_t)fit;
+}
+
 /* Read dictionary index i of an indices buffer of the given width (1, 2, 4, 8 bytes), signed or
  * not, as a signed 64-bit value (an unsigned 64-bit index above INT64_MAX reads as negative: out of
  * range either way). */
