@@ -110,6 +110,8 @@ cdef extern from "arrow_c.h" nogil:
     int bc_offsets64_fixed(const int64_t *off, size_t m, int64_t nvalues, size_t *len)
     int bc_views_fixed(const uint8_t *views, int64_t first, size_t m, const uint8_t *const *variadic,
                        const int64_t *sizes, int64_t nvariadic, const uint8_t **base, size_t *len)
+    size_t bc_views_run_to_buffer_end(const uint8_t *views, int64_t first, size_t m,
+                                      const uint8_t *const *variadic, const int64_t *sizes, int64_t nvariadic)
     bint bc_bit(const uint8_t *bits, int64_t i)
 
 cdef extern from "npstring.h" nogil:
@@ -711,13 +713,27 @@ cdef int hash_view_run(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
                        bint allow_none, bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                        Py_ssize_t *err_index) noexcept nogil:
     """Describe keys [pos, pos+m) of a column from its view (describe_view) and hash them into
-    out[base:base+m] (a dictionary-encoded column: gather its dictionary's hashes). On failure
+    out[base:base+m] (a dictionary-encoded column: gather its dictionary's hashes; a string view
+    run that ends at its data buffer's end: the run, then the rest). On failure
     *err_index is the failing key's position in the column. A StringDType array's allocator is
     held from the description to the end of the hash, so numpy cannot move the strings between."""
     cdef int st
+    cdef size_t k
     cdef bc_npstr_allocator *alloc
     if v.mode == COL_DICT:
         return gather_dict_run(v, pos, m, allow_none, out, base, err_index)
+    if v.mode == COL_VIEW:
+        # a run that ends at its data buffer's end inside the step: hashed as a run up to there,
+        # the rest from the next buffer on as a step of its own
+        k = bc_views_run_to_buffer_end(v.values, v.array_offset + pos, <size_t>m, v.variadic,
+                                       v.variadic_sizes, v.nvariadic)
+        if k != 0 and all_valid(v.bits, v.array_offset + pos, <Py_ssize_t>k):
+            st = hash_view_run(v, pos, <Py_ssize_t>k, keys, replace, allow_none, scratch, out, base,
+                               err_index)
+            if st == BC_OK:
+                st = hash_view_run(v, pos + <Py_ssize_t>k, m - <Py_ssize_t>k, keys, replace, allow_none,
+                                   scratch, out, base + <Py_ssize_t>k, err_index)
+            return st
     if v.mode == COL_NPSTRING:
         alloc = bc_npstr_acquire(v.npy_descr)
         v.fixed_base = NULL
