@@ -162,9 +162,13 @@ cdef class KeyColumn:
     cdef ColumnView view
     cdef void **held
     cdef Py_ssize_t nheld
+    cdef object pinned_items    # free-threaded builds: the tuple a pinned object column reads
 
     cdef int describe_objects(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
                               Py_ssize_t *err_index, bint hold=*) except -2
+    cdef int describe_list_chunk(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
+                                 Py_ssize_t *err_index) except -2
+    cdef int pin_items(self, ColumnView *out) except -2
     cdef void release(self)
     cdef int pin(self, ColumnView *out) except -2
 

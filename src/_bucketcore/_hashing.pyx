@@ -11,6 +11,7 @@ is hashed once and each row's hash gathered from it (hash_view_run).
 cimport cython
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.list cimport PyList_GET_SIZE
+from cpython.tuple cimport PyTuple_New
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
@@ -26,15 +27,41 @@ cdef extern from "Python.h":
     PyTypeObject PyBaseObject_Type
 
 # Whether this is a free-threaded CPython build (no GIL to keep other threads out).
+# BC_TEST_FREE_THREADED_PATHS (a C define, for testing) takes the free-threaded paths under the GIL
+# too, so that their results can be checked on an interpreter with the GIL (docs/hardening.md).
 cdef extern from *:
     """
-    #ifdef Py_GIL_DISABLED
+    #if defined(Py_GIL_DISABLED) || defined(BC_TEST_FREE_THREADED_PATHS)
     #define BC_FREE_THREADED 1
     #else
     #define BC_FREE_THREADED 0
     #endif
     """
     const bint BC_FREE_THREADED
+
+# Strong references to n items (items[0..n), or the object pointers at base + j * stride) stored
+# into out[0..n): only Py_INCREF, nothing that could let a critical section go (free-threaded
+# builds take a list's items this way inside its critical section). A NULL slot of an object array
+# (numpy reads it as None) is taken as None.
+cdef extern from *:
+    """
+    static void bc_take_items(PyObject *const *items, const char *base, Py_ssize_t stride, Py_ssize_t n,
+                              PyObject **out)
+    {
+        for (Py_ssize_t j = 0; j < n; j++) {
+            PyObject *o;
+            if (items)
+                o = items[j];
+            else
+                memcpy(&o, base + j * stride, sizeof o);
+            if (o == NULL)
+                o = Py_None;
+            Py_INCREF(o);
+            out[j] = o;
+        }
+    }
+    """
+    void bc_take_items(PyObject **items, const char *base, Py_ssize_t stride, Py_ssize_t n, PyObject **out)
 
 cdef extern from "numpy/arrayobject.h":
     object PyArray_Scalar(void *data, cnp.dtype descr, PyObject *base)
@@ -97,6 +124,28 @@ cdef extern from "pykeys.h":
         PyObject **items, const char *base, Py_ssize_t stride, size_t n, bc_key *keys, void **held,
         size_t *nheld, size_t *at, int *plain, int may_ready) noexcept nogil
 
+# A pinned tuple's bytearray and memoryview items replaced by memoryview exports of them (as
+# bc_hold_item holds them), so no thread can resize or release their bytes while the pinned view is
+# read; -1 with a Python error set.
+cdef extern from *:
+    """
+    static int bc_export_buffer_items(PyObject *tuple)
+    {
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(tuple); j++) {
+            PyObject *o = PyTuple_GET_ITEM(tuple, j), *held = o;
+            void *slot;
+            if (!PyByteArray_Check(o) && !PyMemoryView_Check(o))
+                continue;
+            if (bc_hold_item(&held, &slot) < 0)
+                return -1;
+            PyTuple_SET_ITEM(tuple, j, (PyObject *)slot);
+            Py_DECREF(o);
+        }
+        return 0;
+    }
+    """
+    int bc_export_buffer_items(object items) except -1
+
 cdef extern from "arrow_c.h" nogil:
     int bc_describe_views(const uint8_t *views, const uint8_t *bits, int64_t first, size_t m,
                           const uint8_t *const *variadic, const int64_t *sizes, int64_t nvariadic,
@@ -129,8 +178,25 @@ cdef extern from "npstring.h" nogil:
                      const uint8_t **run, size_t *len, size_t *step)
 
 
-# The multi-lane path every kernel hashes by: BC_PATH_AUTO (the best this CPU has) unless forced.
-cdef int hash_path = BC_PATH_AUTO
+# The multi-lane path every kernel hashes by: BC_PATH_AUTO (0, the best this CPU has) unless
+# forced. Threads hashing without the GIL read it while set_path may write it: on a free-threaded
+# build both are atomic (relaxed: every path gives the same bits, so a call may take either).
+cdef extern from * nogil:
+    """
+    static int bc_hash_path_value = 0;
+    #if defined(Py_GIL_DISABLED) && (defined(__GNUC__) || defined(__clang__))
+    #define bc_hash_path() __atomic_load_n(&bc_hash_path_value, __ATOMIC_RELAXED)
+    #define bc_set_hash_path(v) __atomic_store_n(&bc_hash_path_value, (v), __ATOMIC_RELAXED)
+    #elif defined(Py_GIL_DISABLED)
+    #define bc_hash_path() (*(volatile int *)&bc_hash_path_value)
+    #define bc_set_hash_path(v) ((void)(*(volatile int *)&bc_hash_path_value = (v)))
+    #else
+    #define bc_hash_path() bc_hash_path_value
+    #define bc_set_hash_path(v) ((void)(bc_hash_path_value = (v)))
+    #endif
+    """
+    int hash_path "bc_hash_path()"
+    void set_hash_path "bc_set_hash_path"(int path)
 
 PATHS = {"auto": BC_PATH_AUTO, "scalar": BC_PATH_SCALAR, "interleaved": BC_PATH_INTERLEAVED,
          "simd": BC_PATH_SIMD}
@@ -149,12 +215,12 @@ def cpu_has_simd():
 
 def resolved_path():
     """The path hashing takes now: the forced one, or the best for this CPU."""
-    return {v: k for k, v in PATHS.items()}[hash_path if hash_path != BC_PATH_AUTO else bc_best_path()]
+    cdef int path = hash_path
+    return {v: k for k, v in PATHS.items()}[path if path != BC_PATH_AUTO else bc_best_path()]
 
 
 def set_path(str name):
     """Force a hashing path for every kernel: auto, scalar, interleaved or simd."""
-    global hash_path
     if name not in PATHS:
         raise ValueError(f"unknown hashing path {name!r}; expected one of {sorted(PATHS)}")
     if PATHS[name] == BC_PATH_SIMD and not BC_HAVE_AVX2_PATH:
@@ -162,7 +228,7 @@ def set_path(str name):
                          "compiled for x86-64 by GCC or Clang only)")
     if PATHS[name] == BC_PATH_SIMD and not bc_cpu_has_avx2():
         raise ValueError("the simd hashing path needs a CPU with AVX2")
-    hash_path = PATHS[name]
+    set_hash_path(PATHS[name])
 
 
 cdef int hash_run(bc_key *keys, Py_ssize_t n, bint plain, const uint8_t *fixed_base,
@@ -281,9 +347,15 @@ def install_general_paths(object murmur3_32, object hash_keys, object key_hashes
     """Install what murmur3_32 and hash_keys call for everything but a scalar key they hash
     themselves: ``murmur3_32(keys, errors, threads, column)``, ``hash_keys(keys, errors, threads,
     column)`` (bucketcore.hashing's column paths, which also raise every error), and the KeyHashes
-    class a scalar's hashes are returned as."""
+    class a scalar's hashes are returned as. Installed once (bucketcore.hashing's import):
+    installing the same three again changes nothing, other ones raise RuntimeError, so a call
+    reading them without the GIL never sees one replaced and freed."""
     global general_murmur3_32, general_hash_keys, key_hashes_type
     global slot_raw, slot_segment_hash, slot_bucket_hash, slot_has_key
+    if key_hashes_type is not None:
+        if murmur3_32 is general_murmur3_32 and hash_keys is general_hash_keys and key_hashes is key_hashes_type:
+            return
+        raise RuntimeError("the general paths are installed already; they cannot be replaced")
     if not isinstance(key_hashes, type):
         raise TypeError("key_hashes must be the KeyHashes class")
     cdef Py_ssize_t basicsize = (<PyTypeObject *>key_hashes).tp_basicsize
@@ -811,25 +883,84 @@ cdef class KeyColumn:
         where nothing stops another thread, every item is held regardless). A list is read
         inside its critical section (free-threaded CPython: the list's own lock; nothing under the
         GIL), so no thread can resize it or replace an item between the check of its size, the
-        read of its items and their holds."""
+        read of its items and their holds; on a free-threaded CPython the section only takes
+        strong references to the chunk's items (describe_list_chunk), since holding a bytearray
+        through an export could wait for that bytearray's own lock and so let the list's go."""
         self.release()
         self.view.plain = False
         self.view.fixed_base = NULL
         hold = hold or BC_FREE_THREADED
+        if BC_FREE_THREADED and self.view.mode == COL_LIST:
+            return self.describe_list_chunk(pos, m, keys, err_index)
         if self.view.mode == COL_LIST:
             with cython.critical_section(self.source):
                 return describe_items(self, pos, m, keys, err_index, hold)
         return describe_items(self, pos, m, keys, err_index, hold)
 
+    cdef int describe_list_chunk(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
+                                 Py_ssize_t *err_index) except -2:
+        """Free-threaded builds: describe_objects of a list. Inside the list's critical section
+        the size is checked and strong references to items [pos, pos+m) are taken into the
+        second half of held (only Py_INCREF: the section cannot be suspended); outside it they
+        are described and held as any items are, and the references taken first are dropped."""
+        cdef int rc = BC_OK, plain = 0
+        cdef size_t count = 0, at = 0
+        cdef PyObject **taken = <PyObject **>(self.held + CHUNK)
+        with cython.critical_section(self.source):
+            if PyList_GET_SIZE(self.source) != self.list_size:
+                err_index[0] = pos
+                return BC_ERR_LIST_CHANGED
+            bc_take_items(PySequence_Fast_ITEMS(self.source) + pos, NULL, 0, m, taken)
+        try:
+            rc = bc_describe_objects(taken, NULL, 0, <size_t>m, keys, self.held, &count, &at, &plain, 1)
+        finally:
+            self.nheld = <Py_ssize_t>count
+            bc_release_held(<void **>taken, <size_t>m)  # what the keys point into is held in held
+        if rc != BC_OK:
+            err_index[0] = pos + <Py_ssize_t>at
+            return rc
+        self.view.plain = plain
+        return BC_OK
+
     cdef int pin(self, ColumnView *out) except -2:
         """Copy the view for a thread that describes with describe_view while the caller keeps
         the GIL and runs no Python code (so the items stay as they are now). BC_ERR_LIST_CHANGED when a
-        list changed its length since the column was made."""
+        list changed its length since the column was made. On a free-threaded CPython, where other
+        threads run meanwhile, a list or object array is pinned as a tuple of strong references to
+        its items (pin_items) and the view reads that tuple."""
+        if BC_FREE_THREADED and (self.view.mode == COL_LIST or self.view.mode == COL_OBJECTS):
+            return self.pin_items(out)
         if self.view.mode == COL_LIST and PyList_GET_SIZE(self.source) != self.list_size:
             return BC_ERR_LIST_CHANGED
         if self.view.mode == COL_LIST or self.view.mode == COL_TUPLE:
             self.view.items = PySequence_Fast_ITEMS(self.source)
         out[0] = self.view
+        return BC_OK
+
+    cdef int pin_items(self, ColumnView *out) except -2:
+        """Free-threaded builds: pin a list or object array as a tuple of strong references to
+        its items, taken once (a list's inside its critical section, its size checked there) and
+        kept while the column is; every later pin reads the same tuple. Another thread may then
+        change the list or array freely: the pinned view's items and their bytes stay alive and
+        unchanged (a bytearray or memoryview item is read through a memoryview export of it, which
+        no thread can resize or release)."""
+        cdef tuple items
+        if self.pinned_items is None:
+            items = PyTuple_New(self.length)
+            if self.view.mode == COL_LIST:
+                with cython.critical_section(self.source):
+                    if PyList_GET_SIZE(self.source) != self.list_size:
+                        return BC_ERR_LIST_CHANGED
+                    bc_take_items(PySequence_Fast_ITEMS(self.source), NULL, 0, self.length,
+                                  PySequence_Fast_ITEMS(items))
+            else:
+                bc_take_items(NULL, self.view.base, self.view.stride, self.length, PySequence_Fast_ITEMS(items))
+            bc_export_buffer_items(items)
+            self.pinned_items = items
+        out[0] = self.view
+        out.mode = COL_TUPLE
+        out.items = PySequence_Fast_ITEMS(self.pinned_items)
+        out.base = NULL
         return BC_OK
 
     cdef void release(self):
@@ -886,7 +1017,8 @@ def objects_column(object seq):
         col.length = arr.shape[0]
         col.view.base = <const char *>cnp.PyArray_DATA(arr)
         col.view.stride = arr.strides[0]
-    col.held = <void **>malloc(CHUNK * sizeof(void *))
+    # free-threaded builds: a list's chunk is taken into the second half first (describe_list_chunk)
+    col.held = <void **>malloc((2 if BC_FREE_THREADED else 1) * CHUNK * sizeof(void *))
     if col.held == NULL:
         raise MemoryError()
     return col
