@@ -190,9 +190,10 @@ cdef class Entry:
     @property
     def count(self) -> int:
         """Number of messages in the entry."""
-        if self.indices is None:
-            return self.n
-        return int(self.indices.shape[0])
+        with cython.critical_section(self):  # message_indices may be set meanwhile
+            if self.indices is None:
+                return self.n
+            return int(self.indices.shape[0])
 
     def __len__(self) -> int:
         return self.count
@@ -351,7 +352,17 @@ cdef class BatcherCore:
                Router router, const int64_t[::1] segment_ids, int64_t round_robin, bint replace) -> None:
         """Build the state (once): the segments' buckets (bucket_offsets), the limits, the
         layout's Router over the same segments, each segment's id (int64), the first keyless
-        turn and the surrogate rule."""
+        turn and the surrogate rule. Free-threaded builds: under the call mutex, so a call
+        finds the state built or not at all."""
+        bc_mutex_lock(&self.mutex)
+        try:
+            self.setup(bucket_offsets, policy, max_messages, max_bytes, router, segment_ids, round_robin, replace)
+        finally:
+            bc_mutex_unlock(&self.mutex)
+
+    @cython.final
+    cdef int setup(self, const int64_t[::1] bucket_offsets, int policy, int64_t max_messages, int64_t max_bytes,
+                   Router router, const int64_t[::1] segment_ids, int64_t round_robin, bint replace) except -1:
         cdef Py_ssize_t s
         if self.queues != NULL:
             raise RuntimeError("this batcher is set up already")
@@ -379,6 +390,7 @@ cdef class BatcherCore:
         self.turn = router.first_turn(round_robin)
         self.replace = replace
         self.ready = True
+        return 0
 
     # -- the lock ---------------------------------------------------------------------------------
 
@@ -743,24 +755,50 @@ cdef class BatcherCore:
     def _add_many_keys(self, keys: object, payloads: object) -> list:
         raise NotImplementedError
 
-    # -- state ------------------------------------------------------------------------------------
+    # -- state (free-threaded builds: read under the call mutex, between calls) --------------------
+
+    @cython.final
+    cdef inline bint lock_to_read(self) noexcept:
+        """Free-threaded builds: take the call mutex to read the state, unless this thread holds
+        it already (a read from Python code its own call runs, e.g. a finalizer). Returns
+        whether it was taken; under the GIL it never is (a read runs whole)."""
+        if not BC_FREE_THREADED or bc_owner_load(&self.owner) == PyThread_get_thread_ident():
+            return False
+        bc_mutex_lock(&self.mutex)
+        return True
 
     @property
     def round_robin(self) -> int:
         """Round-robin position (keyless turn) of the next keyless message."""
-        return self.turn
+        cdef bint locked = self.lock_to_read()
+        cdef int64_t value = self.turn
+        if locked:
+            bc_mutex_unlock(&self.mutex)
+        return value
 
     @property
     def pending(self) -> int:
         """Messages added and not yet emitted in an entry."""
-        return self.npending
+        cdef bint locked = self.lock_to_read()
+        cdef int64_t value = self.npending
+        if locked:
+            bc_mutex_unlock(&self.mutex)
+        return value
 
     @property
     def position(self) -> int:
         """Messages added so far (the message index the next one gets)."""
-        return self.st.seq
+        cdef bint locked = self.lock_to_read()
+        cdef int64_t value = self.st.seq
+        if locked:
+            bc_mutex_unlock(&self.mutex)
+        return value
 
     @property
     def open_batches(self) -> int:
         """Open (segment, bucket) batches."""
-        return self.st.nopen
+        cdef bint locked = self.lock_to_read()
+        cdef int64_t value = self.st.nopen
+        if locked:
+            bc_mutex_unlock(&self.mutex)
+        return value
