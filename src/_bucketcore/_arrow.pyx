@@ -100,7 +100,8 @@ cdef class ImportedSchema:
 
 cdef class ImportedArray:
     """An ArrowArray moved out of its producer's capsule or stream, released once when this is
-    freed; it also keeps the hashes of its dictionaries (one per column, computed once)."""
+    freed; it also keeps the hashes of its dictionaries (one per column, computed once; the
+    cache only gains entries)."""
     cdef bc_arrow_array array
     cdef dict dictionaries
 
@@ -313,8 +314,7 @@ cdef DictionaryHashes dictionary_hashes(ImportedArray owner, int child, bc_arrow
         identity = dictionary_identity(s.dictionary, d)
         cached = shared.get(identity)
         if cached is not None:  # the buffers are this chunk's too: its columns hold this chunk
-            owner.dictionaries[child] = cached
-            return cached
+            return owner.dictionaries.setdefault(child, cached)
     cdef DictionaryHashes h = DictionaryHashes.__new__(DictionaryHashes)
     h.values = KeyColumn.__new__(KeyColumn)
     h.values.source = None  # owner holds h (no cycle); every column reading h holds owner
@@ -332,10 +332,12 @@ cdef DictionaryHashes dictionary_hashes(ImportedArray owner, int child, bc_arrow
     if status != BC_OK:
         raise ValueError(f"Arrow {what} has a dictionary value that cannot be hashed at dictionary "
                          f"index {index} (status {status})")
-    owner.dictionaries[child] = h
+    # Both caches only ever gain entries (setdefault: a thread that hashed the same dictionary at
+    # the same time keeps the first one stored), so a value read from them without the GIL is
+    # never replaced and freed meanwhile.
     if shared is not None:
-        shared[identity] = h
-    return h
+        h = shared.setdefault(identity, h)
+    return owner.dictionaries.setdefault(child, h)
 
 
 def arrow_c_column(ImportedSchema schema, ImportedArray owner, int child, Py_ssize_t lo, Py_ssize_t hi,
