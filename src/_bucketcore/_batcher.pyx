@@ -301,6 +301,16 @@ cdef object frozen_payload(object payload, Py_ssize_t index):
     raise TypeError(f"{name} must be bytes, bytearray or memoryview, not {type(payload).__name__}")
 
 
+cdef object exported_key(object key):
+    """Free-threaded builds: a bytearray or memoryview key read through a memoryview export of it,
+    which no other thread can resize or release between the key's description and its hash (under
+    the GIL nothing runs between the two). A released memoryview stays itself (it is refused)."""
+    try:
+        return memoryview(key)
+    except ValueError:
+        return key
+
+
 cdef class BatcherCore:
     """The state of an ``EntryBucketBatcher``: the batch state machine over the layout's segments,
     one payload queue per (segment, bucket), the keyless turn, and the entries it emits.
@@ -490,6 +500,8 @@ cdef class BatcherCore:
         else:
             payload = frozen_payload(payload, -1)
             size = payload_size(payload)
+        if BC_FREE_THREADED and (PyByteArray_Check(<PyObject *>key) or PyMemoryView_Check(<PyObject *>key)):
+            key = exported_key(key)
         self.enter()
         try:
             if key is not None:
