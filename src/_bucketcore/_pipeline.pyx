@@ -155,7 +155,9 @@ cdef class HashStage:
     (``run_calling_thread``), while a worker describes and hashes from the pinned view with the GIL released
     (``run``); both take blocks of ``block`` keys by ticket, so a thread the machine slows down
     takes fewer. The calling thread keeps the GIL until the worker is done, so nothing can change
-    the column meanwhile and no item needs holding; only results cross between the cores. A
+    the column meanwhile and no item needs holding; only results cross between the cores (on a
+    free-threaded CPython, where other threads run meanwhile, the pin is a tuple of strong
+    references to the items, KeyColumn.pin_items, which no other thread can change). A
     thread stops taking blocks once one failed (every earlier block was taken already and is
     finished). A legacy str (not ready, only before Python 3.12) stops its block: readying it
     writes to it, which waits until the worker is done (the same object may be in two blocks);
@@ -350,7 +352,9 @@ cdef class ScanStage:
     when the worker is a step behind; so both threads stay busy whatever the keys cost to read.
 
     Python keys are read with the GIL held by ``feed`` and nothing INCREF'd: the worker
-    describes from pinned views while ``feed`` runs no Python code until the worker is done.
+    describes from pinned views while ``feed`` runs no Python code until the worker is done (on
+    a free-threaded CPython a pinned list or object array is a tuple of strong references to its
+    items, KeyColumn.pin_items, so other threads cannot change what the two threads read).
     The first bad key by stream position wins, whichever thread found it. ``finish`` returns
     the entries."""
 
