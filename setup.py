@@ -99,32 +99,43 @@ else:
     link_args = []
 
 # The kernels that run correctly without the GIL, declared so through their Py_mod_gil slot
-# (Cython's CYTHON_FREETHREADING_COMPATIBLE; every other kernel declares that it needs the GIL,
-# and a free-threaded interpreter turns the GIL back on when it imports one). Audited:
+# (Cython's CYTHON_FREETHREADING_COMPATIBLE; a kernel left out would declare that it needs the GIL,
+# and a free-threaded interpreter would turn the GIL back on when importing it). Every kernel is,
+# so `import bucketcore` keeps the GIL off. Audited (docs/hardening.md has the long form):
 #   _status    an IntEnum built at import; no other state.
 #   _routing   a Router validates its tables in __cinit__ and only reads them afterwards.
 #   _layout    functions over buffers with the GIL released throughout, outputs passed in by the
 #              caller; the only module state is a constant.
-#   _consumer  every SegmentTrack method runs in a critical section on the track; tracks take only
-#              exact ints / tuples of exact ints (no Python code inside a section); strong
-#              references to the dict and tracks; callbacks outside every section.
-#   _wire      encode_entries reads an entry's lists from tuples of their items and property dicts
-#              from copies, and holds buffer exports of bytearray/memoryview payloads and of `into`
-#              while it reads or writes them; CRC tables and error classes are set once at import;
-#              the readers read memoryviews that hold their buffers.
-# Needing the GIL (docs/hardening.md says why for users):
-#   _hashing, _pipeline, _producer, _batcher, _grouping, _arrow: a Python key list is read through
-#     item pointers on the promise that the GIL holder runs no Python code meanwhile (the
-#     two-thread stages hand a pinned view over on that promise); _hashing reads lists inside their
-#     critical section, but object ndarrays and a KeyColumn pinned for the other stage are not yet
-#     safe without the GIL.
-#   _batcher, _grouping, _producer: written for it (the batcher holds a PyMutex for a whole call
-#     on free-threaded builds, stream states are held by one call at a time, the batcher hashes
-#     its own copy of a payload list), but they import _hashing, so they run with the GIL until
-#     it is declared.
-#   _dispatch: every method on an object's state runs in a critical section on it, but no test
-#     drives it without the GIL yet (the free-threading hammer imports only declared kernels).
-FREE_THREADING_COMPATIBLE = frozenset({"_status", "_routing", "_layout", "_consumer", "_wire"})
+#   _consumer  SegmentTrack methods run in a critical section on the track, over exact ints only;
+#              callbacks run outside every section.
+#   _wire      entries' lists read from tuples, property dicts from copies, buffers through exports.
+#   _hashing   list chunks taken (INCREF only) in the list's critical section, every object item
+#              held while read, pinned object columns read from a tuple of held items; the path
+#              knob atomic, the general paths installed once.
+#   _pipeline  per-call stages; object columns pinned as held tuples (_hashing), counts atomic.
+#   _arrow     capsules moved out in their critical sections; imported structs never change; the
+#              dictionary-hash caches only gain entries.
+#   _dispatch  every method on a dispatcher's or selector's state runs in a critical section on it.
+#   _batcher   a PyMutex held for a whole call and for reading its state; Entry fields in the
+#              entry's critical section; bytearray/memoryview keys read through exports.
+#   _grouping  stream states are per call, or taken from a plan's list by one call at a time.
+#   _producer  the same; keys read through _hashing's KeyColumn.
+FREE_THREADING_COMPATIBLE = frozenset(
+    {
+        "_status",
+        "_routing",
+        "_layout",
+        "_consumer",
+        "_wire",
+        "_hashing",
+        "_pipeline",
+        "_arrow",
+        "_dispatch",
+        "_batcher",
+        "_grouping",
+        "_producer",
+    }
+)
 
 FLAVOUR = json.dumps(
     {
