@@ -455,7 +455,8 @@ HAMMER_CHILD = textwrap.dedent(
                     for r in range(rounds):
                         try:
                             table = bc.bucket_entries(moving, layout, max_messages=50, threads=2)
-                            if int(table.count.sum()) != n:
+                            # (one thread appends an item and takes it out again: a call may count it)
+                            if int(table.count.sum()) not in (n, n + 1):
                                 problems.append("a message was lost from a changing list")
                             bc.murmur3_32([k for k in moving if k is not None], threads=2)
                             errors["ok"] += 1
