@@ -6,6 +6,7 @@ Every cluster result is compared with the single-process result on the same data
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -66,6 +67,15 @@ def client():
     with bcd.client_for("local", n_workers=2) as c:
         assert len(c.scheduler_info()["workers"]) == 2
         yield c
+
+
+def test_a_local_cluster_leaves_the_environment_as_it_found_it(monkeypatch) -> None:
+    # distributed's Nanny writes its workers' environment (PYTHONHASHSEED among it) into os.environ
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    before = dict(os.environ)
+    with bcd.client_for("local", n_workers=1) as c:
+        assert len(c.scheduler_info()["workers"]) == 1
+    assert dict(os.environ) == before
 
 
 def partitions(data):

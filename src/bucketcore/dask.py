@@ -485,7 +485,8 @@ def client_for(scheduler: str, *, n_workers: int = 2) -> Iterator[Any]:
     ----------
     scheduler : str
         ``"local"`` (a ``LocalCluster`` of ``n_workers`` processes on loopback, one thread each,
-        closed afterwards) or a scheduler address such as ``tcp://10.0.0.5:8786``.
+        closed afterwards, and the environment variables its workers were started with taken out of
+        ``os.environ`` again) or a scheduler address such as ``tcp://10.0.0.5:8786``.
     n_workers : int
         Workers of a local cluster.
 
@@ -505,13 +506,22 @@ def client_for(scheduler: str, *, n_workers: int = 2) -> Iterator[Any]:
     except ImportError as err:  # pragma: no cover - exercised only without the extra
         raise ImportError("a cluster needs dask's distributed scheduler: pip install 'bucketcore[dask]'") from err
     if scheduler == "local":
-        with (
-            LocalCluster(
-                n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
-            ) as cluster,
-            Client(cluster) as client,
-        ):
-            yield client
+        # distributed's Nanny writes the environment it gives its workers (PYTHONHASHSEED, thread
+        # counts of BLAS libraries, ...) into this process's os.environ and leaves it there: put the
+        # caller's environment back, so later child processes of the caller are not changed by it
+        environment = dict(os.environ)
+        try:
+            with (
+                LocalCluster(
+                    n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+                ) as cluster,
+                Client(cluster) as client,
+            ):
+                yield client
+        finally:
+            for name in set(os.environ) - set(environment):
+                del os.environ[name]
+            os.environ.update(environment)
     else:
         with Client(scheduler, timeout="20s") as client:
             yield client
