@@ -33,6 +33,12 @@ Rows (one call = one message or one entry):
   buckets (per call);
 - ``entries100`` / ``entries100big`` / ``entries10``: ``bucket_entries`` of 100 keys per call at
   4 x 16 and 256 x 1024 buckets, and of 10 keys at 4 x 16 (per call);
+- ``many100eq`` / ``many100bigeq`` / ``entries100eq`` / ``entries100bigeq``: the same calls given
+  the same work at both layouts: the keys are drawn from a pool of 64 keys, one in each of 16
+  buckets of 4 segments (``same_work_keys``), in one sequence, so both layouts hold the same
+  messages pending and emit the same entries per call, and only the layout's size differs (the
+  rows above give the big layout more: most keys an entry of their own, and ``add_many`` a
+  window of 1000 messages in each of 256 segments);
 - ``manyK@SxN`` / ``entriesK@SxN``: ``add_many`` / ``bucket_entries`` of K messages per call at
   S segments x N buckets (e.g. ``many100@16x256``, ``entries100@64x1024``): the per-call cost
   should not depend on the layout's size. ``entries65536@SxN`` / ``many65536@SxN`` give the
@@ -81,6 +87,10 @@ ROWS = (
     "entries100",
     "entries100big",
     "entries10",
+    "many100eq",
+    "many100bigeq",
+    "entries100eq",
+    "entries100bigeq",
 )
 TOPIC = "segment://t/ns/topic/0000-ffff-7"
 
@@ -210,12 +220,35 @@ def mmh3_row() -> tuple[Op, Op | None]:
     return run, None
 
 
-def many_row(segments: int, buckets: int, count: int = 100) -> tuple[Op, Op | None]:
+def same_work_keys(segments: int, buckets: int, count: int = 100, calls: int = 64) -> list[list[str]]:
+    """``calls`` lists of ``count`` keys for ``tiled_layout(segments, buckets)`` whose messages go
+    to the same number of segments and buckets at every layout: a pool of 64 UUID keys, one in
+    each of the first 16 buckets (holding any of the UUID keys) of the first 4 segments, drawn in
+    one fixed sequence of pool positions. Pool position p is the same (segment, bucket) rank at
+    every layout, so the grouping (pending messages, entries, their sizes) is the same too."""
+    keys = uuid_keys(65536)
+    table = bc.bucket_entries(keys, tiled_layout(segments, buckets), policy="per_bucket", max_messages=65536)
+    first: dict[int, list[tuple[int, int]]] = {}
+    for seg, bucket, start in zip(table.segment_id.tolist(), table.bucket.tolist(), table.start.tolist()):
+        first.setdefault(seg, []).append((bucket, int(table.order[start])))
+    pool = []
+    for seg in sorted(first)[:4]:
+        pool += [keys[i] for _, i in sorted(first[seg])[:16]]
+    if len(pool) != 64:
+        raise SystemExit(f"{segments}x{buckets}: the UUID keys do not cover 16 buckets of 4 segments")
+    step = 40503  # a fixed, layout-independent sequence of pool positions
+    return [[pool[(c * count + j) * step % 65521 % 64] for j in range(count)] for c in range(calls)]
+
+
+def many_row(segments: int, buckets: int, count: int = 100, same_work: bool = False) -> tuple[Op, Op | None]:
     keys = uuid_keys(max(65536, 2 * count))
     payloads = [b"x" * 100] * count
     batcher = bc.EntryBucketBatcher(tiled_layout(segments, buckets), max_messages=1000)
     add_many = batcher.add_many
-    chunks = [keys[j : j + count] for j in range(0, len(keys) - count + 1, count)]
+    if same_work:
+        chunks = same_work_keys(segments, buckets, count)
+    else:
+        chunks = [keys[j : j + count] for j in range(0, len(keys) - count + 1, count)]
 
     def run(i0: int, n: int) -> None:
         for i in range(i0, i0 + n):
@@ -224,10 +257,13 @@ def many_row(segments: int, buckets: int, count: int = 100) -> tuple[Op, Op | No
     return run, None
 
 
-def entries_row(count: int, segments: int, buckets: int) -> tuple[Op, Op | None]:
+def entries_row(count: int, segments: int, buckets: int, same_work: bool = False) -> tuple[Op, Op | None]:
     keys = uuid_keys(max(65536, 2 * count))
     layout = tiled_layout(segments, buckets)
-    chunks = [keys[j : j + count] for j in range(0, len(keys) - count + 1, count)]
+    if same_work:
+        chunks = same_work_keys(segments, buckets, count)
+    else:
+        chunks = [keys[j : j + count] for j in range(0, len(keys) - count + 1, count)]
     entries = bc.bucket_entries
 
     def run(i0: int, n: int) -> None:
@@ -251,7 +287,9 @@ def messages_per_call(row: str) -> int:
     sized = _SIZED.match(row)
     if sized:
         return int(sized.group(2))
-    return {"many100": 100, "many100big": 100, "entries100": 100, "entries100big": 100, "entries10": 10}.get(row, 1)
+    if row.startswith(("many100", "entries100")):
+        return 100
+    return {"entries10": 10}.get(row, 1)
 
 
 def calls_for(row: str, calls: int) -> int:
@@ -289,6 +327,10 @@ def make(row: str) -> tuple[Op, Op | None]:
         return entries_row(100, 256, 1024)
     if row == "entries10":
         return entries_row(10, 4, 16)
+    if row in ("many100eq", "many100bigeq"):
+        return many_row(*((4, 16) if row == "many100eq" else (256, 1024)), same_work=True)
+    if row in ("entries100eq", "entries100bigeq"):
+        return entries_row(100, *((4, 16) if row == "entries100eq" else (256, 1024)), same_work=True)
     raise SystemExit(f"unknown row {row!r}; rows: {', '.join(ROWS)}")
 
 

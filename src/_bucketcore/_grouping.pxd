@@ -1,7 +1,7 @@
 # The batch state machine of the producer (docs/design.md, "Producer bucketing and stamping"):
 # per (segment, bucket) open batches, emitted entry records, and the drain that places buffered
 # messages into their entries.
-from libc.stdint cimport int32_t, int64_t, uint16_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t
 
 cimport numpy as cnp
 
@@ -100,6 +100,25 @@ ctypedef struct GroupState:
     int64_t nlisted
     int64_t listed_cap
     int64_t first_cap
+    # The compact state of a short stream (WholeStream.begin, compact_stream): bk is then
+    # ``narrow``, one BucketState per bucket the stream touched, numbered by first touch;
+    # global_of[k] is compact bucket k's global bucket index and ``slots``, an open-addressed
+    # table of slot_mask + 1 compact indexes (-1: empty; at least twice the stream's messages),
+    # finds it, so a short stream touches nothing sized to the layout. Otherwise (compact
+    # false) bk is ``wide``, the layout's array indexed by global bucket.
+    bint compact
+    BucketState *wide
+    BucketState *narrow
+    void *narrow_block
+    int64_t narrow_cap
+    int32_t *global_of
+    int32_t *slots
+    int64_t slot_cap
+    uint32_t slot_mask
+    int slot_shift
+    int64_t nlocal
+    int64_t local_room   # compact buckets the stream may have (its messages)
+    int32_t *local       # one chunk's compact bucket indexes
 
 
 cdef inline Py_ssize_t chunk_room(Py_ssize_t n) noexcept nogil:
@@ -118,6 +137,9 @@ cdef int init_state(GroupState *st, const int64_t[::1] bucket_offsets, int polic
                     int64_t max_bytes) except -1
 cdef void gs_free(GroupState *st) noexcept nogil
 cdef void gs_reset(GroupState *st) noexcept nogil
+cdef bint compact_stream(const GroupState *st, Py_ssize_t n) noexcept nogil
+cdef int gs_compact(GroupState *st, Py_ssize_t n) noexcept nogil
+cdef void gs_wide(GroupState *st) noexcept nogil
 cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, const uint16_t *bucket_hash,
                  const int64_t *sizes) noexcept nogil
 cdef int gs_finish(GroupState *st) noexcept nogil

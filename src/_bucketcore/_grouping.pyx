@@ -11,7 +11,11 @@ A message reaches it as its *global bucket index* (its segment's first index + i
 - ``gs_finish``: end of input, every open batch is emitted ordered by its first message (the
   log of openings says which, so a flush touches only the buckets that were used);
 - ``gs_reset``: close whatever a failed stream left open, again only where it was used, so the
-  state, sized to the layout, is built once per layout and reused (``WholeStream.begin``).
+  state, sized to the layout, is built once per layout and reused (``WholeStream.begin``);
+- ``gs_compact``: a short stream on a large layout is grouped on per-bucket states numbered by
+  first touch (found through a small open-addressed table) instead of the layout's array, so
+  its cost follows the buckets it touches, not the layout's size. The same state machine runs
+  on them; only the records' bucket is mapped back.
 
 The state lives in ``malloc`` memory: a pipeline's worker grows it without the GIL while the
 calling thread may hold the GIL and wait for the worker, and tracemalloc's hook on
@@ -53,6 +57,7 @@ cdef int gs_init(GroupState *st, const int64_t *first_bucket, int64_t nseg, int 
         gs_free(st)
         return -1
     st.bk = <BucketState *>((<uintptr_t>st.bk_block + 63) & ~(<uintptr_t>63))
+    st.wide = st.bk
     memset(st.segs, 0, (nseg + 1) * sizeof(SegState))
     for s in range(nseg + 1):
         st.segs[s].first_bucket = first_bucket[s]
@@ -94,6 +99,10 @@ cdef void gs_free(GroupState *st) noexcept nogil:
     free(st.listed)
     free(st.segs)
     free(st.bk_block)
+    free(st.narrow_block)
+    free(st.global_of)
+    free(st.slots)
+    free(st.local)
     free(st.log)
     free(st.recs)
     memset(st, 0, sizeof(GroupState))
@@ -114,7 +123,7 @@ cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
         st.cap = cap
     cdef Rec *r = &st.recs[st.nrec]
     r.seg = <int32_t>(b.win - st.segs)
-    r.bucket = <int32_t>(g - b.win.first_bucket)
+    r.bucket = <int32_t>((st.global_of[g] if st.compact else g) - b.win.first_bucket)
     r.count = b.count
     r.nbytes = b.nbytes
     r.first = b.first
@@ -366,9 +375,32 @@ cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, con
     that reached max_messages or max_bytes is emitted at once. So the overflowing message opens
     the next batch, and a message larger than max_bytes is an entry of its own.
     Every index must be in range and every size >= 0 (check_columns, or the router's own
-    output): the loop does not look. Returns 0, or -1 when memory ran out (the state then holds
-    part of the chunk and is discarded).
+    output): the loop does not look. A compact state (gs_compact) first finds each message's
+    compact bucket. Returns 0, -1 when memory ran out (the state then holds part of the chunk
+    and is discarded), or -2 when a compact stream is fed more messages than it was begun for.
     """
+    cdef Py_ssize_t m
+    cdef int rc
+    if st.compact:
+        while n > 0:
+            m = n if n < CHUNK else CHUNK
+            rc = compact_index(st, m, global_bucket)
+            if rc == 0:
+                rc = scan_variant(st, m, st.local, bucket_hash, sizes)
+            if rc != 0:
+                return rc
+            n -= m
+            global_bucket += m
+            bucket_hash += m
+            if sizes != NULL:
+                sizes += m
+        return 0
+    return scan_variant(st, n, global_bucket, bucket_hash, sizes)
+
+
+cdef inline int scan_variant(GroupState *st, Py_ssize_t n, const int32_t *global_bucket,
+                             const uint16_t *bucket_hash, const int64_t *sizes) noexcept nogil:
+    """gs_scan's state machine in the variant for the state's policy and placing, and for sizes."""
     cdef bint shared = st.policy == POLICY_SHARED
     if st.order != NULL:
         if shared:
@@ -444,6 +476,126 @@ cdef void gs_reset(GroupState *st) noexcept nogil:
     st.nrec = 0
     st.seq = 0
     st.placed = 0
+
+
+# Streams of up to this many messages may be grouped on a compact state (compact_stream): its
+# arrays then stay within a few tens of KiB.
+cdef enum:
+    COMPACT_MAX = CHUNK
+    # ... and the layout holds at least this many buckets per message
+    COMPACT_SPREAD = 4
+
+
+cdef bint compact_stream(const GroupState *st, Py_ssize_t n) noexcept nogil:
+    """Whether a stream of n messages is grouped on the compact state: it is short, and the
+    layout has buckets enough that its messages would mostly land on lines of the layout's array
+    that no recent stream touched (a small layout's array stays in cache and needs no table)."""
+    return 0 < n <= COMPACT_MAX and n * COMPACT_SPREAD <= st.nbuckets
+
+
+cdef int gs_compact(GroupState *st, Py_ssize_t n) noexcept nogil:
+    """Group the next stream, of 1 to COMPACT_MAX messages, on the compact state; st was just
+    reset (gs_reset). The arrays grow to the longest such stream and are kept; the table is
+    emptied here (a power of two of at least 2n slots, so a probe ends soon). -1: no memory
+    (st is left on the layout's array)."""
+    cdef int64_t cap = n, slots = 16
+    cdef int shift = 28
+    cdef void *block
+    cdef int32_t *global_of
+    cdef int32_t *table
+    if n < 1 or n > COMPACT_MAX:
+        return -1
+    while slots < 2 * n:
+        slots *= 2
+        shift -= 1
+    if st.local == NULL:
+        st.local = <int32_t *>malloc(COMPACT_MAX * sizeof(int32_t))
+        if st.local == NULL:
+            return -1
+    if cap > st.narrow_cap:
+        # one line more than the states, so they can start on a line boundary
+        block = calloc(cap + 2, sizeof(BucketState))
+        global_of = <int32_t *>malloc(cap * sizeof(int32_t))
+        if block == NULL or global_of == NULL:
+            free(block)
+            free(global_of)
+            return -1
+        free(st.narrow_block)
+        free(st.global_of)
+        st.narrow_block = block
+        st.narrow = <BucketState *>((<uintptr_t>block + 63) & ~(<uintptr_t>63))
+        st.global_of = global_of
+        st.narrow_cap = cap
+    if slots > st.slot_cap:
+        table = <int32_t *>malloc(slots * sizeof(int32_t))
+        if table == NULL:
+            return -1
+        free(st.slots)
+        st.slots = table
+        st.slot_cap = slots
+    memset(st.slots, 0xFF, slots * sizeof(int32_t))
+    st.slot_mask = <uint32_t>(slots - 1)
+    st.slot_shift = shift
+    st.nlocal = 0
+    st.local_room = n
+    st.bk = st.narrow
+    st.compact = True
+    return 0
+
+
+cdef void gs_wide(GroupState *st) noexcept nogil:
+    """Group the next stream on the layout's array; st was just reset (gs_reset)."""
+    st.bk = st.wide
+    st.compact = False
+
+
+cdef inline SegState *segment_of(GroupState *st, int64_t g) noexcept nogil:
+    """The segment of global bucket g, by bisection over the segments' first buckets."""
+    cdef int64_t lo = 0, hi = st.nseg, mid
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if st.segs[mid].first_bucket <= g:
+            lo = mid
+        else:
+            hi = mid
+    return &st.segs[lo]
+
+
+cdef int compact_index(GroupState *st, Py_ssize_t n, const int32_t *global_bucket) noexcept nogil:
+    """st.local[i] = the compact bucket of global bucket global_bucket[i] (n <= CHUNK); a bucket
+    seen for the first time in the stream gets the next compact state, zeroed (no batch open, no
+    lists) and tied to its segment. -2: more buckets than the stream was begun for."""
+    cdef Py_ssize_t i
+    cdef int32_t g, k
+    cdef uint32_t slot
+    cdef int32_t *slots = st.slots
+    cdef int32_t *global_of = st.global_of
+    cdef BucketState *b
+    for i in range(n):
+        g = global_bucket[i]
+        slot = (<uint32_t>g * <uint32_t>0x9E3779B1u) >> st.slot_shift
+        while True:
+            k = slots[slot]
+            if k < 0:
+                if st.nlocal == st.local_room:
+                    return -2
+                k = <int32_t>st.nlocal
+                st.nlocal += 1
+                slots[slot] = k
+                global_of[k] = g
+                b = &st.narrow[k]
+                b.count = 0
+                b.nbytes = 0
+                b.cap = 0
+                b.msgs = NULL
+                b.hashes = NULL
+                b.win = segment_of(st, g)
+                break
+            if global_of[k] == g:
+                break
+            slot = (slot + 1) & st.slot_mask
+        st.local[i] = k
+    return 0
 
 
 cdef void lookup_buckets(Py_ssize_t n, const int32_t *seg, const uint16_t *bucket_hash,
@@ -677,8 +829,10 @@ cdef class WholeStream:
 
     The state is sized to the segments' buckets once; ``begin`` starts the next stream on it and
     resets only the buckets the last one used, so a caller that keeps one per layout (a pool,
-    one stream at a time each) pays per stream for the messages, not for the layout. The
-    constructor begins the first stream.
+    one stream at a time each) pays per stream for the messages, not for the layout. A short
+    stream on a large layout (compact_stream) is grouped on a compact state instead, sized to
+    the stream, so it touches none of the layout's array. The constructor begins the first
+    stream.
     """
 
     def __cinit__(self, const int64_t[::1] bucket_offsets, int policy, int64_t max_messages,
@@ -718,6 +872,11 @@ cdef class WholeStream:
         if n < 0:
             raise ValueError(f"a stream of {n} messages")
         gs_reset(&self.st)
+        if not compact_stream(&self.st, n):
+            gs_wide(&self.st)
+        elif gs_compact(&self.st, n) < 0:
+            gs_wide(&self.st)
+            raise MemoryError()
         self.st.policy = policy
         self.st.max_messages = max_messages
         self.st.max_bytes = max_bytes
