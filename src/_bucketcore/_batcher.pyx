@@ -114,8 +114,9 @@ NO_ENTRIES = NoEntries()
 cdef object no_entries = NO_ENTRIES
 
 
-# Positions an Entry holds in itself (an emitted entry of more messages keeps them in a malloc
-# block): the short entries of small limits or many buckets then cost no allocation of their own.
+# Positions and payload references an Entry holds in itself (an emitted entry of more messages
+# keeps them in malloc blocks): the short entries of small limits or many buckets then cost no
+# allocation of their own.
 cdef enum:
     NEAR_POSITIONS = 4
 
@@ -144,11 +145,19 @@ cdef class Entry:
     cdef public int64_t hash_min
     cdef public int64_t hash_max
     cdef public int64_t nbytes
-    cdef public object payloads
+    cdef object payload_list    # payloads, once made (or as given)
     cdef object indices         # message_indices, once made (or as given)
     cdef int64_t n              # message count while indices is None
     cdef int64_t near[NEAR_POSITIONS]  # the positions of an entry of up to NEAR_POSITIONS messages
     cdef int64_t *positions     # the positions of a longer one (malloc), until indices is made
+    # An emitted entry's payloads as references it owns, until ``payloads`` is first read (most
+    # entries go straight to a sender that may never ask for a list): held of them, in
+    # near_payloads for up to NEAR_POSITIONS, else in far_payloads (malloc). They are bytes or
+    # read-only views of bytes (frozen_payload), which refer to nothing that could lead back
+    # here, so the collector need not see them.
+    cdef int64_t held
+    cdef PyObject *near_payloads[NEAR_POSITIONS]
+    cdef PyObject **far_payloads
 
     def __init__(self, int64_t segment_id, int64_t bucket, int64_t hash_min, int64_t hash_max,
                  object message_indices, int64_t nbytes, object payloads=None):
@@ -161,7 +170,47 @@ cdef class Entry:
         self.payloads = payloads
 
     def __dealloc__(self):
+        self.drop_held()
         free(self.positions)
+
+    @cython.final
+    cdef void drop_held(self) noexcept:
+        """Release the payload references held in C (the list replaces them, or the entry goes)."""
+        cdef int64_t i
+        cdef PyObject **refs = self.far_payloads if self.far_payloads != NULL else self.near_payloads
+        cdef int64_t held = self.held
+        self.held = 0
+        for i in range(held):
+            Py_DECREF(<object>refs[i])
+        free(self.far_payloads)
+        self.far_payloads = NULL
+
+    @property
+    def payloads(self):
+        """The messages' payloads (a list, made on first read and kept), or ``None`` for an
+        :class:`EntryTable` row."""
+        cdef list made
+        cdef int64_t i
+        cdef PyObject **refs
+        # made once, whichever thread reads first (free-threaded builds: the others wait)
+        with cython.critical_section(self):
+            if self.held:
+                made = PyList_New(self.held)
+                refs = self.far_payloads if self.far_payloads != NULL else self.near_payloads
+                # the held references move into the list
+                for i in range(self.held):
+                    PyList_SET_ITEM(made, i, refs[i])
+                self.held = 0
+                free(self.far_payloads)
+                self.far_payloads = NULL
+                self.payload_list = made
+            return self.payload_list
+
+    @payloads.setter
+    def payloads(self, object value) -> None:
+        with cython.critical_section(self):
+            self.drop_held()
+            self.payload_list = value
 
     @property
     def message_indices(self):
@@ -714,10 +763,10 @@ cdef class BatcherCore:
         cdef GroupState *st = &self.st
         cdef int64_t r, i, c, g, nrec = st.nrec, taken = 0
         cdef list out = PyList_New(nrec)
-        cdef list payloads
         cdef Entry e
         cdef PayloadQueue *q
         cdef int64_t *positions
+        cdef PyObject **refs
         for r in range(nrec):
             c = st.recs[r].count
             g = st.segs[st.recs[r].seg].first_bucket + st.recs[r].bucket
@@ -726,20 +775,25 @@ cdef class BatcherCore:
                 self.ready = False
                 raise RuntimeError("an entry holds more messages than its bucket buffered (state lost)")
             e = Entry.__new__(Entry)
-            payloads = PyList_New(c)
             positions = NULL
             if c > NEAR_POSITIONS:
                 positions = <int64_t *>malloc(c * sizeof(int64_t))
-                if positions == NULL:
+                refs = <PyObject **>malloc(c * sizeof(PyObject *))
+                if positions == NULL or refs == NULL:
+                    free(positions)
+                    free(refs)
                     self.lost()
                 for i in range(c):
                     positions[i] = q.items[q.head + i].position
+                e.far_payloads = refs
             else:
+                refs = e.near_payloads
                 for i in range(c):
                     e.near[i] = q.items[q.head + i].position
-            # nothing below fails: the queue's references move into the list
+            # nothing below fails: the queue's references move into the entry
             for i in range(c):
-                PyList_SET_ITEM(payloads, i, q.items[q.head + i].payload)
+                refs[i] = q.items[q.head + i].payload
+            e.held = c
             e.positions = positions
             e.n = c
             q.head += c
@@ -751,7 +805,6 @@ cdef class BatcherCore:
             e.hash_min = st.recs[r].hash_min
             e.hash_max = st.recs[r].hash_max
             e.nbytes = st.recs[r].nbytes
-            e.payloads = payloads
             Py_INCREF(e)
             PyList_SET_ITEM(out, r, <PyObject *>e)
             taken += c

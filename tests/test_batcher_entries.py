@@ -1,0 +1,95 @@
+"""The entries an ``EntryBucketBatcher`` emits hold their payloads as given until ``payloads`` is
+read: the list is made then, once, and kept; it is the same list however often it is read or by
+how many threads, setting ``payloads`` replaces it, and an entry dropped unread releases every
+payload it held."""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import threading
+
+import bucketcore as bc
+from bucketcore.harness.workloads import tiled_layout, uuid_keys
+
+
+def _entries(max_messages: int, n: int = 400) -> tuple[list[bc.Entry], list[bytes]]:
+    payloads = [f"payload-{i}".encode() for i in range(n)]
+    batcher = bc.EntryBucketBatcher(tiled_layout(2, 4), max_messages=max_messages)
+    out = []
+    for key, payload in zip(uuid_keys(n, seed=4), payloads):
+        out += batcher.add(key, payload)
+    return out + batcher.flush(), payloads
+
+
+def test_payloads_are_the_messages_payloads_in_send_order() -> None:
+    for max_messages in (1, 3, 10, 1000):  # entries held inside the entry and in a block of their own
+        entries, payloads = _entries(max_messages)
+        assert sorted(int(i) for e in entries for i in e.message_indices) == list(range(len(payloads)))
+        for e in entries:
+            assert e.payloads == [payloads[i] for i in e.message_indices]
+            assert all(p is payloads[i] for p, i in zip(e.payloads, e.message_indices))
+
+
+def test_payloads_is_one_list_made_on_first_read() -> None:
+    entries, _ = _entries(7)
+    for e in entries:
+        first = e.payloads
+        assert type(first) is list
+        assert e.payloads is first
+        first.append(b"mine")  # the caller's list now, as before
+        assert e.payloads[-1] == b"mine"
+
+
+def test_setting_payloads_replaces_what_was_held() -> None:
+    entries, _ = _entries(5)
+    e = entries[0]
+    e.payloads = None
+    assert e.payloads is None
+    e.payloads = [b"a"]
+    assert e.payloads == [b"a"]
+
+
+def test_an_unread_entry_releases_its_payloads() -> None:
+    payload = b"held-" + b"x" * 20  # one object, counted
+    base = sys.getrefcount(payload)
+    batcher = bc.EntryBucketBatcher(tiled_layout(2, 4), max_messages=6)
+    entries = []
+    for key in uuid_keys(300, seed=5):
+        entries += batcher.add(key, payload)
+    entries += batcher.flush()
+    assert sum(e.count for e in entries) == 300
+    assert sys.getrefcount(payload) == base + 300
+    half = len(entries) // 2
+    assert all(len(e.payloads) == e.count for e in entries[:half])  # read: the lists hold them now
+    del entries
+    assert sys.getrefcount(payload) == base
+
+
+def test_equality_and_pickling_see_the_payloads() -> None:
+    entries, _ = _entries(4)
+    for e in entries[:20]:
+        copy = pickle.loads(pickle.dumps(e))
+        assert copy == e
+        assert copy.payloads == e.payloads
+    a, b = _entries(4)[0][0], _entries(4)[0][0]
+    assert a == b  # neither read before: compared by their payloads
+    b.payloads = [b"other"]
+    assert a != b
+
+
+def test_threads_reading_payloads_get_one_list() -> None:
+    entries, _ = _entries(50)
+    seen: list[list[int]] = [[] for _ in range(4)]
+    barrier = threading.Barrier(4)
+
+    def read(k: int) -> None:
+        barrier.wait()
+        seen[k] = [id(e.payloads) for e in entries]
+
+    threads = [threading.Thread(target=read, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen[0] == seen[1] == seen[2] == seen[3]
