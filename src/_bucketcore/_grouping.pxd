@@ -71,6 +71,8 @@ ctypedef struct ArenaBlock:
 ctypedef struct GroupState:
     int64_t nseg
     int64_t nbuckets     # total over segments; global bucket g = segs[s].first_bucket + bucket
+    int64_t uniform      # every segment's bucket count when they are all equal (g's segment is
+                         # g // uniform), else 0
     int policy
     int64_t max_messages
     int64_t max_bytes
@@ -156,6 +158,7 @@ cdef class WholeStream:
     cdef Py_ssize_t room         # messages the chunk columns hold
     cdef int64_t *segment_ids    # each segment's id (name_segments), or NULL
     cdef object key_reader       # the producer's key reader kept with the state (_producer.KeyChunks)
+    cdef object router_checked   # the router last found to match the segments (_producer.check_router)
     cdef cnp.ndarray order_column, global_column, hash_column
     cdef int32_t *global_bucket
     cdef uint16_t *bucket_hash

@@ -62,7 +62,10 @@ cdef int gs_init(GroupState *st, const int64_t *first_bucket, int64_t nseg, int 
     for s in range(nseg + 1):
         st.segs[s].first_bucket = first_bucket[s]
         st.segs[s].bucket_count = first_bucket[s + 1] - first_bucket[s] if s < nseg else 0
+    st.uniform = first_bucket[1] - first_bucket[0]
     for s in range(nseg):
+        if first_bucket[s + 1] - first_bucket[s] != st.uniform:
+            st.uniform = 0
         for g in range(first_bucket[s], first_bucket[s + 1]):
             st.bk[g].win = &st.segs[s]
     return 0
@@ -243,14 +246,17 @@ cdef int gs_grow_msgs(GroupState *st, BucketState *b) noexcept nogil:
     if p == NULL:
         return -1
     if b.cap == 0:
-        if st.nlisted == st.listed_cap:
-            grown_listed = <int32_t *>realloc(st.listed, (2 * st.listed_cap + 64) * sizeof(int32_t))
-            if grown_listed == NULL:
-                return -1
-            st.listed = grown_listed
-            st.listed_cap = 2 * st.listed_cap + 64
-        st.listed[st.nlisted] = <int32_t>(b - st.bk)
-        st.nlisted += 1
+        # the layout's array lists the buckets given lists (the next stream forgets them); a
+        # compact state is zeroed when a stream first touches it instead
+        if not st.compact:
+            if st.nlisted == st.listed_cap:
+                grown_listed = <int32_t *>realloc(st.listed, (2 * st.listed_cap + 64) * sizeof(int32_t))
+                if grown_listed == NULL:
+                    return -1
+                st.listed = grown_listed
+                st.listed_cap = 2 * st.listed_cap + 64
+            st.listed[st.nlisted] = <int32_t>(b - st.bk)
+            st.nlisted += 1
     else:
         memcpy(p, b.msgs, b.count * sizeof(int64_t))
         memcpy(p + cap * sizeof(int64_t), b.hashes, b.count * sizeof(uint16_t))
@@ -270,6 +276,10 @@ cdef flush_fn_t cold_flush = gs_flush_segment
 cdef emit_fn_t cold_emit = gs_emit
 cdef grow_fn_t cold_grow = gs_grow_msgs
 cdef log_fn_t cold_log = gs_log_opening
+# gs_scan's path for a compact state, likewise kept out of it (scan_variant, which both call,
+# then stays one copy with its variants inlined)
+ctypedef int (*scan_fn_t)(GroupState *, Py_ssize_t, const int32_t *, const uint16_t *, const int64_t *) noexcept nogil
+cdef scan_fn_t compact_scan = compact_scan_impl
 
 
 cdef inline int scan_loop(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, const uint16_t *bucket_hash,
@@ -379,26 +389,32 @@ cdef int gs_scan(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, con
     compact bucket. Returns 0, -1 when memory ran out (the state then holds part of the chunk
     and is discarded), or -2 when a compact stream is fed more messages than it was begun for.
     """
-    cdef Py_ssize_t m
-    cdef int rc
     if st.compact:
-        while n > 0:
-            m = n if n < CHUNK else CHUNK
-            rc = compact_index(st, m, global_bucket)
-            if rc == 0:
-                rc = scan_variant(st, m, st.local, bucket_hash, sizes)
-            if rc != 0:
-                return rc
-            n -= m
-            global_bucket += m
-            bucket_hash += m
-            if sizes != NULL:
-                sizes += m
-        return 0
+        return compact_scan(st, n, global_bucket, bucket_hash, sizes)
     return scan_variant(st, n, global_bucket, bucket_hash, sizes)
 
 
-cdef inline int scan_variant(GroupState *st, Py_ssize_t n, const int32_t *global_bucket,
+cdef int compact_scan_impl(GroupState *st, Py_ssize_t n, const int32_t *global_bucket, const uint16_t *bucket_hash,
+                           const int64_t *sizes) noexcept nogil:
+    """gs_scan on a compact state: a chunk's compact buckets are found, then scanned."""
+    cdef Py_ssize_t m
+    cdef int rc
+    while n > 0:
+        m = n if n < CHUNK else CHUNK
+        rc = compact_index(st, m, global_bucket)
+        if rc == 0:
+            rc = scan_variant(st, m, st.local, bucket_hash, sizes)
+        if rc != 0:
+            return rc
+        n -= m
+        global_bucket += m
+        bucket_hash += m
+        if sizes != NULL:
+            sizes += m
+    return 0
+
+
+cdef int scan_variant(GroupState *st, Py_ssize_t n, const int32_t *global_bucket,
                              const uint16_t *bucket_hash, const int64_t *sizes) noexcept nogil:
     """gs_scan's state machine in the variant for the state's policy and placing, and for sizes."""
     cdef bint shared = st.policy == POLICY_SHARED
@@ -550,14 +566,16 @@ cdef void gs_wide(GroupState *st) noexcept nogil:
 
 
 cdef inline SegState *segment_of(GroupState *st, int64_t g) noexcept nogil:
-    """The segment of global bucket g, by bisection over the segments' first buckets."""
-    cdef int64_t lo = 0, hi = st.nseg, mid
-    while hi - lo > 1:
-        mid = (lo + hi) >> 1
-        if st.segs[mid].first_bucket <= g:
-            lo = mid
-        else:
-            hi = mid
+    """The segment of global bucket g: a division when every segment has as many buckets, else
+    a bisection over the segments' first buckets."""
+    cdef int64_t lo = 0, half, n = st.nseg
+    if st.uniform:
+        return &st.segs[g // st.uniform]
+    while n > 1:
+        half = n >> 1
+        if st.segs[lo + half].first_bucket <= g:
+            lo += half
+        n -= half
     return &st.segs[lo]
 
 

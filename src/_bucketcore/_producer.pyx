@@ -115,14 +115,19 @@ def place_keyless(Router router, int32_t[::1] global_bucket, int64_t round_robin
 
 
 cdef int check_router(Router router, WholeStream stream) except -1:
-    """The stream's segments must be the router's (the same first global bucket indexes)."""
+    """The stream's segments must be the router's (the same first global bucket indexes); a
+    stream remembers the router it last matched (both are fixed once made), so a plan's calls
+    compare them once."""
     cdef Py_ssize_t s
     cdef GroupState *st = &stream.st
+    if stream.router_checked is router:
+        return 0
     if st.nseg != router.nsegments:
         raise ValueError("the router's bucket tables do not match the segments")
     for s in range(st.nseg + 1):
         if st.segs[s].first_bucket != router.rule.first_bucket[s]:
             raise ValueError("the router's bucket tables do not match the segments")
+    stream.router_checked = router
     return 0
 
 
