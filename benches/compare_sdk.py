@@ -1,6 +1,6 @@
 """Per-call cost of the streaming objects an SDK or broker holds, side by side with Python baselines.
 
-    python benches/compare_sdk.py [--calls 20000] [--repeat 5] [ROW ...]
+    python benches/compare_sdk.py [--calls 20000] [--repeat 5] [--clock wall|thread] [ROW ...]
     python benches/compare_sdk.py --callgrind [--calls 2000] [ROW ...]
     python benches/compare_sdk.py --before OTHER_SRC [--callgrind] [ROW ...]
     python benches/compare_sdk.py --fixed [--callgrind] [SxN ...]
@@ -11,12 +11,14 @@ mode runs each row once under ``valgrind --tool=callgrind``, counting only insid
 ``operator.call`` (``--toggle-collect``), through which the child makes ``--calls`` calls after
 a few uncounted warm-up calls, and prints the count divided by ``--calls``: the instructions of
 one call, deterministic on a loaded machine (interpreter start and set-up are not counted).
-``--count ROW N`` is the child those runs start.
+``--count ROW N`` is the child those runs start. ``--clock thread`` times by the calling thread's
+CPU time instead of the wall clock (on a shared machine it leaves out the time the process waits
+for a core, though not what other processes do to the caches).
 
 ``--before OTHER_SRC`` compares two builds of bucketcore in one run: every row is measured in
 child processes, this tree's and one with ``OTHER_SRC`` (e.g. a built checkout of main's
 ``src``) first on ``PYTHONPATH``, alternating round by round (wall: best of the rounds); the
-table shows both and the ratio before / after. ``--time ROW N REPEAT`` is the wall-clock child.
+table shows both and the ratio before / after. ``--time ROW N REPEAT`` is the timing child.
 
 Rows (one call = one message or one entry):
 
@@ -67,6 +69,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 
 import bucketcore as bc
@@ -357,24 +360,36 @@ def callgrind(row: str, calls: int, src: str | None = None) -> float:
     return int(re.search(r"Collected : (\d+)", done.stderr).group(1)) / calls  # type: ignore[union-attr]
 
 
-def time_row(row: str, calls: int, repeat: int) -> tuple[float, float | None]:
-    """ns per call of a row and of its baseline (None without one), best of ``repeat``."""
+def best_thread_time(fn: Callable[[], None], repeat: int) -> float:
+    """Smallest CPU time of the calling thread over ``repeat`` calls of ``fn``, in seconds."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.thread_time()
+        fn()
+        best = min(best, time.thread_time() - start)
+    return best
+
+
+def time_row(row: str, calls: int, repeat: int, clock: str = "wall") -> tuple[float, float | None]:
+    """ns per call of a row and of its baseline (None without one), best of ``repeat`` by the
+    wall clock or (``clock="thread"``) the thread's CPU time."""
     run, base = make(row)
+    timer = best_of if clock == "wall" else best_thread_time
     n = calls_for(row, calls) if row != "membership65535" else 20
     run(0, min(n, 1000))  # warm
     if base is not None:
         base(0, min(n, 1000))
     counter = [1000]
-    t = best_of(_timed(run, counter, n), repeat) / n * 1e9
+    t = timer(_timed(run, counter, n), repeat) / n * 1e9
     if base is None:
         return t, None
-    return t, best_of(_timed(base, counter, n), repeat) / n * 1e9
+    return t, timer(_timed(base, counter, n), repeat) / n * 1e9
 
 
-def timed_child(row: str, calls: int, repeat: int, src: str | None) -> tuple[float, float | None]:
+def timed_child(row: str, calls: int, repeat: int, src: str | None, clock: str = "wall") -> tuple[float, float | None]:
     """time_row in a child process (with ``src`` first on PYTHONPATH)."""
     done = subprocess.run(
-        [sys.executable, __file__, "--time", row, str(calls), str(repeat)],
+        [sys.executable, __file__, "--time", row, str(calls), str(repeat), "--clock", clock],
         env=_env(src),
         capture_output=True,
         text=True,
@@ -385,7 +400,9 @@ def timed_child(row: str, calls: int, repeat: int, src: str | None) -> tuple[flo
     return float(t), None if b == "-" else float(b)
 
 
-def compare_builds(rows: list[str], before: str, calls: int | None, repeat: int, use_callgrind: bool) -> None:
+def compare_builds(
+    rows: list[str], before: str, calls: int | None, repeat: int, use_callgrind: bool, clock: str = "wall"
+) -> None:
     """Each row in this tree and in ``before``, side by side (children alternating round by round)."""
     if use_callgrind:
         n = calls or 2000
@@ -399,8 +416,8 @@ def compare_builds(rows: list[str], before: str, calls: int | None, repeat: int,
     for row in rows:
         best_b, best_a, best_base = float("inf"), float("inf"), float("inf")
         for _ in range(3):
-            tb, _base_b = timed_child(row, n, repeat, before)
-            ta, base_a = timed_child(row, n, repeat, None)
+            tb, _base_b = timed_child(row, n, repeat, before, clock)
+            ta, base_a = timed_child(row, n, repeat, None, clock)
             best_b, best_a = min(best_b, tb), min(best_a, ta)
             if base_a is not None:
                 best_base = min(best_base, base_a)
@@ -411,7 +428,7 @@ def compare_builds(rows: list[str], before: str, calls: int | None, repeat: int,
         print(f"{row:<20}{best_b:>11.0f}{best_a:>10.0f}{best_b / best_a:>13.2f}x{base_txt}", flush=True)
 
 
-def fixed_costs(layouts: list[str], calls: int | None, repeat: int, use_callgrind: bool) -> None:
+def fixed_costs(layouts: list[str], calls: int | None, repeat: int, use_callgrind: bool, clock: str = "wall") -> None:
     """Per-message and fixed cost of the short calls at each layout, and big/small ratios (see
     the module doc): every row in a child process of its own, wall (best of 3 children x
     ``repeat``) or instructions."""
@@ -419,7 +436,7 @@ def fixed_costs(layouts: list[str], calls: int | None, repeat: int, use_callgrin
     def measure(row: str) -> float:
         if use_callgrind:
             return callgrind(row, calls or 2000)
-        return min(timed_child(row, calls or 20000, repeat, None)[0] for _ in range(3))
+        return min(timed_child(row, calls or 20000, repeat, None, clock)[0] for _ in range(3))
 
     unit = "instr" if use_callgrind else "ns"
     print(
@@ -461,9 +478,10 @@ def main() -> None:
     parser.add_argument("--time", nargs=3, metavar=("ROW", "N", "REPEAT"))
     parser.add_argument("--before", metavar="OTHER_SRC", help="compare with the build whose src is OTHER_SRC")
     parser.add_argument("--fixed", action="store_true", help="per-message and fixed cost of the short calls")
+    parser.add_argument("--clock", choices=("wall", "thread"), default="wall", help="what a call's time is")
     args = parser.parse_args()
     if args.fixed:
-        fixed_costs(args.rows or ["4x16", "256x1024"], args.calls, args.repeat, args.callgrind)
+        fixed_costs(args.rows or ["4x16", "256x1024"], args.calls, args.repeat, args.callgrind, args.clock)
         return
     if args.count:
         run, _ = make(args.count[0])
@@ -472,12 +490,12 @@ def main() -> None:
         operator.call(run, 1000, n)  # the only call callgrind counts (--toggle-collect)
         return
     if args.time:
-        t, b = time_row(args.time[0], int(args.time[1]), int(args.time[2]))
+        t, b = time_row(args.time[0], int(args.time[1]), int(args.time[2]), args.clock)
         print(t, "-" if b is None else b)
         return
     args.rows = args.rows or list(ROWS)
     if args.before:
-        compare_builds(args.rows, args.before, args.calls, args.repeat, args.callgrind)
+        compare_builds(args.rows, args.before, args.calls, args.repeat, args.callgrind, args.clock)
         return
     if args.callgrind:
         calls = args.calls or 2000
@@ -488,7 +506,7 @@ def main() -> None:
     calls = args.calls or 20000
     print(f"{'row':<18}{'bucketcore ns':>14}{'baseline ns':>13}{'ratio':>8}")
     for row in args.rows:
-        t, b = time_row(row, calls, args.repeat)
+        t, b = time_row(row, calls, args.repeat, args.clock)
         if b is None:
             print(f"{row:<18}{t:>14.0f}{'-':>13}{'-':>8}", flush=True)
             continue
