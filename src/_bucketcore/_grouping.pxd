@@ -71,8 +71,8 @@ ctypedef struct ArenaBlock:
 ctypedef struct GroupState:
     int64_t nseg
     int64_t nbuckets     # total over segments; global bucket g = segs[s].first_bucket + bucket
-    int64_t uniform      # every segment's bucket count when they are all equal (g's segment is
-                         # g // uniform), else 0
+    # every segment's bucket count when they are all equal (g's segment is g // uniform), else 0
+    int64_t uniform
     int policy
     int64_t max_messages
     int64_t max_bytes

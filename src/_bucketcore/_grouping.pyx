@@ -415,7 +415,7 @@ cdef int compact_scan_impl(GroupState *st, Py_ssize_t n, const int32_t *global_b
 
 
 cdef int scan_variant(GroupState *st, Py_ssize_t n, const int32_t *global_bucket,
-                             const uint16_t *bucket_hash, const int64_t *sizes) noexcept nogil:
+                      const uint16_t *bucket_hash, const int64_t *sizes) noexcept nogil:
     """gs_scan's state machine in the variant for the state's policy and placing, and for sizes."""
     cdef bint shared = st.policy == POLICY_SHARED
     if st.order != NULL:
