@@ -66,6 +66,7 @@ from __future__ import annotations
 import argparse
 import operator
 import os
+import random
 import re
 import subprocess
 import sys
@@ -239,8 +240,8 @@ def same_work_keys(segments: int, buckets: int, count: int = 100, calls: int = 6
         pool += [keys[i] for _, i in sorted(first[seg])[:16]]
     if len(pool) != 64:
         raise SystemExit(f"{segments}x{buckets}: the UUID keys do not cover 16 buckets of 4 segments")
-    step = 40503  # a fixed, layout-independent sequence of pool positions
-    return [[pool[(c * count + j) * step % 65521 % 64] for j in range(count)] for c in range(calls)]
+    draw = random.Random(7).randrange  # a fixed, layout-independent sequence of pool positions
+    return [[pool[draw(64)] for _ in range(count)] for _ in range(calls)]
 
 
 def many_row(segments: int, buckets: int, count: int = 100, same_work: bool = False) -> tuple[Op, Op | None]:
