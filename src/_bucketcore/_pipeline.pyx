@@ -17,7 +17,7 @@ import numpy as np
 
 from _bucketcore._status cimport *
 from _bucketcore._hashing cimport (
-    CHUNK, SPINS, ColumnView, HashOut, KeyColumn, PyThread_acquire_lock_timed, PyThread_allocate_lock,
+    CHUNK, COL_LIST, SPINS, ColumnView, HashOut, KeyColumn, PyThread_acquire_lock_timed, PyThread_allocate_lock,
     PyThread_free_lock, PyThread_release_lock, PyThread_type_lock, bc_key, bc_observe, bc_publish,
     bc_scratch, bc_scratch_free, bc_spin_for_change, bc_take, hash_range, hash_views_at,
     make_out,
@@ -470,6 +470,11 @@ cdef class ScanStage:
             self.objects |= col.needs_gil
             self.col_start[c + 1] = self.col_start[c] + col.length
         if self.col_start[ncols] != self.n:
+            # a key list that another thread resized between the stream's measure and its columns
+            for c in range(ncols):
+                col = columns[c]
+                if col.view.mode == COL_LIST:
+                    return BC_ERR_LIST_CHANGED
             raise ValueError(f"the key columns hold {self.col_start[ncols]} keys for {self.n} messages")
         return BC_OK
 
