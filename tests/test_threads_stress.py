@@ -140,18 +140,24 @@ def _hash_while_mutating(seconds: float, *, resize: bool) -> dict[str, int]:
                 except IndexError:  # cleared by another thread meanwhile
                     pass
 
+    # the two resizers take turns, so the list only ever holds N_KEYS keys, those and the tail,
+    # or nothing (unsynchronised, one could extend the list the other just cleared)
+    resizing = threading.Lock()
+
     def extend_and_cut() -> None:
         while time.monotonic() < deadline:
-            if len(keys) == N_KEYS:
-                keys.extend(tail)
-                del keys[N_KEYS:]
+            with resizing:
+                if len(keys) == N_KEYS:
+                    keys.extend(tail)
+                    del keys[N_KEYS:]
             time.sleep(0)
 
     def clear_and_refill() -> None:
         while time.monotonic() < deadline:
-            if len(keys) == N_KEYS:
-                keys.clear()
-                keys.extend(base)
+            with resizing:
+                if len(keys) == N_KEYS:
+                    keys.clear()
+                    keys.extend(base)
             time.sleep(0.001)
 
     mutators = [replace, extend_and_cut, clear_and_refill] if resize else [replace]
