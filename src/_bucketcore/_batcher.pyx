@@ -239,10 +239,12 @@ cdef class Entry:
     @property
     def count(self) -> int:
         """Number of messages in the entry."""
+        cdef object indices
+        cdef Py_ssize_t n
         with cython.critical_section(self):  # message_indices may be set meanwhile
-            if self.indices is None:
-                return self.n
-            return int(self.indices.shape[0])
+            indices = self.indices
+            n = self.n
+        return n if indices is None else int(indices.shape[0])
 
     def __len__(self) -> int:
         return self.count

@@ -358,18 +358,22 @@ cdef class BucketMoves:
     cdef tuple owners       # the owner objects the rows index
     cdef bint built         # rows and owners are set: nothing changes them any more
 
-    @cython.critical_section
     def __init__(self, moves=()):
         cdef list items, owners = []
         cdef Py_ssize_t i
         cdef object m, bk
+        cdef MoveRow *rows
         if self.built:
             raise TypeError("a BucketMoves cannot change once built")
         try:
             items = list(moves)
         except TypeError:
             raise TypeError(f"moves must be an iterable of BucketMove, not {type(moves).__name__}") from None
-        self._alloc(len(items))
+        # the rows are built in a scratch object first (reading the moves runs Python code), then
+        # swapped in inside the section, which nothing can suspend: two threads building one
+        # BucketMoves cannot both fill it, and the scratch object frees whatever it holds last
+        cdef BucketMoves scratch = BucketMoves.__new__(BucketMoves)
+        scratch._alloc(len(items))
         for i, m in enumerate(items):
             if move_type is None or type(m) is not move_type:
                 raise TypeError(f"move {i} is a {type(m).__name__}, not a BucketMove")
@@ -378,16 +382,23 @@ cdef class BucketMoves:
                 raise TypeError(f"move {i}: buckets is a {type(bk).__name__}, not a range")
             if bk.step != 1 or not 0 <= bk.start < bk.stop <= 65536:
                 raise ValueError(f"move {i}: buckets {bk!r} is not a non-empty range of step 1 within 0..65536")
-            self.rows[i].start = bk.start
-            self.rows[i].stop = bk.stop
-            self.rows[i].old = owner_code(owners, m.old_owner)
-            self.rows[i].new = owner_code(owners, m.new_owner)
-        self.n = len(items)
-        self.owners = tuple(owners)
-        self.built = True
+            scratch.rows[i].start = bk.start
+            scratch.rows[i].stop = bk.stop
+            scratch.rows[i].old = owner_code(owners, m.old_owner)
+            scratch.rows[i].new = owner_code(owners, m.new_owner)
+        owners_tuple = tuple(owners)
+        with cython.critical_section(self):
+            if self.built:
+                raise TypeError("a BucketMoves cannot change once built")
+            rows = self.rows
+            self.rows = scratch.rows
+            scratch.rows = rows
+            self.n = len(items)
+            self.owners = owners_tuple
+            self.built = True
 
     cdef int _alloc(self, Py_ssize_t cap) except -1:
-        PyMem_Free(self.rows)   # a first __init__ that failed half-way
+        PyMem_Free(self.rows)
         self.rows = <MoveRow *>PyMem_Malloc(max(cap, 1) * sizeof(MoveRow))
         if self.rows == NULL:
             raise MemoryError("BucketMoves: no memory for the rows")
@@ -772,7 +783,6 @@ cdef class Deliveries:
     cdef object ids_arr, hashes_arr, red_arr
     cdef bint built         # the rows are set: nothing changes them any more
 
-    @cython.critical_section
     def __init__(self, entry_ids, hashes, redelivered):
         if self.built:
             raise TypeError("a Deliveries cannot change once built")
@@ -782,8 +792,14 @@ cdef class Deliveries:
         if ids.ndim != 1 or hs.shape != ids.shape or red.shape != ids.shape:
             raise ValueError(f"entry_ids, hashes and redelivered must be 1-D columns of one length, not "
                              f"shapes {ids.shape}, {hs.shape}, {red.shape}")
-        self._fill(ids.shape[0], <const int64_t *>cnp.PyArray_DATA(ids),
-                   <const uint16_t *>cnp.PyArray_DATA(hs), <const uint8_t *>cnp.PyArray_DATA(red))
+        # the columns are converted (which may run Python code) before the section, so nothing in
+        # it can suspend it: two threads building one Deliveries cannot both fill it
+        cdef Py_ssize_t n = ids.shape[0]
+        with cython.critical_section(self):
+            if self.built:
+                raise TypeError("a Deliveries cannot change once built")
+            self._fill(n, <const int64_t *>cnp.PyArray_DATA(ids),
+                       <const uint16_t *>cnp.PyArray_DATA(hs), <const uint8_t *>cnp.PyArray_DATA(red))
 
     cdef int _fill(self, Py_ssize_t n, const int64_t *ids, const uint16_t *hashes,
                    const uint8_t *red) except -1:
