@@ -701,7 +701,8 @@ cdef class BatcherCore:
                         bc_prefetch(&self.queues[glob[i + 2 * PREFETCH_AHEAD]])
                     if i + PREFETCH_AHEAD < n:
                         q = &self.queues[glob[i + PREFETCH_AHEAD]]
-                        bc_prefetch(q.items + q.head + q.len)
+                        if q.items != NULL:  # a queue not used yet has no items to offset
+                            bc_prefetch(q.items + q.head + q.len)
                     p = PyList_GET_ITEM(payloads, i) if is_list else PyTuple_GET_ITEM(payloads, i)
                     if queue_push(&self.queues[glob[i]], p, seq + i) < 0:
                         self.lost()
