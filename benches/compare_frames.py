@@ -190,18 +190,6 @@ class Row:
             words.sum()
 
 
-def best_thread_time(fns: Sequence[Callable[[], object]], repeat: int) -> list[float]:
-    """Smallest CPU time of the calling thread for each function over ``repeat`` rounds that call
-    every one in turn (as best_of_rounds does with the wall clock)."""
-    best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            start = time.thread_time()
-            fn()
-            best[i] = min(best[i], time.thread_time() - start)
-    return best
-
-
 def verdict(row: Row, ratio: float) -> str:
     if row.target == "within":
         return "yes" if ratio <= WITHIN else "NO"
@@ -315,8 +303,7 @@ def main() -> None:
     floors = [r for r in rows if r.buffers]
     fns: list[Callable[[], object]] = [r.fn for r in rows]
     fns += [r.imported for r in imports if r.imported is not None] + [r.floor for r in floors]
-    timer = best_of_rounds if args.clock == "wall" else best_thread_time
-    times = timer(fns, args.repeat)
+    times = best_of_rounds(fns, args.repeat, time.perf_counter if args.clock == "wall" else time.thread_time)
     import_s = {r.name: t for r, t in zip(imports, times[len(rows) : len(rows) + len(imports)])}
     floor_s = {r.name: t for r, t in zip(floors, times[len(rows) + len(imports) :])}
     times = times[: len(rows)]

@@ -361,30 +361,20 @@ def callgrind(row: str, calls: int, src: str | None = None) -> float:
     return int(re.search(r"Collected : (\d+)", done.stderr).group(1)) / calls  # type: ignore[union-attr]
 
 
-def best_thread_time(fn: Callable[[], None], repeat: int) -> float:
-    """Smallest CPU time of the calling thread over ``repeat`` calls of ``fn``, in seconds."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - start)
-    return best
-
-
 def time_row(row: str, calls: int, repeat: int, clock: str = "wall") -> tuple[float, float | None]:
     """ns per call of a row and of its baseline (None without one), best of ``repeat`` by the
     wall clock or (``clock="thread"``) the thread's CPU time."""
     run, base = make(row)
-    timer = best_of if clock == "wall" else best_thread_time
+    read = time.perf_counter if clock == "wall" else time.thread_time
     n = calls_for(row, calls) if row != "membership65535" else 20
     run(0, min(n, 1000))  # warm
     if base is not None:
         base(0, min(n, 1000))
     counter = [1000]
-    t = timer(_timed(run, counter, n), repeat) / n * 1e9
+    t = best_of(_timed(run, counter, n), repeat, read) / n * 1e9
     if base is None:
         return t, None
-    return t, timer(_timed(base, counter, n), repeat) / n * 1e9
+    return t, best_of(_timed(base, counter, n), repeat, read) / n * 1e9
 
 
 def timed_child(row: str, calls: int, repeat: int, src: str | None, clock: str = "wall") -> tuple[float, float | None]:
