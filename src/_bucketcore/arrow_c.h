@@ -150,6 +150,17 @@ static inline int bc_describe_views(const uint8_t *views, const uint8_t *bits, i
     return BC_OK;
 }
 
+/* The first view v of a possible run of out-of-line values: its length (at least 16, so not inline),
+ * data buffer index (one of the nvariadic) and offset (not negative); 0 when it cannot start one. */
+static inline int bc_view_run_head(const uint8_t *v, int64_t nvariadic, int32_t *len, int32_t *index,
+                                   int32_t *offset)
+{
+    memcpy(len, v, 4);
+    memcpy(index, v + 8, 4);
+    memcpy(offset, v + 12, 4);
+    return *len >= 16 && *index >= 0 && *index < nvariadic && *offset >= 0;
+}
+
 /* Whether m valid views from value `first` on all have one length >= 16 and lie back to back in
  * one variadic buffer (checked against its size): then *base is the first value and *len the
  * length, and the run can be hashed without descriptors. Reads the views only. */
@@ -157,16 +168,12 @@ static inline int bc_views_fixed(const uint8_t *views, int64_t first, size_t m,
                                  const uint8_t *const *variadic, const int64_t *sizes, int64_t nvariadic,
                                  const uint8_t **base, size_t *len)
 {
-    if (m == 0)
-        return 0;
     const uint8_t *v = views + first * 16;
     int32_t len0, index0, offset0;
-    memcpy(&len0, v, 4);
-    memcpy(&index0, v + 8, 4);
-    memcpy(&offset0, v + 12, 4);
+    if (m == 0 || !bc_view_run_head(v, nvariadic, &len0, &index0, &offset0))
+        return 0;
     int64_t end = (int64_t)offset0 + (int64_t)len0 * (int64_t)m;
-    if (len0 < 16 || index0 < 0 || index0 >= nvariadic || offset0 < 0 || variadic[index0] == NULL ||
-        end > sizes[index0] || end > INT32_MAX)
+    if (variadic[index0] == NULL || end > sizes[index0] || end > INT32_MAX)
         return 0;
     /* view j is (len0, any prefix, index0, offset0 + j * len0): the prefix word is not compared */
     if (!bc_affine16(v, 16, m, bc_item16_words((uint32_t)len0, 0, (uint32_t)index0, (uint32_t)offset0),
@@ -186,14 +193,9 @@ static inline size_t bc_views_run_to_buffer_end(const uint8_t *views, int64_t fi
                                                 const uint8_t *const *variadic, const int64_t *sizes,
                                                 int64_t nvariadic)
 {
-    if (m == 0)
-        return 0;
-    const uint8_t *v = views + first * 16;
     int32_t len0, index0, offset0;
-    memcpy(&len0, v, 4);
-    memcpy(&index0, v + 8, 4);
-    memcpy(&offset0, v + 12, 4);
-    if (len0 < 16 || index0 < 0 || index0 >= nvariadic || offset0 < 0 || sizes[index0] < offset0)
+    if (m == 0 || !bc_view_run_head(views + first * 16, nvariadic, &len0, &index0, &offset0) ||
+        sizes[index0] < offset0)
         return 0;
     int64_t fit = (sizes[index0] - offset0) / len0;
     const uint8_t *base;
