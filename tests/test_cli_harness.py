@@ -101,6 +101,9 @@ def test_timers_report_the_fastest_call_and_rounds_keep_order() -> None:
     calls.clear()
     times = best_of_rounds([lambda: calls.append("x"), lambda: calls.append("y")], 2)
     assert calls == ["x", "y", "x", "y"] and len(times) == 2
+    calls.clear()
+    best_of_rounds([lambda: calls.append("x"), lambda: calls.append("y")], 2, warm=True)
+    assert calls == ["x", "x", "y", "y"] * 2
     assert ns(1.0, 1000) == pytest.approx(1e6)
 
 

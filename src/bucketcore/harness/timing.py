@@ -37,7 +37,10 @@ def best_of(fn: Callable[[], object], repeat: int = 5, clock: Callable[[], float
 
 
 def best_of_rounds(
-    fns: Sequence[Callable[[], object]], repeat: int = 5, clock: Callable[[], float] = time.perf_counter
+    fns: Sequence[Callable[[], object]],
+    repeat: int = 5,
+    clock: Callable[[], float] = time.perf_counter,
+    warm: bool = False,
 ) -> list[float]:
     """Smallest time of each function over ``repeat`` rounds that call every one in turn (wall
     time unless ``clock`` says otherwise, as in :func:`best_of`).
@@ -53,6 +56,12 @@ def best_of_rounds(
         Rounds.
     clock : callable
         The clock, as in :func:`best_of`.
+    warm : bool
+        Call each function once, untimed, right before its timed call. Every function then starts
+        from the memory its own call leaves behind (its output's pages already mapped by the
+        allocator) instead of from whatever the previous function freed or returned to the
+        system, which otherwise charges one function, and not its neighbours, for mapping fresh
+        pages.
 
     Returns
     -------
@@ -62,6 +71,8 @@ def best_of_rounds(
     best = [float("inf")] * len(fns)
     for _ in range(repeat):
         for i, fn in enumerate(fns):
+            if warm:
+                fn()
             start = clock()
             fn()
             best[i] = min(best[i], clock() - start)
