@@ -768,6 +768,7 @@ cdef class BatcherCore:
         cdef list out = PyList_New(nrec)
         cdef Entry e
         cdef PayloadQueue *q
+        cdef QueueItem *item
         cdef int64_t *positions
         cdef PyObject **refs
         for r in range(nrec):
@@ -778,26 +779,31 @@ cdef class BatcherCore:
                 self.ready = False
                 raise RuntimeError("an entry holds more messages than its bucket buffered (state lost)")
             e = Entry.__new__(Entry)
-            positions = NULL
-            if c > NEAR_POSITIONS:
-                positions = <int64_t *>malloc(c * sizeof(int64_t))
-                refs = <PyObject **>malloc(c * sizeof(PyObject *))
-                if positions == NULL or refs == NULL:
-                    free(positions)
-                    free(refs)
-                    self.lost()
-                for i in range(c):
-                    positions[i] = q.items[q.head + i].position
-                e.far_payloads = refs
+            item = q.items + q.head
+            # nothing below fails once the blocks exist: the queue's references move into the entry
+            if c <= NEAR_POSITIONS and q.head + NEAR_POSITIONS <= q.cap:
+                # all NEAR_POSITIONS slots, whatever c: a constant count the compiler unrolls, with
+                # no loop exit to mispredict (the slots past c are never read)
+                for i in range(NEAR_POSITIONS):
+                    e.near[i] = item[i].position
+                    e.near_payloads[i] = item[i].payload
             else:
-                refs = e.near_payloads
+                if c > NEAR_POSITIONS:
+                    positions = <int64_t *>malloc(c * sizeof(int64_t))
+                    refs = <PyObject **>malloc(c * sizeof(PyObject *))
+                    if positions == NULL or refs == NULL:
+                        free(positions)
+                        free(refs)
+                        self.lost()
+                    e.positions = positions
+                    e.far_payloads = refs
+                else:
+                    positions = e.near
+                    refs = e.near_payloads
                 for i in range(c):
-                    e.near[i] = q.items[q.head + i].position
-            # nothing below fails: the queue's references move into the entry
-            for i in range(c):
-                refs[i] = q.items[q.head + i].payload
+                    positions[i] = item[i].position
+                    refs[i] = item[i].payload
             e.held = c
-            e.positions = positions
             e.n = c
             q.head += c
             q.len -= c
