@@ -169,10 +169,6 @@ cdef class Entry:
         self.nbytes = nbytes
         self.payloads = payloads
 
-    def __dealloc__(self):
-        self.drop_held()
-        free(self.positions)
-
     @cython.final
     cdef void drop_held(self) noexcept:
         """Release the payload references held in C (the list replaces them, or the entry goes)."""
@@ -280,6 +276,31 @@ cdef class Entry:
             f"hash_min={self.hash_min:#06x}, hash_max={self.hash_max:#06x}, count={self.count}, "
             f"nbytes={self.nbytes})"
         )
+
+
+ctypedef void (*destructor)(PyObject *) noexcept
+
+cdef extern from "Python.h":
+    ctypedef struct PyTypeObject:
+        destructor tp_dealloc
+
+
+# Entry's tp_dealloc is entry_dealloc, which releases what the entry holds in C and then calls
+# the one Cython generated (it clears the object fields and frees or pools the entry). A
+# __dealloc__ would do the same inside a save and restore of the current exception, which Cython
+# adds for code that may raise; this release cannot: it frees a block and drops references to
+# bytes or read-only views of bytes (frozen_payload), whose release runs no Python code and
+# allocates nothing, so no collection can run before the generated dealloc untracks the entry.
+cdef destructor generated_entry_dealloc = (<PyTypeObject *>Entry).tp_dealloc
+
+
+cdef void entry_dealloc(PyObject *o) noexcept:
+    (<Entry>o).drop_held()
+    free((<Entry>o).positions)
+    generated_entry_dealloc(o)
+
+
+(<PyTypeObject *>Entry).tp_dealloc = entry_dealloc
 
 
 # A buffered message: its payload (an owned reference) and stream position, side by side (one

@@ -168,15 +168,18 @@ cdef int gs_log_opening(GroupState *st, int64_t g, int64_t first) noexcept nogil
     grows only with the open batches. -1: no memory (nothing opened)."""
     cdef int64_t i, k = 0, cap
     cdef Opening *grown
-    cdef Opening *o
+    cdef Opening o
     if st.nlog == st.log_cap:
+        # every opening is written at k and k advances past the kept ones: no branch on which
+        # batches are still open, a pattern as random as the keys
         for i in range(st.nlog):
-            o = &st.log[i]
-            if st.bk[o.g].count > 0 and st.bk[o.g].first == o.first:
-                st.log[k] = o[0]
-                k += 1
+            o = st.log[i]
+            st.log[k] = o
+            k += (st.bk[o.g].count > 0) & (st.bk[o.g].first == o.first)
         st.nlog = k
-        if k * 2 > st.log_cap or st.log_cap == 0:
+        # room for three openings per one kept: a compaction's cost, shared by the openings
+        # logged until the next, stays a small constant per opening
+        if k * 4 > st.log_cap or st.log_cap == 0:
             cap = st.log_cap * 2 if st.log_cap else 64
             grown = <Opening *>realloc(st.log, cap * sizeof(Opening))
             if grown == NULL:
