@@ -9,6 +9,9 @@ import pickle
 import sys
 import threading
 
+import numpy as np
+import pytest
+
 import bucketcore as bc
 from bucketcore.harness.workloads import tiled_layout, uuid_keys
 
@@ -64,6 +67,37 @@ def test_an_unread_entry_releases_its_payloads() -> None:
     assert all(len(e.payloads) == e.count for e in entries[:half])  # read: the lists hold them now
     del entries
     assert sys.getrefcount(payload) == base
+
+
+def test_a_subclass_of_entry_is_released_as_an_entry_is() -> None:
+    class Tagged(bc.Entry):
+        pass
+
+    payload = b"tagged-" + b"y" * 20
+    base = sys.getrefcount(payload)
+    tagged = Tagged(0, 1, 2, 3, np.array([5, 6]), 9, [payload, payload])
+    assert isinstance(tagged, bc.Entry) and tagged.count == 2 and tagged.payloads == [payload, payload]
+    assert sys.getrefcount(payload) == base + 2
+    del tagged
+    assert sys.getrefcount(payload) == base
+
+
+def test_message_indices_are_integer_positions_as_int64() -> None:
+    for given in ([5, 6], np.array([5, 6], dtype=np.int32), np.arange(12)[5:7]):
+        e = bc.Entry(0, 1, 2, 3, given, 0)
+        assert e.message_indices.dtype == np.int64 and e.message_indices.tolist() == [5, 6] and e.count == 2
+    assert bc.Entry(0, 1, 2, 3, [], 0).count == 0
+    for wrong in ([1.5], [[1]], ["a"], None):
+        with pytest.raises(TypeError, match="one-dimensional sequence of integers"):
+            bc.Entry(0, 1, 2, 3, wrong, 0)
+    with pytest.raises(ValueError, match="position 1 is negative"):
+        bc.Entry(0, 1, 2, 3, np.array([0, -3]), 0)
+    with pytest.raises(ValueError, match="position 0 is past the int64 range"):
+        bc.Entry(0, 1, 2, 3, np.array([2**63], dtype=np.uint64), 0)
+    e = bc.Entry(0, 1, 2, 3, [1], 0)
+    with pytest.raises(ValueError, match="negative"):
+        e.message_indices = [-1]
+    assert e.message_indices.tolist() == [1]  # a refused value leaves the entry as it was
 
 
 def test_equality_and_pickling_see_the_payloads() -> None:

@@ -28,7 +28,7 @@ class Entry:
         bucket: int,
         hash_min: int,
         hash_max: int,
-        message_indices: npt.NDArray[np.int64],
+        message_indices: npt.NDArray[np.integer[Any]] | Sequence[int],
         nbytes: int,
         payloads: list[Any] | None = None,
     ) -> None: ...
@@ -36,7 +36,7 @@ class Entry:
     def message_indices(self) -> npt.NDArray[np.int64]:
         """The entry's message positions (int64), in send order."""
     @message_indices.setter
-    def message_indices(self, value: npt.NDArray[np.int64]) -> None: ...
+    def message_indices(self, value: npt.NDArray[np.integer[Any]] | Sequence[int]) -> None: ...
     @property
     def count(self) -> int:
         """Number of messages in the entry."""

@@ -131,9 +131,10 @@ cdef class Entry:
         The segment the entry belongs to and its bucket index in that segment's boundary list.
     hash_min, hash_max : int
         The stamp: the smallest and largest bucket hash of its messages.
-    message_indices : numpy.ndarray of int64
+    message_indices : one-dimensional array or sequence of non-negative integers
         Positions in the input (:func:`bucket_entries`) or in the batcher's stream since it was
-        created (:class:`EntryBucketBatcher`).
+        created (:class:`EntryBucketBatcher`), kept as int64: other integer arrays and lists are
+        converted; anything else raises TypeError, a negative position ValueError.
     nbytes : int
         Payload bytes of its messages (0 when :func:`bucket_entries` had no sizes).
     payloads : list or None
@@ -227,6 +228,7 @@ cdef class Entry:
 
     @message_indices.setter
     def message_indices(self, object value) -> None:
+        value = message_positions(value)
         with cython.critical_section(self):
             free(self.positions)
             self.positions = NULL
@@ -276,6 +278,36 @@ cdef class Entry:
             f"hash_min={self.hash_min:#06x}, hash_max={self.hash_max:#06x}, count={self.count}, "
             f"nbytes={self.nbytes})"
         )
+
+
+cdef object message_positions(object value):
+    """An entry's message positions as a one-dimensional int64 array: such an array as given, other
+    integer arrays and sequences of ints converted; anything else, or a negative position, is
+    refused naming it."""
+    cdef cnp.ndarray arr
+    cdef Py_ssize_t i, n, stride
+    cdef const char *data
+    if not (cnp.PyArray_Check(value) and cnp.PyArray_NDIM(<cnp.ndarray>value) == 1
+            and cnp.PyArray_TYPE(<cnp.ndarray>value) == cnp.NPY_INT64):
+        converted = np.asarray(value)
+        if converted.ndim != 1 or (converted.shape[0] and converted.dtype.kind not in "iu"):
+            raise TypeError(
+                "message_indices must be a one-dimensional sequence of integers, got "
+                f"{type(value).__name__} of shape {converted.shape} and dtype {converted.dtype}"
+            )
+        if converted.shape[0] and converted.dtype.kind == "u" and int(converted.max()) > np.iinfo(np.int64).max:
+            raise ValueError(f"message_indices: position {int(converted.argmax())} is past the int64 range")
+        value = converted.astype(np.int64)
+    arr = <cnp.ndarray>value
+    n = cnp.PyArray_DIM(arr, 0)
+    stride = cnp.PyArray_STRIDE(arr, 0)
+    data = <const char *>cnp.PyArray_DATA(arr)
+    for i in range(n):
+        if (<const int64_t *>(data + i * stride))[0] < 0:
+            raise ValueError(
+                f"message_indices: position {i} is negative ({(<const int64_t *>(data + i * stride))[0]})"
+            )
+    return arr
 
 
 ctypedef void (*destructor)(PyObject *) noexcept
