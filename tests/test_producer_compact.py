@@ -21,6 +21,8 @@ from bucketcore.status import Status
 # 16,384 buckets: a stream of up to 4,096 messages is short for it
 LARGE = tiled_layout(64, 256)
 LARGE_LEGACY = tiled_layout(64, 256, legacy=True)
+# as many buckets in every segment, but not a power of two (the segment is found by a division)
+LARGE_ODD = tiled_layout(48, 300)
 # few distinct keys, so batches hold several messages and the limits are reached
 POOL = [*uuid_keys(24, seed=3), None, "ключ", b"\x00\xff"]
 
@@ -33,7 +35,7 @@ def short_stream(draw: Any) -> dict[str, Any]:
     return dict(
         keys=keys,
         sizes=sizes,
-        target=LARGE_LEGACY if draw(st.integers(0, 3)) == 0 else LARGE,
+        target=draw(st.sampled_from([LARGE, LARGE, LARGE_LEGACY, LARGE_ODD])),
         max_messages=draw(st.integers(1, 12)),
         max_bytes=draw(st.integers(1, 2000)),
         policy=draw(st.sampled_from(["shared", "per_bucket"])),

@@ -73,6 +73,8 @@ ctypedef struct GroupState:
     int64_t nbuckets     # total over segments; global bucket g = segs[s].first_bucket + bucket
     # every segment's bucket count when they are all equal (g's segment is g // uniform), else 0
     int64_t uniform
+    # log2(uniform) when uniform is a power of two (g's segment is then g >> uniform_shift), else -1
+    int uniform_shift
     int policy
     int64_t max_messages
     int64_t max_bytes
