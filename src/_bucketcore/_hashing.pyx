@@ -159,8 +159,11 @@ cdef extern from "arrow_c.h" nogil:
     int bc_offsets64_fixed(const int64_t *off, size_t m, int64_t nvalues, size_t *len)
     int bc_views_fixed(const uint8_t *views, int64_t first, size_t m, const uint8_t *const *variadic,
                        const int64_t *sizes, int64_t nvariadic, const uint8_t **base, size_t *len)
-    size_t bc_views_run_to_buffer_end(const uint8_t *views, int64_t first, size_t m,
-                                      const uint8_t *const *variadic, const int64_t *sizes, int64_t nvariadic)
+    size_t bc_views_run_extent(const uint8_t *views, int64_t first, size_t m, const uint8_t *const *variadic,
+                               const int64_t *sizes, int64_t nvariadic)
+    bint bc_hash_views_run(const uint8_t *views, int64_t first, size_t m, const uint8_t *const *variadic,
+                           const int64_t *sizes, int64_t nvariadic, uint32_t *out, int path,
+                           const uint8_t **base, size_t *len)
     bint bc_bit(const uint8_t *bits, int64_t i)
 
 cdef extern from "npstring.h" nogil:
@@ -176,6 +179,8 @@ cdef extern from "npstring.h" nogil:
                           bc_key *keys, size_t *at, int *plain)
     int bc_npstr_run(bc_npstr_allocator *a, const char *base, Py_ssize_t stride, size_t m,
                      const uint8_t **run, size_t *len, size_t *step)
+    bint bc_npstr_hash_run(bc_npstr_allocator *a, const char *base, Py_ssize_t stride, size_t m,
+                           uint32_t *out, int path, const uint8_t **run, size_t *len, size_t *step)
 
 
 # The multi-lane path every kernel hashes by: BC_PATH_AUTO (0, the best this CPU has) unless
@@ -653,16 +658,7 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
         if all_valid(bits, first, m) and bc_views_fixed(values, first, <size_t>m, v.variadic, v.variadic_sizes,
                                                         v.nvariadic, &v.fixed_base, &v.fixed_len):
             return BC_OK
-        rc = bc_describe_views(values, bits, first, <size_t>m, v.variadic, v.variadic_sizes,
-                               v.nvariadic, keys, &at, &plain)
-        if rc != BC_OK:
-            err_index[0] = pos + <Py_ssize_t>at
-            v.plain = False
-            return rc
-        v.plain = plain
-        if plain:
-            find_fixed_run(v, keys, m)
-        return BC_OK
+        return describe_views(v, pos, m, keys, err_index)
     if v.mode == COL_NULLS:
         v.plain = False
         for j in range(m):
@@ -672,7 +668,7 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
         return BC_OK
     if v.mode == COL_NPSTRING:
         alloc = bc_npstr_acquire(v.npy_descr)
-        rc = describe_npstrings(v, alloc, pos, m, keys, err_index)
+        rc = describe_npstrings(v, alloc, pos, m, keys, err_index, True)
         bc_npstr_release(alloc)
         return rc
     if v.mode == COL_DICT:
@@ -694,19 +690,38 @@ cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
     return BC_OK
 
 
+cdef int describe_views(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
+                        Py_ssize_t *err_index) noexcept nogil:
+    """Describe values [pos, pos+m) of a string/binary view column view by view
+    (bc_describe_views: every view checked against the data buffers; nulls keyless), then look
+    for a run among the descriptors (find_fixed_run)."""
+    cdef size_t at = 0
+    cdef int plain = 0
+    cdef int rc = bc_describe_views(v.values, v.bits, v.array_offset + pos, <size_t>m, v.variadic,
+                                    v.variadic_sizes, v.nvariadic, keys, &at, &plain)
+    if rc != BC_OK:
+        err_index[0] = pos + <Py_ssize_t>at
+        v.plain = False
+        return rc
+    v.plain = plain
+    if plain:
+        find_fixed_run(v, keys, m)
+    return BC_OK
+
+
 cdef int describe_npstrings(ColumnView *v, bc_npstr_allocator *alloc, Py_ssize_t pos, Py_ssize_t m,
-                            bc_key *keys, Py_ssize_t *err_index) noexcept nogil:
+                            bc_key *keys, Py_ssize_t *err_index, bint find_run) noexcept nogil:
     """Describe items [pos, pos+m) of a numpy StringDType array (its allocator acquired by the
-    caller), the bytes left where numpy keeps them: a strided run (arena strings of one length
-    >= 16 a constant distance apart, bc_npstr_run) as v.fixed_base / fixed_len / fixed_stride
-    with no descriptors written; otherwise item by item (bc_npstr_describe: short and arena
-    strings unpacked a block at a time, any other item by numpy's NpyString_load). A missing item
-    (the dtype's na_object) is keyless."""
+    caller), the bytes left where numpy keeps them: a strided run (find_run: arena strings of one
+    length >= 16 a constant distance apart, bc_npstr_run) as v.fixed_base / fixed_len /
+    fixed_stride with no descriptors written; otherwise item by item (bc_npstr_describe: short and
+    arena strings unpacked a block at a time, any other item by numpy's NpyString_load). A missing
+    item (the dtype's na_object) is keyless."""
     cdef size_t at = 0, run_len = 0, run_step = 0
     cdef int plain = 0
     cdef const uint8_t *run = NULL
     cdef const char *first = v.base + pos * v.stride
-    if bc_npstr_run(alloc, first, v.stride, <size_t>m, &run, &run_len, &run_step):
+    if find_run and bc_npstr_run(alloc, first, v.stride, <size_t>m, &run, &run_len, &run_step):
         v.plain = True
         v.fixed_base = run
         v.fixed_len = run_len
@@ -785,37 +800,50 @@ cdef int hash_view_run(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys
                        bint allow_none, bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                        Py_ssize_t *err_index) noexcept nogil:
     """Describe keys [pos, pos+m) of a column from its view (describe_view) and hash them into
-    out[base:base+m] (a dictionary-encoded column: gather its dictionary's hashes; a string view
-    run that ends at its data buffer's end: the run, then the rest). On failure
-    *err_index is the failing key's position in the column. A StringDType array's allocator is
-    held from the description to the end of the hash, so numpy cannot move the strings between."""
+    out[base:base+m] (a dictionary-encoded column: gather its dictionary's hashes). A string view
+    run or a StringDType strided run is hashed as a run while its views or items are checked
+    (bc_hash_views_run, bc_npstr_hash_run); when they say it is none, the keys are described one by
+    one and hashed again, so the outputs are those of the general path. A string view run that
+    ends at its data buffer's end: the run, then the rest. On failure *err_index is the failing
+    key's position in the column. A StringDType array's allocator is held from the description to
+    the end of the hash, so numpy cannot move the strings between."""
     cdef int st
     cdef size_t k
+    cdef Py_ssize_t first
     cdef bc_npstr_allocator *alloc
     if v.mode == COL_DICT:
         return gather_dict_run(v, pos, m, allow_none, out, base, err_index)
+    v.fixed_base = NULL
+    v.fixed_stride = 0
     if v.mode == COL_VIEW:
-        # a run that ends at its data buffer's end inside the step: hashed as a run up to there,
-        # the rest from the next buffer on as a step of its own
-        k = bc_views_run_to_buffer_end(v.values, v.array_offset + pos, <size_t>m, v.variadic,
-                                       v.variadic_sizes, v.nvariadic)
-        if k != 0 and all_valid(v.bits, v.array_offset + pos, <Py_ssize_t>k):
-            st = hash_view_run(v, pos, <Py_ssize_t>k, keys, replace, allow_none, scratch, out, base,
-                               err_index)
-            if st == BC_OK:
-                st = hash_view_run(v, pos + <Py_ssize_t>k, m - <Py_ssize_t>k, keys, replace, allow_none,
-                                   scratch, out, base + <Py_ssize_t>k, err_index)
-            return st
-    if v.mode == COL_NPSTRING:
+        first = v.array_offset + pos
+        k = bc_views_run_extent(v.values, first, <size_t>m, v.variadic, v.variadic_sizes, v.nvariadic)
+        if (k != 0 and all_valid(v.bits, first, <Py_ssize_t>k)
+                and bc_hash_views_run(v.values, first, k, v.variadic, v.variadic_sizes, v.nvariadic,
+                                      out.raw + base, hash_path, &v.fixed_base, &v.fixed_len)):
+            v.plain = True
+            finish_keyed(out, base, <Py_ssize_t>k)
+            if k == <size_t>m:
+                return BC_OK
+            # the run ended at its data buffer's end: the rest, from the next buffer on, as a step
+            return hash_view_run(v, pos + <Py_ssize_t>k, m - <Py_ssize_t>k, keys, replace, allow_none,
+                                 scratch, out, base + <Py_ssize_t>k, err_index)
+        st = describe_views(v, pos, m, keys, err_index)
+    elif v.mode == COL_NPSTRING:
         alloc = bc_npstr_acquire(v.npy_descr)
-        v.fixed_base = NULL
-        v.fixed_stride = 0
-        st = describe_npstrings(v, alloc, pos, m, keys, err_index)
-        if st == BC_OK:
-            st = hash_described(v, m, keys, replace, allow_none, scratch, out, base, pos, err_index)
+        if bc_npstr_hash_run(alloc, v.base + pos * v.stride, v.stride, <size_t>m, out.raw + base, hash_path,
+                             &v.fixed_base, &v.fixed_len, &v.fixed_stride):
+            v.plain = True
+            finish_keyed(out, base, m)
+            st = BC_OK
+        else:
+            st = describe_npstrings(v, alloc, pos, m, keys, err_index, False)
+            if st == BC_OK:
+                st = hash_described(v, m, keys, replace, allow_none, scratch, out, base, pos, err_index)
         bc_npstr_release(alloc)
         return st
-    st = describe_view(v, pos, m, keys, err_index)
+    else:
+        st = describe_view(v, pos, m, keys, err_index)
     if st == BC_OK:
         st = hash_described(v, m, keys, replace, allow_none, scratch, out, base, pos, err_index)
     return st

@@ -161,6 +161,37 @@ static inline int bc_view_run_head(const uint8_t *v, int64_t nvariadic, int32_t 
     return *len >= 16 && *index >= 0 && *index < nvariadic && *offset >= 0;
 }
 
+/* A candidate run of m out-of-line values of one length lying back to back in one variadic buffer:
+ * their bytes (base, len each), and the terms its views must match (bc_affine16): view j is
+ * (len, any prefix, index, offset + j * len), the prefix word not compared. */
+typedef struct {
+    const uint8_t *base;
+    size_t len;
+    bc_item16 first, step, care;
+} bc_view_run;
+
+/* Whether the m views from value `first` on can be a run by their first view alone: a length >= 16,
+ * and m values of that length from its offset on lie inside its data buffer (checked against the
+ * buffer's size), so that reading them as a run stays inside that buffer whatever the other views
+ * say. Then *run is the candidate; only its views can confirm it. */
+static inline int bc_views_run_bounds(const uint8_t *views, int64_t first, size_t m,
+                                      const uint8_t *const *variadic, const int64_t *sizes, int64_t nvariadic,
+                                      bc_view_run *run)
+{
+    int32_t len0, index0, offset0;
+    if (m == 0 || !bc_view_run_head(views + first * 16, nvariadic, &len0, &index0, &offset0))
+        return 0;
+    int64_t end = (int64_t)offset0 + (int64_t)len0 * (int64_t)m;
+    if (variadic[index0] == NULL || end > sizes[index0] || end > INT32_MAX)
+        return 0;
+    run->base = variadic[index0] + offset0;
+    run->len = (size_t)len0;
+    run->first = bc_item16_words((uint32_t)len0, 0, (uint32_t)index0, (uint32_t)offset0);
+    run->step = bc_item16_words(0, 0, 0, (uint32_t)len0);
+    run->care = bc_item16_words(~0u, 0, ~0u, ~0u);
+    return 1;
+}
+
 /* Whether m valid views from value `first` on all have one length >= 16 and lie back to back in
  * one variadic buffer (checked against its size): then *base is the first value and *len the
  * length, and the run can be hashed without descriptors. Reads the views only. */
@@ -168,42 +199,50 @@ static inline int bc_views_fixed(const uint8_t *views, int64_t first, size_t m,
                                  const uint8_t *const *variadic, const int64_t *sizes, int64_t nvariadic,
                                  const uint8_t **base, size_t *len)
 {
-    const uint8_t *v = views + first * 16;
-    int32_t len0, index0, offset0;
-    if (m == 0 || !bc_view_run_head(v, nvariadic, &len0, &index0, &offset0))
+    bc_view_run run;
+    if (!bc_views_run_bounds(views, first, m, variadic, sizes, nvariadic, &run) ||
+        !bc_affine16(views + first * 16, 16, m, run.first, run.step, run.care))
         return 0;
-    int64_t end = (int64_t)offset0 + (int64_t)len0 * (int64_t)m;
-    if (variadic[index0] == NULL || end > sizes[index0] || end > INT32_MAX)
-        return 0;
-    /* view j is (len0, any prefix, index0, offset0 + j * len0): the prefix word is not compared */
-    if (!bc_affine16(v, 16, m, bc_item16_words((uint32_t)len0, 0, (uint32_t)index0, (uint32_t)offset0),
-                     bc_item16_words(0, 0, 0, (uint32_t)len0), bc_item16_words(~0u, 0, ~0u, ~0u)))
-        return 0;
-    *base = variadic[index0] + offset0;
-    *len = (size_t)len0;
+    *base = run.base;
+    *len = run.len;
     return 1;
 }
 
-/* Where the m views from value `first` on leave a run at its data buffer's end (a producer that
- * fills data buffers one after another, such as polars, breaks a run so): k, 16 <= k < m, when the
- * first view's buffer has room for exactly k more values of its length from its offset on and those
- * k views are a run (bc_views_fixed); else 0. Reads one view when the buffer's end lies past the m
- * views, so a run that is whole costs nothing here. */
-static inline size_t bc_views_run_to_buffer_end(const uint8_t *views, int64_t first, size_t m,
-                                                const uint8_t *const *variadic, const int64_t *sizes,
-                                                int64_t nvariadic)
+/* How many of the m views from value `first` on a run could take, by the first view alone: m when
+ * its data buffer has room for m values of its length from its offset on; k, 16 <= k < m, when it
+ * has room for exactly k (a producer that fills data buffers one after another, such as polars,
+ * ends a run at a buffer's end so); else 0. Reads one view. */
+static inline size_t bc_views_run_extent(const uint8_t *views, int64_t first, size_t m,
+                                         const uint8_t *const *variadic, const int64_t *sizes,
+                                         int64_t nvariadic)
 {
     int32_t len0, index0, offset0;
     if (m == 0 || !bc_view_run_head(views + first * 16, nvariadic, &len0, &index0, &offset0) ||
         sizes[index0] < offset0)
         return 0;
     int64_t fit = (sizes[index0] - offset0) / len0;
-    const uint8_t *base;
-    size_t len;
-    if (fit < 16 || fit >= (int64_t)m ||
-        !bc_views_fixed(views, first, (size_t)fit, variadic, sizes, nvariadic, &base, &len))
+    if (fit >= (int64_t)m)
+        return m;
+    return fit >= 16 ? (size_t)fit : 0;
+}
+
+/* Hash the m valid values from value `first` on into out[0..m) as one run, if their views say they
+ * are one (bc_views_fixed's run): returns 1, *base and *len the run's bytes and length; else 0 with
+ * out[0..m) holding anything, for the caller to describe the views one by one. The run's bytes are
+ * bounded by its first view before they are read, its other views checked as they are hashed
+ * (bc_hash_strided_checked). */
+static inline int bc_hash_views_run(const uint8_t *views, int64_t first, size_t m,
+                                    const uint8_t *const *variadic, const int64_t *sizes, int64_t nvariadic,
+                                    uint32_t *out, int path, const uint8_t **base, size_t *len)
+{
+    bc_view_run run;
+    if (!bc_views_run_bounds(views, first, m, variadic, sizes, nvariadic, &run) ||
+        !bc_hash_strided_checked(run.base, run.len, run.len, m, views + first * 16, 16, run.first, run.step,
+                                 run.care, out, path))
         return 0;
-    return (size_t)fit;
+    *base = run.base;
+    *len = run.len;
+    return 1;
 }
 
 /* Read dictionary index i of an indices buffer of the given width (1, 2, 4, 8 bytes), signed or

@@ -375,47 +375,67 @@ static BC_AVX2 void bc_hash_bytes_avx2(const bc_key *keys, size_t n, uint32_t *o
     bc_hash_groups_avx2(keys, n, out, 0);
 }
 
-/* n keys of len >= 16 bytes each, stride bytes apart from base (stride >= len: an Arrow column
- * of one length has stride == len, numpy's StringDType arena puts a length prefix between keys): no
- * descriptors to read, the lanes' addresses follow from the group's position. Only the keys' own
- * bytes are loaded, never the gaps between them. The bytes 128 keys ahead are prefetched (past the
- * end too: a prefetch never faults), which the hardware prefetcher alone does not keep up with. */
-static BC_AVX2 BC_INLINE void bc_hash_rows_avx2(const uint8_t *base, size_t len, size_t stride, size_t n,
-                                                uint32_t *out)
+/* Keys i..i+15 of n keys of len >= 16 bytes each, stride bytes apart from base (stride >= len: an
+ * Arrow column of one length has stride == len, numpy's StringDType arena puts a length prefix
+ * between keys): no descriptors to read, the lanes' addresses follow from the group's position.
+ * Only the keys' own bytes are loaded, never the gaps between them. The bytes 128 keys ahead are
+ * prefetched (past the end too: a prefetch never faults), which the hardware prefetcher alone does
+ * not keep up with. */
+static BC_AVX2 BC_INLINE void bc_hash_rows16_avx2(const uint8_t *base, size_t len, size_t stride, size_t i,
+                                                  uint32_t *out)
 {
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        uintptr_t ahead = (uintptr_t)base + (i + 128) * stride; /* an address, never dereferenced */
-        for (size_t at = 0; at < 16 * stride; at += 64)
-            __builtin_prefetch((const void *)(ahead + at));
-        const uint8_t *q = base + i * stride;
-        bc_hash16_same_len((bc_lanes8){NULL, q, stride}, (bc_lanes8){NULL, q + 8 * stride, stride}, len,
-                           out + i);
-    }
+    uintptr_t ahead = (uintptr_t)base + (i + 128) * stride; /* an address, never dereferenced */
+    for (size_t at = 0; at < 16 * stride; at += 64)
+        __builtin_prefetch((const void *)(ahead + at));
+    const uint8_t *q = base + i * stride;
+    bc_hash16_same_len((bc_lanes8){NULL, q, stride}, (bc_lanes8){NULL, q + 8 * stride, stride}, len, out + i);
+}
+
+/* Keys i..n-1 of such a run (fewer than 16 left) one at a time. */
+static inline void bc_hash_rows_tail(const uint8_t *base, size_t len, size_t stride, size_t i, size_t n,
+                                     uint32_t *out)
+{
     for (const uint8_t *key = base + i * stride; i < n; i++, key += stride)
         out[i] = bc_murmur3_32(key, len);
 }
 
-/* A run of one of the known lengths by its copy, the stride a constant too in the two common
- * layouts: back to back (an Arrow column) and one byte apart (numpy's StringDType arena, whose
- * strings shorter than 256 bytes each follow a one-byte length). */
+/* n keys of len >= 16 bytes each, stride bytes apart from base: 16 at a time, then the rest. */
+static BC_AVX2 BC_INLINE void bc_hash_rows_avx2(const uint8_t *base, size_t len, size_t stride, size_t n,
+                                                uint32_t *out)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        bc_hash_rows16_avx2(base, len, stride, i, out);
+    bc_hash_rows_tail(base, len, stride, i, n, out);
+}
+
+/* A switch on a run's length len that runs BC_ROWS(L, S), a macro its user defines, with the
+ * length L a constant for each known length, and the stride S (a variable named stride) a constant
+ * too in the two common layouts: back to back (an Arrow column) and one byte apart (numpy's
+ * StringDType arena, whose strings shorter than 256 bytes each follow a one-byte length). */
+#define BC_ROWS_CASE(L)           \
+    case L:                       \
+        if (stride == L)          \
+            BC_ROWS(L, L);        \
+        else if (stride == L + 1) \
+            BC_ROWS(L, L + 1);    \
+        else                      \
+            BC_ROWS(L, stride);   \
+        break;
+#define BC_ROWS_SWITCH(len)            \
+    switch (len) {                     \
+        BC_KNOWN_LENGTHS(BC_ROWS_CASE) \
+    default:                           \
+        BC_ROWS(len, stride);          \
+    }
+
+/* A run of one of the known lengths by its copy (BC_ROWS_SWITCH). */
 static BC_AVX2 void bc_hash_strided_avx2(const uint8_t *base, size_t len, size_t stride, size_t n,
                                          uint32_t *out)
 {
-#define BC_CASE(L)                                      \
-    case L:                                             \
-        if (stride == L)                                \
-            bc_hash_rows_avx2(base, L, L, n, out);      \
-        else if (stride == L + 1)                       \
-            bc_hash_rows_avx2(base, L, L + 1, n, out);  \
-        else                                            \
-            bc_hash_rows_avx2(base, L, stride, n, out); \
-        return;
-    switch (len) {
-        BC_KNOWN_LENGTHS(BC_CASE)
-    }
-#undef BC_CASE
-    bc_hash_rows_avx2(base, len, stride, n, out);
+#define BC_ROWS(L, S) bc_hash_rows_avx2(base, L, S, n, out)
+    BC_ROWS_SWITCH(len)
+#undef BC_ROWS
 }
 
 /* Whether the CPU has AVX2, asked once. Threads asking at the same time may each compute it; they

@@ -81,15 +81,24 @@ static inline int bc_npstr_load_key(bc_npstr_allocator *a, const char *item, bc_
     return BC_OK;
 }
 
-/* A strided run: m items (the allocator acquired) that are all arena strings of one length
- * >= 16 whose offsets step by one stride >= that length (numpy's arena keeps a string's bytes after
- * its length prefix, so equal-length strings made in order lie a constant distance apart). Then
- * *run is the first string's bytes, *len their length, *step the distance from one to the next,
- * and returns 1; the arena's start is taken from numpy's own NpyString_load of the first item.
- * Returns 0 (nothing read past the first two items when they differ) for anything else: the
- * caller describes the items one by one. */
-static inline int bc_npstr_run(bc_npstr_allocator *a, const char *base, Py_ssize_t stride, size_t m,
-                               const uint8_t **run, size_t *len, size_t *step)
+/* A candidate strided run of m arena strings of one length: their bytes (base; len each, step from
+ * one start to the next), and the terms its items must match (bc_affine16): item j is
+ * (offset + j * step, the first item's size and flags word). */
+typedef struct {
+    const uint8_t *base;
+    size_t len, step;
+    bc_item16 first, item_step, care;
+} bc_npstr_span;
+
+/* Whether the m items at base + j * stride (the allocator acquired) can be a strided run by their
+ * first, second and last items: the first an arena string of a length >= 16, the second the same
+ * length a distance >= that length further on, the last exactly where the run puts it. numpy made
+ * the first and the last item, so every byte from the first string's start to the last one's end
+ * lies in the array's arena: reading the run stays inside it whatever the items between say. The
+ * arena's start is taken from numpy's own NpyString_load of the first item. Then *run is the
+ * candidate; only its items can confirm it. */
+static inline int bc_npstr_run_bounds(bc_npstr_allocator *a, const char *base, Py_ssize_t stride, size_t m,
+                                      bc_npstr_span *run)
 {
     if (m == 0 || !bc_npstr_inline_layout())
         return 0;
@@ -104,23 +113,67 @@ static inline int bc_npstr_run(bc_npstr_allocator *a, const char *base, Py_ssize
         return 0;
     gap = size;
     if (m > 1) {
-        uint64_t v0, v1;
+        uint64_t v0, v1, l0, l1;
         memcpy(&v0, base + stride, 8);
         memcpy(&v1, base + stride + 8, 8);
         gap = v0 - w0;
-        if (v1 != w1 || v0 < w0 || gap < size || gap > BC_KEY_MAX_BYTES)
+        if (v1 != w1 || v0 < w0 || gap < size || gap > BC_KEY_MAX_BYTES ||
+            w0 > UINT64_MAX - (uint64_t)(m - 1) * gap)
             return 0;
-        /* item j is (w0 + j * gap, w1): the offset steps, the size and flags word stays */
-        if (!bc_affine16((const uint8_t *)base, stride, m, (bc_item16){w0, w1}, (bc_item16){gap, 0},
-                         (bc_item16){~0ull, ~0ull}))
+        const char *last = base + (Py_ssize_t)(m - 1) * stride;
+        memcpy(&l0, last, 8);
+        memcpy(&l1, last + 8, 8);
+        if (l0 != w0 + (uint64_t)(m - 1) * gap || l1 != w1)
             return 0;
     }
     bc_npstr s;
     if (bc_npstr_load(a, base, &s) != 0 || s.size != size)
         return 0;
-    *run = (const uint8_t *)s.buf;
-    *len = (size_t)size;
-    *step = (size_t)gap;
+    run->base = (const uint8_t *)s.buf;
+    run->len = (size_t)size;
+    run->step = (size_t)gap;
+    /* item j is (w0 + j * gap, w1): the offset steps, the size and flags word stays */
+    run->first = (bc_item16){w0, w1};
+    run->item_step = (bc_item16){gap, 0};
+    run->care = (bc_item16){~0ull, ~0ull};
+    return 1;
+}
+
+/* A strided run: m items (the allocator acquired) that are all arena strings of one length
+ * >= 16 whose offsets step by one stride >= that length (numpy's arena keeps a string's bytes after
+ * its length prefix, so equal-length strings made in order lie a constant distance apart). Then
+ * *run is the first string's bytes, *len their length, *step the distance from one to the next,
+ * and returns 1. Returns 0 (nothing read past the first, second and last items when they differ)
+ * for anything else: the caller describes the items one by one. */
+static inline int bc_npstr_run(bc_npstr_allocator *a, const char *base, Py_ssize_t stride, size_t m,
+                               const uint8_t **run, size_t *len, size_t *step)
+{
+    bc_npstr_span span;
+    if (!bc_npstr_run_bounds(a, base, stride, m, &span) ||
+        !bc_affine16((const uint8_t *)base, stride, m, span.first, span.item_step, span.care))
+        return 0;
+    *run = span.base;
+    *len = span.len;
+    *step = span.step;
+    return 1;
+}
+
+/* Hash the m items at base + j * stride (the allocator acquired) into out[0..m) as one strided run,
+ * if they are one (bc_npstr_run's run): returns 1, *run, *len and *step as bc_npstr_run gives them;
+ * else 0 with out[0..m) holding anything, for the caller to describe the items one by one. The
+ * run's bytes are bounded by its first and last items before they are read, the items between
+ * checked as they are hashed (bc_hash_strided_checked). */
+static inline int bc_npstr_hash_run(bc_npstr_allocator *a, const char *base, Py_ssize_t stride, size_t m,
+                                    uint32_t *out, int path, const uint8_t **run, size_t *len, size_t *step)
+{
+    bc_npstr_span span;
+    if (!bc_npstr_run_bounds(a, base, stride, m, &span) ||
+        !bc_hash_strided_checked(span.base, span.len, span.step, m, (const uint8_t *)base, stride, span.first,
+                                 span.item_step, span.care, out, path))
+        return 0;
+    *run = span.base;
+    *len = span.len;
+    *step = span.step;
     return 1;
 }
 
