@@ -63,12 +63,17 @@ static inline void bc_hash_bytes_interleaved(const bc_key *keys, size_t n, uint3
 
 #define BC_AVX2 __attribute__((target("avx2")))
 
-static BC_AVX2 inline __m256i bc_v_rotl(__m256i x, int r)
+/* Inlined whatever the compiler's budget for the function it is called from: a run's kernel holds
+ * a copy of the lane code for each known length and stride, and a call left in any of them would
+ * cost more than the few vector instructions it saves. */
+#define BC_INLINE inline __attribute__((always_inline))
+
+static BC_AVX2 BC_INLINE __m256i bc_v_rotl(__m256i x, int r)
 {
     return _mm256_or_si256(_mm256_slli_epi32(x, r), _mm256_srli_epi32(x, 32 - r));
 }
 
-static BC_AVX2 inline __m256i bc_v_block(__m256i h, __m256i k)
+static BC_AVX2 BC_INLINE __m256i bc_v_block(__m256i h, __m256i k)
 {
     k = _mm256_mullo_epi32(k, _mm256_set1_epi32((int)BC_M3_C1));
     k = bc_v_rotl(k, 15);
@@ -110,8 +115,6 @@ typedef struct {
     const uint8_t *q;
     size_t stride;
 } bc_lanes8;
-
-#define BC_INLINE inline __attribute__((always_inline))
 
 /* Loads that run past a key's end inside its page are invisible to the hardware but not to the
  * address and thread sanitizers (they see bytes of other allocations read): sanitized builds copy
@@ -183,7 +186,7 @@ static BC_AVX2 BC_INLINE __m256i bc_v_last_word8(bc_lanes8 g, size_t len)
     return c[3];
 }
 
-static BC_AVX2 inline __m256i bc_v_final(__m256i h, __m256i tw, __m256i vlen)
+static BC_AVX2 BC_INLINE __m256i bc_v_final(__m256i h, __m256i tw, __m256i vlen)
 {
     __m256i rembits = _mm256_slli_epi32(
         _mm256_sub_epi32(_mm256_set1_epi32(4), _mm256_and_si256(vlen, _mm256_set1_epi32(3))), 3);
