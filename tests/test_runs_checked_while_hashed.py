@@ -77,17 +77,16 @@ def view_column(counts: list[int], at: int, word: str) -> tuple[Callable[[], Any
     values = uuid_like(N)
     views, buffers = _views_in_buffers(values, counts)
     v = views.reshape(-1, 16)
-    if word == "length":  # the value one byte shorter, where the run's next value would start
+    if word == "length":  # the value's first 35 bytes, at its own place
         values[at] = values[at][:35]
         v[at, 0:4] = np.frombuffer(np.int32(35).tobytes(), np.uint8)
     elif word == "index":  # the same bytes, kept in a buffer of their own
         buffers.append(np.frombuffer(values[at], np.uint8).copy())
         v[at, 8:12] = np.frombuffer(np.int32(len(buffers) - 1).tobytes(), np.uint8)
         v[at, 12:16] = np.frombuffer(np.int32(0).tobytes(), np.uint8)
-    elif word == "offset":  # another value of the same buffer (the first one of that buffer)
+    elif word == "offset":  # another value of the same buffer: its first, or the next one after it
         index = int(np.frombuffer(v[at, 8:12].tobytes(), np.int32)[0])
         first = sum(counts[:index])
-        assert first != at or at + 1 < N
         other = first if first != at else at + 1
         values[at] = values[other]
         v[at, 12:16] = v[other, 12:16]
