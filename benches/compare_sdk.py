@@ -4,9 +4,13 @@
     python benches/compare_sdk.py --callgrind [--calls 2000] [ROW ...]
     python benches/compare_sdk.py --before OTHER_SRC [--callgrind] [ROW ...]
     python benches/compare_sdk.py --fixed [--callgrind] [SxN ...]
+    python benches/compare_sdk.py --pairs [--calls 20000] [--repeat 25] [--clock wall|thread]
 
 Wall mode prints, per row, ns per call of bucketcore and of its baseline measured in the same
-process (best of ``--repeat``, the two alternating round by round) and their ratio. Callgrind
+process (best of ``--repeat`` each, one after the other) and their ratio. ``--pairs`` measures the
+rows of each of the issue's ratio targets (``add10`` over ``add``; the 256 x 1024 rows over their
+4 x 16 rows) in one process, alternating round by round, so both rows of a pair see the same
+spells of a shared machine, which runs in phases of about 1.6x that last seconds. Callgrind
 mode runs each row once under ``valgrind --tool=callgrind``, counting only inside
 ``operator.call`` (``--toggle-collect``), through which the child makes ``--calls`` calls after
 a few uncounted warm-up calls, and prints the count divided by ``--calls``: the instructions of
@@ -74,7 +78,7 @@ import time
 from collections.abc import Callable
 
 import bucketcore as bc
-from bucketcore.harness import best_of
+from bucketcore.harness import best_of, best_of_rounds
 from bucketcore.harness.baselines import PyDispatcher, reference_batches
 from bucketcore.harness.workloads import tiled_layout, uuid_keys
 
@@ -377,6 +381,31 @@ def time_row(row: str, calls: int, repeat: int, clock: str = "wall") -> tuple[fl
     return t, best_of(_timed(base, counter, n), repeat, read) / n * 1e9
 
 
+# The issue's ratio targets: (row, row it is compared with, the largest ratio allowed)
+PAIRS = (
+    ("add10", "add", 1.5),
+    ("entries100big", "entries100", 1.2),
+    ("entries100bigeq", "entries100eq", 1.2),
+    ("many100bigeq", "many100eq", 1.2),
+)
+
+
+def time_pairs(calls: int, repeat: int, clock: str = "wall") -> None:
+    """Each pair of PAIRS in this process, its two rows alternating round by round (best of
+    ``repeat`` rounds each), and their ratio against the target."""
+    read = time.perf_counter if clock == "wall" else time.thread_time
+    print(f"{'rows':<32}{'ns':>9}{'ns':>9}{'ratio':>8}{'target':>8}{'met':>5}")
+    for row, other, most in PAIRS:
+        (run_a, _), (run_b, _) = make(row), make(other)
+        na, nb = calls_for(row, calls), calls_for(other, calls)
+        run_a(0, min(na, 1000))  # warm
+        run_b(0, min(nb, 1000))
+        ta, tb = best_of_rounds([_timed(run_a, [1000], na), _timed(run_b, [1000], nb)], repeat, read)
+        a, b = ta / na * 1e9, tb / nb * 1e9
+        met = "yes" if a / b <= most else "NO"
+        print(f"{row + ' / ' + other:<32}{a:>9.0f}{b:>9.0f}{a / b:>7.2f}x{most:>7.2f}x{met:>5}", flush=True)
+
+
 def timed_child(row: str, calls: int, repeat: int, src: str | None, clock: str = "wall") -> tuple[float, float | None]:
     """time_row in a child process (with ``src`` first on PYTHONPATH)."""
     done = subprocess.run(
@@ -469,8 +498,12 @@ def main() -> None:
     parser.add_argument("--time", nargs=3, metavar=("ROW", "N", "REPEAT"))
     parser.add_argument("--before", metavar="OTHER_SRC", help="compare with the build whose src is OTHER_SRC")
     parser.add_argument("--fixed", action="store_true", help="per-message and fixed cost of the short calls")
+    parser.add_argument("--pairs", action="store_true", help="the issue's ratio targets, each pair alternating")
     parser.add_argument("--clock", choices=("wall", "thread"), default="wall", help="what a call's time is")
     args = parser.parse_args()
+    if args.pairs:
+        time_pairs(args.calls or 20000, args.repeat, args.clock)
+        return
     if args.fixed:
         fixed_costs(args.rows or ["4x16", "256x1024"], args.calls, args.repeat, args.callgrind, args.clock)
         return
