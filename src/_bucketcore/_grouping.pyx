@@ -136,10 +136,15 @@ cdef int gs_emit(GroupState *st, int64_t g) noexcept nogil:
     r.nbytes = b.nbytes
     r.first = b.first
     if st.order != NULL:
-        # stamped from the listed hashes: a vector pass here, not two compares per message
-        bc_stamp(b.hashes, <size_t>b.count, &r.hash_min, &r.hash_max)
         r.start = st.placed
-        memcpy(st.order + st.placed, b.msgs, b.count * sizeof(int64_t))
+        if b.count == 1:
+            # a batch of one message (most of them on a layout with many buckets per message)
+            r.hash_min = r.hash_max = b.hashes[0]
+            st.order[st.placed] = b.msgs[0]
+        else:
+            # stamped from the listed hashes: a vector pass here, not two compares per message
+            bc_stamp(b.hashes, <size_t>b.count, &r.hash_min, &r.hash_max)
+            memcpy(st.order + st.placed, b.msgs, b.count * sizeof(int64_t))
         st.placed += b.count
     else:
         r.hash_min = b.hash_min
