@@ -11,6 +11,7 @@ the GIL they check the same results with the calls interleaved at the interprete
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import pkgutil
@@ -31,21 +32,22 @@ needs_free_threading = pytest.mark.skipif(
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 SCALE = float(os.environ.get("BUCKETCORE_TEST_TIME_SCALE", "1"))  # tools/sanitize.sh --thread: 10
 
-# The kernels that run without the GIL (setup.py, FREE_THREADING_COMPATIBLE): every one of them.
-WITHOUT_GIL = {
-    "_status",
-    "_routing",
-    "_layout",
-    "_consumer",
-    "_wire",
-    "_hashing",
-    "_pipeline",
-    "_arrow",
-    "_dispatch",
-    "_batcher",
-    "_grouping",
-    "_producer",
-}
+
+def _declared_without_gil() -> set[str]:
+    """The kernels setup.py builds as running without the GIL (its FREE_THREADING_COMPATIBLE set,
+    read from the source, since importing setup.py would run the build)."""
+    with open(os.path.join(TESTS_DIR, os.pardir, "setup.py"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "FREE_THREADING_COMPATIBLE" for t in node.targets
+        ):
+            assert isinstance(node.value, ast.Call) and len(node.value.args) == 1
+            return set(ast.literal_eval(node.value.args[0]))
+    raise AssertionError("setup.py has no FREE_THREADING_COMPATIBLE assignment")
+
+
+WITHOUT_GIL = _declared_without_gil()
 KERNELS = sorted(m.name for m in pkgutil.iter_modules(_bucketcore.__path__) if m.name.startswith("_"))
 
 
