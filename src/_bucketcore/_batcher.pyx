@@ -171,16 +171,25 @@ cdef class Entry:
         self.payloads = payloads
 
     @cython.final
+    cdef inline PyObject **held_refs(self) noexcept:
+        """Where the held payload references are."""
+        return self.far_payloads if self.far_payloads != NULL else self.near_payloads
+
+    @cython.final
+    cdef inline void forget_held(self) noexcept:
+        """Hold nothing any more (the references were moved or released)."""
+        self.held = 0
+        free(self.far_payloads)
+        self.far_payloads = NULL
+
+    @cython.final
     cdef void drop_held(self) noexcept:
         """Release the payload references held in C (the list replaces them, or the entry goes)."""
         cdef int64_t i
-        cdef PyObject **refs = self.far_payloads if self.far_payloads != NULL else self.near_payloads
-        cdef int64_t held = self.held
-        self.held = 0
-        for i in range(held):
+        cdef PyObject **refs = self.held_refs()
+        for i in range(self.held):
             Py_DECREF(<object>refs[i])
-        free(self.far_payloads)
-        self.far_payloads = NULL
+        self.forget_held()
 
     @property
     def payloads(self):
@@ -193,13 +202,10 @@ cdef class Entry:
         with cython.critical_section(self):
             if self.held:
                 made = PyList_New(self.held)
-                refs = self.far_payloads if self.far_payloads != NULL else self.near_payloads
-                # the held references move into the list
-                for i in range(self.held):
+                refs = self.held_refs()
+                for i in range(self.held):  # the held references move into the list
                     PyList_SET_ITEM(made, i, refs[i])
-                self.held = 0
-                free(self.far_payloads)
-                self.far_payloads = NULL
+                self.forget_held()
                 self.payload_list = made
             return self.payload_list
 
@@ -287,6 +293,7 @@ cdef object message_positions(object value):
     cdef cnp.ndarray arr
     cdef Py_ssize_t i, n, stride
     cdef const char *data
+    cdef int64_t position
     if not (cnp.PyArray_Check(value) and cnp.PyArray_NDIM(<cnp.ndarray>value) == 1
             and cnp.PyArray_TYPE(<cnp.ndarray>value) == cnp.NPY_INT64):
         converted = np.asarray(value)
@@ -303,10 +310,9 @@ cdef object message_positions(object value):
     stride = cnp.PyArray_STRIDE(arr, 0)
     data = <const char *>cnp.PyArray_DATA(arr)
     for i in range(n):
-        if (<const int64_t *>(data + i * stride))[0] < 0:
-            raise ValueError(
-                f"message_indices: position {i} is negative ({(<const int64_t *>(data + i * stride))[0]})"
-            )
+        position = (<const int64_t *>(data + i * stride))[0]
+        if position < 0:
+            raise ValueError(f"message_indices: position {i} is negative ({position})")
     return arr
 
 
@@ -885,47 +891,34 @@ cdef class BatcherCore:
     # -- state (free-threaded builds: read under the call mutex, between calls) --------------------
 
     @cython.final
-    cdef inline bint lock_to_read(self) noexcept:
-        """Free-threaded builds: take the call mutex to read the state, unless this thread holds
-        it already (a read from Python code its own call runs, e.g. a finalizer). Returns
-        whether it was taken; under the GIL it never is (a read runs whole)."""
+    cdef inline int64_t read_state(self, const int64_t *field) noexcept:
+        """A state field, read between calls. Free-threaded builds take the call mutex for it,
+        unless this thread holds it already (a read from Python code its own call runs, e.g. a
+        finalizer); under the GIL a read runs whole and takes nothing."""
+        cdef int64_t value
         if not BC_FREE_THREADED or bc_owner_load(&self.owner) == PyThread_get_thread_ident():
-            return False
+            return field[0]
         bc_mutex_lock(&self.mutex)
-        return True
+        value = field[0]
+        bc_mutex_unlock(&self.mutex)
+        return value
 
     @property
     def round_robin(self) -> int:
         """Round-robin position (keyless turn) of the next keyless message."""
-        cdef bint locked = self.lock_to_read()
-        cdef int64_t value = self.turn
-        if locked:
-            bc_mutex_unlock(&self.mutex)
-        return value
+        return self.read_state(&self.turn)
 
     @property
     def pending(self) -> int:
         """Messages added and not yet emitted in an entry."""
-        cdef bint locked = self.lock_to_read()
-        cdef int64_t value = self.npending
-        if locked:
-            bc_mutex_unlock(&self.mutex)
-        return value
+        return self.read_state(&self.npending)
 
     @property
     def position(self) -> int:
         """Messages added so far (the message index the next one gets)."""
-        cdef bint locked = self.lock_to_read()
-        cdef int64_t value = self.st.seq
-        if locked:
-            bc_mutex_unlock(&self.mutex)
-        return value
+        return self.read_state(&self.st.seq)
 
     @property
     def open_batches(self) -> int:
         """Open (segment, bucket) batches."""
-        cdef bint locked = self.lock_to_read()
-        cdef int64_t value = self.st.nopen
-        if locked:
-            bc_mutex_unlock(&self.mutex)
-        return value
+        return self.read_state(&self.st.nopen)
