@@ -17,7 +17,7 @@ from cpython.list cimport PyList_GET_SIZE, PyList_GetSlice, PyList_New
 from cpython.object cimport PyObject
 from cpython.pythread cimport PyThread_get_thread_ident
 from cpython.ref cimport Py_DECREF, Py_INCREF
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memmove
 
@@ -28,7 +28,7 @@ from _bucketcore._status cimport *
 from _bucketcore._hashing cimport (
     BC_KEY_NONE, CHUNK, KeyColumn, bc_hash_key, bc_key, bc_scratch, bc_scratch_free,
 )
-from _bucketcore._grouping cimport GroupState, empty_column, gs_finish, gs_free, gs_scan, init_state
+from _bucketcore._grouping cimport GroupState, empty_column, gs_finish, gs_free, gs_scan, init_state, line_start
 from _bucketcore._producer cimport KeyChunks
 from _bucketcore._routing cimport Router, bc_route, bc_route_parts
 
@@ -500,7 +500,7 @@ cdef class BatcherCore:
         self.queue_block = calloc(self.st.nbuckets + 3, sizeof(PayloadQueue))
         if self.queue_block == NULL:
             raise MemoryError()
-        self.queues = <PayloadQueue *>((<uintptr_t>self.queue_block + 63) & ~(<uintptr_t>63))
+        self.queues = <PayloadQueue *>line_start(self.queue_block)
         self.segment_ids = <int64_t *>malloc(segment_ids.shape[0] * sizeof(int64_t))
         if self.segment_ids == NULL:
             raise MemoryError()

@@ -1,7 +1,7 @@
 # The batch state machine of the producer (docs/design.md, "Producer bucketing and stamping"):
 # per (segment, bucket) open batches, emitted entry records, and the drain that places buffered
 # messages into their entries.
-from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uintptr_t
 
 cimport numpy as cnp
 
@@ -123,6 +123,12 @@ ctypedef struct GroupState:
     int64_t nlocal
     int64_t local_room   # compact buckets the stream may have (its messages)
     int32_t *local       # one chunk's compact bucket indexes
+
+
+cdef inline void *line_start(void *block) noexcept nogil:
+    """The first 64-byte line boundary at or after block (per-bucket state arrays are allocated one
+    line long more than they hold and start there, so no bucket's state straddles two lines)."""
+    return <void *>((<uintptr_t>block + 63) & ~(<uintptr_t>63))
 
 
 cdef inline Py_ssize_t chunk_room(Py_ssize_t n) noexcept nogil:

@@ -22,7 +22,7 @@ calling thread may hold the GIL and wait for the worker, and tracemalloc's hook 
 ``PyMem_Raw*`` takes the GIL.
 """
 
-from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memset
@@ -56,7 +56,7 @@ cdef int gs_init(GroupState *st, const int64_t *first_bucket, int64_t nseg, int 
     if st.segs == NULL or st.bk_block == NULL:
         gs_free(st)
         return -1
-    st.bk = <BucketState *>((<uintptr_t>st.bk_block + 63) & ~(<uintptr_t>63))
+    st.bk = <BucketState *>line_start(st.bk_block)
     st.wide = st.bk
     memset(st.segs, 0, (nseg + 1) * sizeof(SegState))
     for s in range(nseg + 1):
@@ -552,7 +552,7 @@ cdef int gs_compact(GroupState *st, Py_ssize_t n) noexcept nogil:
         free(st.narrow_block)
         free(st.global_of)
         st.narrow_block = block
-        st.narrow = <BucketState *>((<uintptr_t>block + 63) & ~(<uintptr_t>63))
+        st.narrow = <BucketState *>line_start(block)
         st.global_of = global_of
         st.narrow_cap = cap
     if slots > st.slot_cap:
