@@ -46,7 +46,6 @@ import argparse
 import functools
 import gc
 import os
-import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -54,7 +53,7 @@ from typing import Any
 import numpy as np
 
 import bucketcore as bc
-from bucketcore.harness import best_of_rounds, short_keys, uuid_keys
+from bucketcore.harness import CLOCKS, best_of_rounds, short_keys, uuid_keys
 from bucketcore.harness.timing import cpu_check, format_cpu_check, ns
 
 
@@ -312,7 +311,7 @@ def main() -> None:
     floors = [r for r in rows if r.buffers]
     fns: list[Callable[[], object]] = [r.fn for r in rows]
     fns += [r.imported for r in imports if r.imported is not None] + [r.floor for r in floors]
-    times = best_of_rounds(fns, args.repeat, time.perf_counter if args.clock == "wall" else time.thread_time, warm=True)
+    times = best_of_rounds(fns, args.repeat, CLOCKS[args.clock], warm=True)
     import_s = {r.name: t for r, t in zip(imports, times[len(rows) : len(rows) + len(imports)])}
     floor_s = {r.name: t for r, t in zip(floors, times[len(rows) + len(imports) :])}
     times = times[: len(rows)]

@@ -74,11 +74,10 @@ import random
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 
 import bucketcore as bc
-from bucketcore.harness import best_of, best_of_rounds
+from bucketcore.harness import CLOCKS, best_of, best_of_rounds
 from bucketcore.harness.baselines import PyDispatcher, reference_batches
 from bucketcore.harness.workloads import tiled_layout, uuid_keys
 
@@ -248,15 +247,20 @@ def same_work_keys(segments: int, buckets: int, count: int = 100, calls: int = 6
     return [[pool[draw(64)] for _ in range(count)] for _ in range(calls)]
 
 
-def many_row(segments: int, buckets: int, count: int = 100, same_work: bool = False) -> tuple[Op, Op | None]:
+def call_keys(segments: int, buckets: int, count: int, same_work: bool) -> list[list[str]]:
+    """The key lists of a row's calls of ``count`` keys: consecutive runs of UUID keys, or the same
+    work at every layout (same_work_keys)."""
+    if same_work:
+        return same_work_keys(segments, buckets, count)
     keys = uuid_keys(max(65536, 2 * count))
+    return [keys[j : j + count] for j in range(0, len(keys) - count + 1, count)]
+
+
+def many_row(segments: int, buckets: int, count: int = 100, same_work: bool = False) -> tuple[Op, Op | None]:
     payloads = [b"x" * 100] * count
     batcher = bc.EntryBucketBatcher(tiled_layout(segments, buckets), max_messages=1000)
     add_many = batcher.add_many
-    if same_work:
-        chunks = same_work_keys(segments, buckets, count)
-    else:
-        chunks = [keys[j : j + count] for j in range(0, len(keys) - count + 1, count)]
+    chunks = call_keys(segments, buckets, count, same_work)
 
     def run(i0: int, n: int) -> None:
         for i in range(i0, i0 + n):
@@ -266,12 +270,8 @@ def many_row(segments: int, buckets: int, count: int = 100, same_work: bool = Fa
 
 
 def entries_row(count: int, segments: int, buckets: int, same_work: bool = False) -> tuple[Op, Op | None]:
-    keys = uuid_keys(max(65536, 2 * count))
     layout = tiled_layout(segments, buckets)
-    if same_work:
-        chunks = same_work_keys(segments, buckets, count)
-    else:
-        chunks = [keys[j : j + count] for j in range(0, len(keys) - count + 1, count)]
+    chunks = call_keys(segments, buckets, count, same_work)
     entries = bc.bucket_entries
 
     def run(i0: int, n: int) -> None:
@@ -369,7 +369,7 @@ def time_row(row: str, calls: int, repeat: int, clock: str = "wall") -> tuple[fl
     """ns per call of a row and of its baseline (None without one), best of ``repeat`` by the
     wall clock or (``clock="thread"``) the thread's CPU time."""
     run, base = make(row)
-    read = time.perf_counter if clock == "wall" else time.thread_time
+    read = CLOCKS[clock]
     n = calls_for(row, calls) if row != "membership65535" else 20
     run(0, min(n, 1000))  # warm
     if base is not None:
@@ -393,7 +393,7 @@ PAIRS = (
 def time_pairs(calls: int, repeat: int, clock: str = "wall") -> None:
     """Each pair of PAIRS in this process, its two rows alternating round by round (best of
     ``repeat`` rounds each), and their ratio against the target."""
-    read = time.perf_counter if clock == "wall" else time.thread_time
+    read = CLOCKS[clock]
     print(f"{'rows':<32}{'ns':>9}{'ns':>9}{'ratio':>8}{'target':>8}{'met':>5}")
     for row, other, most in PAIRS:
         (run_a, _), (run_b, _) = make(row), make(other)

@@ -8,7 +8,7 @@ script asks for it. The baselines need ``mmh3`` (the ``bench`` extra) and import
 
 from __future__ import annotations
 
-from .timing import best_of, best_of_rounds, cpu_check, cpu_speeds, ns
+from .timing import CLOCKS, best_of, best_of_rounds, cpu_check, cpu_speeds, ns
 from .workloads import (
     WORKLOADS,
     KeyWorkload,
@@ -20,6 +20,7 @@ from .workloads import (
 )
 
 __all__ = [
+    "CLOCKS",
     "WORKLOADS",
     "KeyWorkload",
     "best_of",

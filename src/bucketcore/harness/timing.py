@@ -8,6 +8,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+# The clocks a bench may time calls by: wall time, or the calling thread's CPU time (which leaves
+# out the time the process waits for a core on a shared machine).
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "thread": time.thread_time}
+
 
 def best_of(fn: Callable[[], object], repeat: int = 5, clock: Callable[[], float] = time.perf_counter) -> float:
     """Smallest time of ``repeat`` calls of ``fn`` (wall time unless ``clock`` says otherwise).
