@@ -17,6 +17,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 cimport numpy as cnp
+from _bucketcore._routing cimport bc_split_hashes
 
 cnp.import_array()
 
@@ -289,13 +290,8 @@ cdef inline void finish_keyed(HashOut *out, Py_ssize_t base, Py_ssize_t n) noexc
 
 cdef inline void split_out(HashOut *out, Py_ssize_t base, Py_ssize_t n) noexcept nogil:
     """The segment and bucket halves of out.raw[base:base+n], where asked for."""
-    cdef Py_ssize_t i
-    if out.segment_hash != NULL:
-        for i in range(n):
-            out.segment_hash[base + i] = <uint16_t>(out.raw[base + i] >> 16)
-    if out.bucket_hash != NULL:
-        for i in range(n):
-            out.bucket_hash[base + i] = <uint16_t>(out.raw[base + i] & 0xFFFF)
+    bc_split_hashes(out.raw + base, <size_t>n, out.segment_hash + base if out.segment_hash != NULL else NULL,
+                    out.bucket_hash + base if out.bucket_hash != NULL else NULL)
 
 
 cdef void *column_ptr(object column, Py_ssize_t itemsize) except? NULL:

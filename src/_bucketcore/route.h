@@ -9,6 +9,7 @@
 #ifndef BUCKETCORE_ROUTE_H
 #define BUCKETCORE_ROUTE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "lookup.h"
 
@@ -25,6 +26,25 @@ static inline uint32_t bc_segment_hash(uint32_t raw)
 static inline uint16_t bc_bucket_hash(uint32_t raw)
 {
     return (uint16_t)(raw & 0xFFFFu);
+}
+
+/* The segment and bucket hashes of n raw hashes, into whichever of the two outputs is not NULL: one
+ * pass over raw, the pointers restrict so the compiler vectorizes it. */
+static inline void bc_split_hashes(const uint32_t *restrict raw, size_t n, uint16_t *restrict segment,
+                                   uint16_t *restrict bucket)
+{
+    if (segment != NULL && bucket != NULL) {
+        for (size_t i = 0; i < n; i++) {
+            segment[i] = (uint16_t)bc_segment_hash(raw[i]);
+            bucket[i] = bc_bucket_hash(raw[i]);
+        }
+    } else if (segment != NULL) {
+        for (size_t i = 0; i < n; i++)
+            segment[i] = (uint16_t)bc_segment_hash(raw[i]);
+    } else if (bucket != NULL) {
+        for (size_t i = 0; i < n; i++)
+            bucket[i] = bc_bucket_hash(raw[i]);
+    }
 }
 
 /* Active-segment index of a segment hash: starts are hash_start of active segments 1..n-1. */
