@@ -13,6 +13,7 @@
 #include <string.h>
 #include "affine16.h"
 #include "keys.h"
+#include "prefetch.h"
 #include "status.h"
 
 #ifndef ARROW_C_DATA_INTERFACE
@@ -76,9 +77,12 @@ static inline int bc_bit(const uint8_t *bits, int64_t i)
  * least 16 bytes and at most BC_KEY_MAX_BYTES (its m values lie back to back, each *len bytes) and
  * stay inside [0, nvalues]. The step is checked as off[j] == off[0] + j * len in unsigned arithmetic:
  * one xor and one or per value and no compare, so the loop vectorises. The bounds are checked first,
- * so the progression cannot wrap: every offset it accepts is off[0] + j * len <= nvalues. */
+ * so the progression cannot wrap: every offset it accepts is off[0] + j * len <= nvalues. The pages
+ * of the offsets BC_PAGE_AHEAD bytes on are prefetched: callers check a column a chunk at a time. */
 #define BC_OFFSETS_FIXED(T, U)                                                         \
     do {                                                                               \
+        for (size_t at = 0; at <= m * sizeof(T); at += 4096)                           \
+            bc_prefetch((const char *)off + BC_PAGE_AHEAD + at);                       \
         int64_t o0 = (int64_t)off[0], step = (int64_t)off[1] - (int64_t)off[0];        \
         if (o0 < 0 || o0 > nvalues || step < 16 || step > (int64_t)BC_KEY_MAX_BYTES || \
             (uint64_t)step * (uint64_t)m > (uint64_t)(nvalues - o0))                   \
