@@ -82,7 +82,7 @@ static inline int bc_bit(const uint8_t *bits, int64_t i)
 #define BC_OFFSETS_FIXED(T, U)                                                         \
     do {                                                                               \
         for (size_t at = 0; at <= m * sizeof(T); at += 4096)                           \
-            bc_prefetch((const char *)off + BC_PAGE_AHEAD + at);                       \
+            bc_prefetch_page((uintptr_t)off + BC_PAGE_AHEAD + at);                     \
         int64_t o0 = (int64_t)off[0], step = (int64_t)off[1] - (int64_t)off[0];        \
         if (o0 < 0 || o0 > nvalues || step < 16 || step > (int64_t)BC_KEY_MAX_BYTES || \
             (uint64_t)step * (uint64_t)m > (uint64_t)(nvalues - o0))                   \

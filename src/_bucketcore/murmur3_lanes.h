@@ -384,20 +384,14 @@ static BC_AVX2 void bc_hash_bytes_avx2(const bc_key *keys, size_t n, uint32_t *o
  * between keys): no descriptors to read, the lanes' addresses follow from the group's position.
  * Only the keys' own bytes are loaded, never the gaps between them. The bytes 128 keys ahead are
  * prefetched (past the end too: a prefetch never faults), which the hardware prefetcher alone does
- * not keep up with, and two lines of each page the run enters BC_PAGE_AHEAD bytes ahead (its first
- * and its middle one). */
+ * not keep up with, and each page the run enters BC_PAGE_AHEAD bytes ahead (bc_prefetch_page_ahead). */
 static BC_AVX2 BC_INLINE void bc_hash_rows16_avx2(const uint8_t *base, size_t len, size_t stride, size_t i,
                                                   uint32_t *out)
 {
     uintptr_t ahead = (uintptr_t)base + (i + 128) * stride; /* an address, never dereferenced */
     for (size_t at = 0; at < 16 * stride; at += 64)
         __builtin_prefetch((const void *)(ahead + at));
-    uintptr_t far = (uintptr_t)base + i * stride + BC_PAGE_AHEAD, far_end = far + 16 * stride;
-    if ((far >> 12) != (far_end >> 12)) {
-        const char *page = (const char *)(far_end & ~(uintptr_t)4095);
-        bc_prefetch(page);
-        bc_prefetch(page + 2048);
-    }
+    bc_prefetch_page_ahead(base + i * stride, 16 * stride);
     const uint8_t *q = base + i * stride;
     bc_hash16_same_len((bc_lanes8){NULL, q, stride}, (bc_lanes8){NULL, q + 8 * stride, stride}, len, out + i);
 }
