@@ -18,8 +18,9 @@ issue's target, within 10% of the reference and the dictionary row faster than i
 judged on it); ``floor``: the time to merely read, in place, every byte the kernel reads for that
 layout (its offsets or views or StringDType items, its key bytes, its dictionary indices: a numpy
 sum over each buffer, timed in the same rounds as the rows) and ``floor/ref``, that time over the
-reference row's: no kernel of that layout can have a smaller ratio, so a ``floor/ref`` above 1.10
-puts the target out of reach of any reader of that memory. ``chunks``: the Arrow chunks the
+reference row's: a row whose hash part is near its floor is held back by the producer's memory,
+not by its own work (a plain sequential read; a kernel that touches pages ahead, as bucketcore's
+does, can come in a little under it in memory of 4 KiB pages). ``chunks``: the Arrow chunks the
 producer hands over. Two peak-memory figures of one extra call: tracemalloc's peak (Python and
 numpy allocations) and the growth of the process's peak RSS (every allocation, also a producer's
 own). The outputs alone (raw, segment and bucket hashes, has_key) take 9 bytes per key; a copy of
