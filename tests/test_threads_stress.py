@@ -508,10 +508,15 @@ def _watchdog(seconds):
 """
 
 # The library's worker threads all idle again (a worker still inside a task long after every
-# call returned waits for a hand-off that will never come).
+# call returned waits for a hand-off that will never come). Idle means no worker inside a task and
+# no task queued: a submit interrupted after queueing its task leaves it to run with nobody
+# waiting, and a worker may take it only after a first look found every worker idle. The count is
+# of the state seen at the end of the grace: workers inside a task and tasks still queued.
 BUSY_WORKERS = """
 import time
-def _busy_workers(grace):
+def _busy_workers(grace, pools=None):
+    from bucketcore import workers
+    pools = [workers.shared_pool()] if pools is None else pools
     def busy():
         found = []
         for ident, frame in sys._current_frames().items():
@@ -524,9 +529,11 @@ def _busy_workers(grace):
                 frame = frame.f_back
         return found
     deadline = time.monotonic() + grace * SCALE
-    while busy() and time.monotonic() < deadline:
+    while True:
+        left = len(busy()) + sum(p.pending() for p in pools)
+        if not left or time.monotonic() >= deadline:
+            return left
         time.sleep(0.01)
-    return len(busy())
 """
 
 # Interrupts the calls from a SIGALRM handler at random moments (KeyboardInterrupt and another
@@ -801,7 +808,7 @@ EVERY_BYTECODE_CHILD = (
             if state["fired"] is None:  # ran past the last instruction: every one was interrupted
                 report["wrong"] += not same(got)
                 break
-            busy = _busy_workers(grace=2.0)
+            busy = _busy_workers(grace=2.0, pools=pools)
             if busy:
                 report["busy_workers"] = busy
                 report["stuck_at"] = state["fired"]

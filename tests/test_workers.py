@@ -56,6 +56,20 @@ def test_a_call_raising_base_exception_leaves_the_worker_serving():
     assert pool.threads() == 1
 
 
+def test_pending_counts_the_calls_no_thread_has_taken_yet():
+    pool = workers.WorkerPool(1)
+    started, release = threading.Event(), threading.Event()
+    first = pool.submit(lambda: (started.set(), release.wait(30))[1])
+    assert started.wait(30)
+    assert pool.pending() == 0  # the one thread took the first call
+    queued = [pool.submit(lambda i=i: i) for i in range(3)]
+    assert pool.pending() == 3  # behind the busy thread
+    release.set()
+    assert first.result() is True
+    assert [task.result() for task in queued] == [0, 1, 2]
+    assert pool.pending() == 0
+
+
 def test_calls_from_many_threads_all_run_once_on_the_pools_threads_only():
     pool = workers.WorkerPool(3)
     ran: list[int] = []

@@ -152,6 +152,15 @@ class WorkerPool:
         """
         return len(self._claims)
 
+    def pending(self) -> int:
+        """How many submitted calls no thread has taken yet.
+
+        Returns
+        -------
+        int
+        """
+        return self._tasks.qsize()
+
     def _launch(self) -> None:
         """Start a thread for every slot no thread has claimed, unless one was started lately."""
         for slot in range(self.size):
