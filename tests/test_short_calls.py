@@ -1,11 +1,13 @@
-"""The short-call paths: ``bucket_entries`` of a list of keys with plain options, and
-``EntryBucketBatcher.add_many`` of a list, give exactly what the general paths give, refuse
-exactly what they refuse (with the same errors) and change nothing when they refuse."""
+"""The short-call paths: ``bucket_entries`` of a list of keys with plain options,
+``EntryBucketBatcher.add_many`` of a list, and ``hash_keys`` / ``murmur3_32`` of a list too short
+for a second thread, give exactly what the general paths give, refuse exactly what they refuse
+(with the same errors) and change nothing when they refuse."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import mmh3
 import numpy as np
 import pytest
 
@@ -137,3 +139,66 @@ def test_add_many_of_a_list_refuses_bad_payloads_and_keys_and_adds_nothing() -> 
     assert batcher.add_many([], []) == []
     flushed = batcher.flush()
     assert sorted(p for e in flushed for p in e.payloads) == [b"1", b"2"]
+
+
+def _hash_list_keys(n: int, seed: int) -> list[Any]:
+    """_keys plus every other key kind a list may hold: bytearray, memoryview, NaN, non-ASCII."""
+    keys = _keys(n, seed)
+    for i in range(3, n, 11):
+        keys[i] = (bytearray(b"ba-%d" % i), memoryview(b"mv-%d" % i), float("nan"), f"ключ-{i}")[i % 4]
+    return keys
+
+
+def _mmh3(key: Any) -> int:
+    data = key.encode() if isinstance(key, str) else bytes(key)
+    return mmh3.hash(data, 0, signed=False)
+
+
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 1000, 5000])
+def test_hash_keys_of_a_short_list_gives_the_general_paths_hashes(n: int) -> None:
+    keys = _hash_list_keys(n, n + 11)
+    short = bc.hash_keys(keys)
+    general = bc.hash_keys(keys, threads=1)  # threads= takes the general path
+    assert type(short) is type(general)
+    for name in ("raw", "segment_hash", "bucket_hash", "has_key"):
+        x, y = getattr(short, name), getattr(general, name)
+        assert (x.dtype, x.shape, x.flags.writeable) == (y.dtype, y.shape, y.flags.writeable), name
+        np.testing.assert_array_equal(x, y, err_msg=name)
+    keyed = [k is not None and k == k for k in keys]  # None and NaN are keyless
+    assert short.has_key.tolist() == keyed
+    assert short.raw.tolist() == [_mmh3(k) if ok else 0 for k, ok in zip(keys, keyed)]
+    np.testing.assert_array_equal(short.segment_hash, short.raw >> 16)
+    np.testing.assert_array_equal(short.bucket_hash, short.raw & 0xFFFF)
+    plain = [k for k, ok in zip(keys, keyed) if ok]
+    raw = bc.murmur3_32(plain)
+    assert (raw.dtype, raw.tolist()) == (np.dtype(np.uint32), [_mmh3(k) for k in plain])
+    np.testing.assert_array_equal(raw, bc.murmur3_32(plain, threads=1))
+
+
+def test_a_short_list_with_errors_replace_hashes_a_surrogate_as_the_general_path() -> None:
+    keys = ["a", "b\ud800c", None, b"d"]
+    short, general = bc.hash_keys(keys, errors="replace"), bc.hash_keys(keys, errors="replace", threads=1)
+    np.testing.assert_array_equal(short.raw, general.raw)
+    assert short.raw[1] == _mmh3("b?c")
+    np.testing.assert_array_equal(bc.murmur3_32(["b\ud800c"], errors="replace"), [_mmh3("b?c")])
+
+
+@pytest.mark.parametrize(
+    ("call", "keys", "options", "error", "message"),
+    [
+        (bc.hash_keys, ["a", 3.5, "b"], {}, TypeError, "index 1"),
+        (bc.hash_keys, ["a", "b", "x\ud800"], {}, bc.KeyEncodingError, "index 2 contains a surrogate"),
+        (bc.hash_keys, ["a"], {"errors": "ignore"}, ValueError, "errors must be"),
+        (bc.murmur3_32, ["a", None], {}, TypeError, "index 1"),
+        (bc.murmur3_32, ["a", 7], {}, TypeError, "index 1"),
+        (bc.murmur3_32, [], {"errors": 1}, ValueError, "errors must be"),
+    ],
+)
+def test_a_short_list_refused_raises_the_general_paths_error(
+    call: Any, keys: list[Any], options: dict[str, Any], error: type, message: str
+) -> None:
+    with pytest.raises(error, match=message) as short:
+        call(keys, **options)
+    with pytest.raises(error) as general:
+        call(keys, threads=1, **options)
+    assert str(short.value) == str(general.value)

@@ -18,6 +18,7 @@ def install_general_paths(
     murmur3_32: Callable[[Any, str, int | None, str | int | None], Any],
     hash_keys: Callable[[Any, str, int | None, str | int | None], Any],
     key_hashes: type,
+    one_thread: int,
 ) -> None: ...
 def murmur3_32(
     keys: Any, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None

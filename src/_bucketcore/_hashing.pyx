@@ -341,22 +341,28 @@ cdef object general_hash_keys = None
 cdef object key_hashes_type = None
 cdef Py_ssize_t slot_raw, slot_segment_hash, slot_bucket_hash, slot_has_key
 cdef tuple no_args = ()
+cdef Py_ssize_t one_thread_objects = 0  # lists shorter than this hash on the calling thread alone
 cdef object numpy_true = PyArray_Scalar(<char *>b"\x01", cnp.PyArray_DescrFromType(cnp.NPY_BOOL), NULL)
 
 
-def install_general_paths(object murmur3_32, object hash_keys, object key_hashes):
-    """Install what murmur3_32 and hash_keys call for everything but a scalar key they hash
-    themselves: ``murmur3_32(keys, errors, threads, column)``, ``hash_keys(keys, errors, threads,
-    column)`` (bucketcore.hashing's column paths, which also raise every error), and the KeyHashes
-    class a scalar's hashes are returned as. Installed once (bucketcore.hashing's import):
-    installing the same three again changes nothing, other ones raise RuntimeError, so a call
-    reading them without the GIL never sees one replaced and freed."""
-    global general_murmur3_32, general_hash_keys, key_hashes_type
+def install_general_paths(object murmur3_32, object hash_keys, object key_hashes, Py_ssize_t one_thread):
+    """Install what murmur3_32 and hash_keys call for everything but a scalar key or a short list
+    they hash themselves: ``murmur3_32(keys, errors, threads, column)``, ``hash_keys(keys, errors,
+    threads, column)`` (bucketcore.hashing's column paths, which also raise every error), the
+    KeyHashes class their results are, and how long a list of keys must be for ``threads=None``
+    to use a second thread (shorter ones are hashed here on the calling thread, as the general
+    path would). Installed once (bucketcore.hashing's import): installing the same again changes
+    nothing, anything else raises RuntimeError, so a call reading them without the GIL never sees
+    one replaced and freed."""
+    global general_murmur3_32, general_hash_keys, key_hashes_type, one_thread_objects
     global slot_raw, slot_segment_hash, slot_bucket_hash, slot_has_key
     if key_hashes_type is not None:
-        if murmur3_32 is general_murmur3_32 and hash_keys is general_hash_keys and key_hashes is key_hashes_type:
+        if (murmur3_32 is general_murmur3_32 and hash_keys is general_hash_keys and key_hashes is key_hashes_type
+                and one_thread == one_thread_objects):
             return
         raise RuntimeError("the general paths are installed already; they cannot be replaced")
+    if one_thread < 1:
+        raise ValueError(f"one_thread must be at least 1, not {one_thread}")
     if not isinstance(key_hashes, type):
         raise TypeError("key_hashes must be the KeyHashes class")
     cdef Py_ssize_t basicsize = (<PyTypeObject *>key_hashes).tp_basicsize
@@ -368,6 +374,40 @@ def install_general_paths(object murmur3_32, object hash_keys, object key_hashes
     general_murmur3_32 = murmur3_32
     general_hash_keys = hash_keys
     key_hashes_type = key_hashes
+    one_thread_objects = one_thread
+
+
+cdef object short_list_hashes(object keys, object errors, object threads, object column, bint split):
+    """The hashes of a list of keys shorter than one_thread_objects with threads=None and no
+    column (the general path's own work for it, on this thread): raw alone, or the KeyHashes of
+    all four columns (split). None sends the call to the general path: any other input or
+    argument, or a key the kernel refuses (the general path raises its error)."""
+    cdef Py_ssize_t n, err_index = -1
+    cdef cnp.npy_intp dims[1]
+    cdef int replace
+    cdef HashOut out
+    if type(keys) is not list or threads is not None or column is not None:
+        return None
+    n = dims[0] = PyList_GET_SIZE(keys)
+    replace = replace_flag(errors)
+    if replace < 0 or n >= one_thread_objects:
+        return None
+    raw = cnp.PyArray_EMPTY(1, dims, cnp.NPY_UINT32, 0)
+    segment_hash = cnp.PyArray_EMPTY(1, dims, cnp.NPY_UINT16, 0) if split else None
+    bucket_hash = cnp.PyArray_EMPTY(1, dims, cnp.NPY_UINT16, 0) if split else None
+    has_key = cnp.PyArray_EMPTY(1, dims, cnp.NPY_BOOL, 0) if split else None
+    out = make_out(raw, segment_hash, bucket_hash, has_key)
+    # hash_keys takes missing keys as keyless, murmur3_32 refuses them (the general path says which)
+    if n and hash_column_into(objects_column(keys), &out, replace, split, 0, n, &err_index) != BC_OK:
+        return None
+    if not split:
+        return raw
+    result = PyBaseObject_Type.tp_new(<type>key_hashes_type, <PyObject *>no_args, NULL)  # object.__new__
+    bc_store_slot(result, slot_raw, raw)
+    bc_store_slot(result, slot_segment_hash, segment_hash)
+    bc_store_slot(result, slot_bucket_hash, bucket_hash)
+    bc_store_slot(result, slot_has_key, has_key)
+    return result
 
 
 cdef inline int replace_flag(object errors):
@@ -440,13 +480,17 @@ ValueError
 Notes
 -----
 A single str or bytes key is hashed by this C function itself (an ASCII str straight from its
-characters, bytes from its buffer); everything else takes the column path.
+characters, bytes from its buffer), and so is a list of keys too short for a second thread
+(with ``threads=None`` and no ``column``); everything else takes the column path.
 """
     cdef uint32_t h
     if hash_scalar(keys, errors, column, &h):
         return h
     if general_murmur3_32 is None:
         raise RuntimeError("bucketcore.hashing did not install the general paths (import bucketcore)")
+    hashes = short_list_hashes(keys, errors, threads, column, False)
+    if hashes is not None:
+        return hashes
     return general_murmur3_32(keys, errors, threads, column)
 
 
@@ -485,6 +529,9 @@ TypeError, KeyEncodingError, ValueError
     if key_hashes_type is None:
         raise RuntimeError("bucketcore.hashing did not install the general paths (import bucketcore)")
     if not hash_scalar(keys, errors, column, &h):
+        result = short_list_hashes(keys, errors, threads, column, True)
+        if result is not None:
+            return result
         return general_hash_keys(keys, errors, threads, column)
     # a KeyHashes of numpy scalars, its fields stored in its slots as its (frozen) __init__ stores them
     result = PyBaseObject_Type.tp_new(<type>key_hashes_type, <PyObject *>no_args, NULL)  # object.__new__
@@ -1161,6 +1208,13 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
         return BC_ERR_LIST_CHANGED, start
     cdef HashOut out = make_out(raw, segment_hash, bucket_hash, has_key)
     cdef Py_ssize_t err_index = -1
+    cdef int st = hash_column_into(col, &out, replace, allow_none, start, stop, &err_index)
+    return st, err_index
+
+
+cdef int hash_column_into(KeyColumn col, HashOut *out, bint replace, bint allow_none, Py_ssize_t start,
+                          Py_ssize_t stop, Py_ssize_t *err_index) except -2:
+    """hash_column's work: keys [start, stop) into out; a status, *err_index the failing key."""
     cdef int st
     cdef bc_scratch scratch
     scratch.buf = NULL
@@ -1169,14 +1223,13 @@ def hash_column(KeyColumn col, object raw, object segment_hash, object bucket_ha
     if keys == NULL:
         raise MemoryError()
     try:
-        st = hash_range(col, start, stop, &out, 0, keys, &scratch, replace, allow_none, False,
-                        &err_index)
+        st = hash_range(col, start, stop, out, 0, keys, &scratch, replace, allow_none, False, err_index)
     finally:
         free(keys)
         bc_scratch_free(&scratch)
     if st == BC_ERR_NOMEM:
         raise MemoryError()
-    return st, err_index
+    return st
 
 
 def described_keys(KeyColumn col, Py_ssize_t pos, Py_ssize_t m):
