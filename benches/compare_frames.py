@@ -361,7 +361,8 @@ def main() -> None:
         "the row's time; hash: the rest of the row, bucketcore's part, and its ratio; met: the issue's target "
         f"(within {WITHIN - 1:.0%} of the reference; dictionary: faster than plain) for the hash part; floor: reading "
         "every byte the kernel reads for the row's layout, in place, and /ref that over the reference row's time "
-        "(the smallest ratio any reader of that memory can have); key copy: whether a call's peak memory could hold "
+        "(a plain sequential read: a hash near it is held back by the producer's memory); key copy: whether a "
+        "call's peak memory could hold "
         "a copy of the key bytes (past what the producer's export alone takes)"
     )
     if skipped:

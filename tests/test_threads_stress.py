@@ -530,7 +530,9 @@ def _busy_workers(grace, pools=None):
         return found
     deadline = time.monotonic() + grace * SCALE
     while True:
-        left = len(busy()) + sum(p.pending() for p in pools)
+        # the queue first: a task taken between the two looks is then seen inside its worker
+        queued = sum(p.pending() for p in pools)
+        left = len(busy()) + queued
         if not left or time.monotonic() >= deadline:
             return left
         time.sleep(0.01)

@@ -60,11 +60,13 @@ def test_pending_counts_the_calls_no_thread_has_taken_yet():
     pool = workers.WorkerPool(1)
     started, release = threading.Event(), threading.Event()
     first = pool.submit(lambda: (started.set(), release.wait(30))[1])
-    assert started.wait(30)
-    assert pool.pending() == 0  # the one thread took the first call
-    queued = [pool.submit(lambda i=i: i) for i in range(3)]
-    assert pool.pending() == 3  # behind the busy thread
-    release.set()
+    try:
+        assert started.wait(30)
+        assert pool.pending() == 0  # the one thread took the first call
+        queued = [pool.submit(lambda i=i: i) for i in range(3)]
+        assert pool.pending() == 3  # behind the busy thread
+    finally:
+        release.set()  # the worker never stays blocked, whatever failed
     assert first.result() is True
     assert [task.result() for task in queued] == [0, 1, 2]
     assert pool.pending() == 0

@@ -17,7 +17,6 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 cimport numpy as cnp
-from _bucketcore._routing cimport bc_split_hashes
 
 cnp.import_array()
 
@@ -146,6 +145,9 @@ cdef extern from *:
     }
     """
     int bc_export_buffer_items(object items) except -1
+
+cdef extern from "route.h" nogil:
+    void bc_split_hashes(const uint32_t *raw, size_t n, uint16_t *segment, uint16_t *bucket)
 
 cdef extern from "arrow_c.h" nogil:
     int bc_describe_views(const uint8_t *views, const uint8_t *bits, int64_t first, size_t m,
@@ -1272,9 +1274,13 @@ def described_keys(KeyColumn col, Py_ssize_t pos, Py_ssize_t m):
 
 
 def split_raw(const uint32_t[::1] raw, uint16_t[::1] segment_hash, uint16_t[::1] bucket_hash):
-    """segment_hash = raw >> 16 and bucket_hash = raw & 0xFFFF in one pass."""
-    cdef Py_ssize_t i, n = raw.shape[0]
+    """segment_hash = raw >> 16 and bucket_hash = raw & 0xFFFF in one pass (three separate arrays of
+    one length)."""
+    cdef Py_ssize_t n = raw.shape[0]
+    if segment_hash.shape[0] != n or bucket_hash.shape[0] != n:
+        raise ValueError(f"split_raw needs outputs of {n} values, not {segment_hash.shape[0]} and "
+                         f"{bucket_hash.shape[0]}")
+    if n == 0:
+        return
     with nogil:
-        for i in range(n):
-            segment_hash[i] = <uint16_t>(raw[i] >> 16)
-            bucket_hash[i] = <uint16_t>(raw[i] & 0xFFFF)
+        bc_split_hashes(&raw[0], <size_t>n, &segment_hash[0], &bucket_hash[0])

@@ -18,7 +18,6 @@ cdef extern from "route.h" nogil:
         const int32_t *first_bucket
     uint32_t bc_segment_hash(uint32_t raw)
     uint16_t bc_bucket_hash(uint32_t raw)
-    void bc_split_hashes(const uint32_t *raw, size_t n, uint16_t *segment, uint16_t *bucket)
     uint32_t bc_range_segment(const uint16_t *starts, uint32_t nstarts, uint32_t segment_hash)
     uint32_t bc_legacy_slot(uint32_t raw, uint32_t n)
     int64_t bc_next_turn(int64_t r, int64_t n)

@@ -250,7 +250,7 @@ cdef extern from *:
     }
     /* Ask for a payload object's first three cache lines (header and the start of its data)
      * ahead of its turn: the payloads of a batch lie scattered over the heap. */
-    static inline void bc_prefetch(const void *p)
+    static inline void bc_prefetch_object(const void *p)
     {
     #if defined(__GNUC__) || defined(__clang__)
         __builtin_prefetch(p);
@@ -265,7 +265,7 @@ cdef extern from *:
     """
     int bc_bytes_payload(PyObject *o, const char **p, size_t *n)
     const char *bc_str_utf8(PyObject *o, size_t *n)
-    void bc_prefetch(const void *p) nogil
+    void bc_prefetch_object(const void *p) nogil
     int bc_bytes_resize(PyObject **b, Py_ssize_t n) except -1
 
 
@@ -492,10 +492,10 @@ def encode_entries(list entries, str producer_name, uint64_t publish_time, objec
             top = 0
             pref = 8 if count > 8 else count
             for j in range(pref):
-                bc_prefetch(pitems[j])
+                bc_prefetch_object(pitems[j])
             for j in range(count):
                 if j + pref < count:
-                    bc_prefetch(pitems[j + pref])
+                    bc_prefetch_object(pitems[j + pref])
                 m = &msgs[j]
                 po = pitems[j]
                 if bc_bytes_payload(po, &m.payload, &m.payload_len):

@@ -391,8 +391,8 @@ static BC_AVX2 BC_INLINE void bc_hash_rows16_avx2(const uint8_t *base, size_t le
     uintptr_t ahead = (uintptr_t)base + (i + 128) * stride; /* an address, never dereferenced */
     for (size_t at = 0; at < 16 * stride; at += 64)
         __builtin_prefetch((const void *)(ahead + at));
-    bc_prefetch_page_ahead(base + i * stride, 16 * stride);
     const uint8_t *q = base + i * stride;
+    bc_prefetch_page_ahead(q, 16 * stride);
     bc_hash16_same_len((bc_lanes8){NULL, q, stride}, (bc_lanes8){NULL, q + 8 * stride, stride}, len, out + i);
 }
 

@@ -27,13 +27,14 @@
  * picks a page up sooner from two lines than from one). */
 static inline void bc_prefetch_page(uintptr_t p)
 {
-    const char *page = (const char *)(p & ~(uintptr_t)4095);
-    bc_prefetch(page);
-    bc_prefetch(page + 2048);
+    uintptr_t page = p & ~(uintptr_t)4095; /* an address, never dereferenced */
+    bc_prefetch((const void *)page);
+    bc_prefetch((const void *)(page + 2048));
 }
 
 /* Touch the page a stream enters BC_PAGE_AHEAD bytes ahead, when its next step, [at, at + span),
- * crosses into a new page there: one call per step, two prefetches per page. */
+ * crosses into a new page there: one call per step, two prefetches per page. A step of more than
+ * 4 KiB touches only the page it ends in. */
 static inline void bc_prefetch_page_ahead(const void *at, size_t span)
 {
     uintptr_t from = (uintptr_t)at + BC_PAGE_AHEAD, to = from + span;

@@ -28,10 +28,9 @@ static inline uint16_t bc_bucket_hash(uint32_t raw)
     return (uint16_t)(raw & 0xFFFFu);
 }
 
-/* The segment and bucket hashes of n raw hashes, into whichever of the two outputs is not NULL: one
- * pass over raw, the pointers restrict so the compiler vectorizes it. */
-static inline void bc_split_hashes(const uint32_t *restrict raw, size_t n, uint16_t *restrict segment,
-                                   uint16_t *restrict bucket)
+/* The segment and bucket hashes of n raw hashes, into whichever of the two outputs is not NULL, in
+ * one pass over raw (the compiler vectorizes it; callers pass separate arrays). */
+static inline void bc_split_hashes(const uint32_t *raw, size_t n, uint16_t *segment, uint16_t *bucket)
 {
     if (segment != NULL && bucket != NULL) {
         for (size_t i = 0; i < n; i++) {
