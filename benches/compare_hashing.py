@@ -3,6 +3,7 @@
     python benches/compare_hashing.py [--n 1000000] [--repeat 5] [--plot hashing.png]
     python benches/compare_hashing.py --scalar [--calls 200000] [--repeat 5]
     python benches/compare_hashing.py --scalar --callgrind [--calls 20000]
+    python benches/compare_hashing.py --short [--repeat 5]
 
 Prints ns per key for each workload and input kind (one thread unless the row says otherwise),
 and the ratio to the mmh3 baseline.
@@ -13,6 +14,11 @@ loop of ``--calls`` calls over 65,536 keys (best of ``--repeat`` rounds, the row
 per call. With ``--callgrind`` each row's loop of ``--calls`` calls runs under ``valgrind
 --tool=callgrind``, counted inside ``operator.call`` only (set-up, interpreter start and exit left
 out): the instructions of one call, loop included.
+
+``--short``: one short list per call, as a caller hashing a small batch does: ``bc.hash_keys`` and
+``bc.murmur3_32`` of a list of 1, 16, 100 and 1,000 UUID strs against an mmh3 comprehension over
+the same list, µs per call (best of ``--repeat`` rounds of about 200,000 keys' worth of calls, the
+rows alternating).
 """
 
 from __future__ import annotations
@@ -98,6 +104,35 @@ def scalar_main(args: argparse.Namespace) -> None:
         print(f"{row:<20}{ns_per[row]:9.1f}{ns_per[row] / base:8.2f}x")
 
 
+SHORT_LENGTHS = (1, 16, 100, 1000)
+
+
+def short_main(args: argparse.Namespace) -> None:
+    import mmh3
+
+    h = mmh3.hash
+    print(f"one list per call, µs per call, best of {args.repeat} rounds; {format_cpu_check(cpu_check())}")
+    print(f"{'keys':>6}{'hash_keys':>11}{'murmur3_32':>12}{'mmh3 comprehension':>20}{'hash_keys vs mmh3':>19}")
+    for n in SHORT_LENGTHS:
+        keys = uuid_keys(n)
+        calls = max(200, 200_000 // n)
+
+        def loop(fn: Callable[[], object], calls: int = calls) -> Callable[[], None]:
+            def run() -> None:
+                for _ in range(calls):
+                    fn()
+
+            return run
+
+        rows = [
+            functools.partial(bc.hash_keys, keys),
+            functools.partial(bc.murmur3_32, keys),
+            lambda keys=keys: [h(k, 0, False) for k in keys],
+        ]
+        times = [t / calls * 1e6 for t in best_of_rounds([loop(fn) for fn in rows], args.repeat)]
+        print(f"{n:>6}{times[0]:11.2f}{times[1]:12.2f}{times[2]:20.2f}{times[2] / times[0]:18.1f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
@@ -106,8 +141,12 @@ def main() -> None:
     parser.add_argument("--scalar", action="store_true", help="one key per call against mmh3.hash")
     parser.add_argument("--callgrind", action="store_true", help="with --scalar: instructions per call")
     parser.add_argument("--calls", type=int, default=None, help="with --scalar: calls per round or run")
+    parser.add_argument("--short", action="store_true", help="one short list per call against mmh3")
     parser.add_argument("--scalar-child", nargs=2, metavar=("ROW", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.short:
+        short_main(args)
+        return
     if args.scalar_child:
         run = scalar_row(args.scalar_child[0])
         run(1000)  # warm: first-call caches stay out of the count
