@@ -1,6 +1,6 @@
 """The short-call paths: ``bucket_entries`` of a list of keys with plain options,
-``EntryBucketBatcher.add_many`` of a list, and ``hash_keys`` / ``murmur3_32`` of a list too short
-for a second thread, give exactly what the general paths give, refuse exactly what they refuse
+``EntryBucketBatcher.add_many`` of a list, and ``hash_keys`` / ``murmur3_32`` of a list or 1-D numpy
+array too short for a second thread, give exactly what the general paths give, refuse exactly what they refuse
 (with the same errors) and change nothing when they refuse."""
 
 from __future__ import annotations
@@ -202,3 +202,53 @@ def test_a_short_list_refused_raises_the_general_paths_error(
     with pytest.raises(error) as general:
         call(keys, threads=1, **options)
     assert str(short.value) == str(general.value)
+
+
+def _arrays(n: int) -> dict[str, np.ndarray]:
+    """The same UUID keys (some missing where the dtype can say so) in every 1-D numpy layout."""
+    keys = list(uuid_keys(n, seed=n + 3)) if n else []
+    with_missing: list[Any] = [None if i % 7 == 3 else k for i, k in enumerate(keys)]
+    arrays = {
+        "S": np.array([k.encode() for k in keys], dtype="S36"),
+        "U": np.array(keys, dtype="U36"),
+        "U swapped": np.array(keys, dtype=">U36"),
+        "U strided": np.array([k for k in keys for _ in range(2)], dtype="U36")[::2],
+        "object": np.array(with_missing, dtype=object),
+    }
+    if hasattr(np.dtypes, "StringDType"):
+        arrays["StringDType"] = np.array(with_missing, dtype=np.dtypes.StringDType(na_object=None))
+    return arrays
+
+
+@pytest.mark.parametrize("n", [0, 1, 16, 1000])
+def test_hash_keys_of_a_short_array_gives_the_general_paths_hashes(n: int) -> None:
+    expected_raw = None
+    for name, arr in _arrays(n).items():
+        short, general = bc.hash_keys(arr), bc.hash_keys(arr, threads=1)
+        for field in ("raw", "segment_hash", "bucket_hash", "has_key"):
+            x, y = getattr(short, field), getattr(general, field)
+            assert (x.dtype, x.shape) == (y.dtype, y.shape), (name, field)
+            np.testing.assert_array_equal(x, y, err_msg=f"{name} {field}")
+        keyed = short.has_key
+        if expected_raw is None and keyed.all():
+            expected_raw = [_mmh3(k) for k in uuid_keys(n, seed=n + 3)] if n else []
+        if keyed.all():
+            assert short.raw.tolist() == expected_raw, name
+            np.testing.assert_array_equal(bc.murmur3_32(arr), short.raw, err_msg=name)
+        else:
+            assert short.raw[~keyed].tolist() == [0] * int((~keyed).sum()), name
+    if not hasattr(np.dtypes, "StringDType"):
+        pytest.fail("numpy has no StringDType: the StringDType row of this test did not run")
+
+
+def test_a_short_array_refused_raises_the_general_paths_error() -> None:
+    for call, arr, message in (
+        (bc.murmur3_32, np.array(["a", None], dtype=object), "index 1"),
+        (bc.hash_keys, np.array(["a", 3.5], dtype=object), "index 1"),
+        (bc.hash_keys, np.array([1, 2]), "dtype int64"),
+    ):
+        with pytest.raises((TypeError, ValueError), match=message) as short:
+            call(arr)
+        with pytest.raises(type(short.value)) as general:
+            call(arr, threads=1)
+        assert str(short.value) == str(general.value)

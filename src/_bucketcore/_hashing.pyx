@@ -379,28 +379,52 @@ def install_general_paths(object murmur3_32, object hash_keys, object key_hashes
     one_thread_objects = one_thread
 
 
-cdef object short_list_hashes(object keys, object errors, object threads, object column, bint split):
-    """The hashes of a list of keys shorter than one_thread_objects with threads=None and no
-    column (the general path's own work for it, on this thread): raw alone, or the KeyHashes of
-    all four columns (split). None sends the call to the general path: any other input or
-    argument, or a key the kernel refuses (the general path raises its error)."""
+cdef object short_column_hashes(object keys, object errors, object threads, object column, bint split):
+    """The hashes of a short key column with threads=None and no column: a list, or a 1-D numpy
+    array of dtype S, U (native order), object or StringDType, of fewer than one_thread_objects
+    keys (the general path's own work for it, one kernel call on this thread): raw alone, or the
+    KeyHashes of all four columns (split). None sends the call to the general path: any other
+    input or argument, or a key the kernel refuses (the general path raises its error)."""
     cdef Py_ssize_t n, err_index = -1
     cdef cnp.npy_intp dims[1]
-    cdef int replace
+    cdef int replace, st
+    cdef char kind
     cdef HashOut out
-    if type(keys) is not list or threads is not None or column is not None:
+    cdef cnp.ndarray arr
+    if threads is not None or column is not None:
         return None
-    n = dims[0] = PyList_GET_SIZE(keys)
+    if type(keys) is list:
+        n = PyList_GET_SIZE(keys)
+        col = objects_column(keys) if n < one_thread_objects else None
+    elif type(keys) is cnp.ndarray and cnp.PyArray_NDIM(<cnp.ndarray>keys) == 1:
+        arr = <cnp.ndarray>keys
+        n = cnp.PyArray_DIM(arr, 0)
+        kind = (<cnp.dtype>arr.dtype).kind
+        if n >= one_thread_objects:
+            col = None
+        elif kind == b"O":
+            col = objects_column(arr)
+        elif kind == b"T":
+            col = npstring_column(arr)
+        elif (kind == b"S" or kind == b"U") and cnp.PyArray_ISNOTSWAPPED(arr):
+            st, col = fixed_column(arr)
+            if st != BC_OK:
+                col = None
+        else:
+            col = None
+    else:
+        return None
     replace = replace_flag(errors)
-    if replace < 0 or n >= one_thread_objects:
+    if col is None or replace < 0:
         return None
+    dims[0] = n
     raw = cnp.PyArray_EMPTY(1, dims, cnp.NPY_UINT32, 0)
     segment_hash = cnp.PyArray_EMPTY(1, dims, cnp.NPY_UINT16, 0) if split else None
     bucket_hash = cnp.PyArray_EMPTY(1, dims, cnp.NPY_UINT16, 0) if split else None
     has_key = cnp.PyArray_EMPTY(1, dims, cnp.NPY_BOOL, 0) if split else None
     out = make_out(raw, segment_hash, bucket_hash, has_key)
     # hash_keys takes missing keys as keyless, murmur3_32 refuses them (the general path says which)
-    if n and hash_column_into(objects_column(keys), &out, replace, split, 0, n, &err_index) != BC_OK:
+    if n and hash_column_into(col, &out, replace, split, 0, n, &err_index) != BC_OK:
         return None
     if not split:
         return raw
@@ -482,15 +506,15 @@ ValueError
 Notes
 -----
 A single str or bytes key is hashed by this C function itself (an ASCII str straight from its
-characters, bytes from its buffer), and so is a list of keys too short for a second thread
-(with ``threads=None`` and no ``column``); everything else takes the column path.
+characters, bytes from its buffer), and so is a list or a 1-D numpy array of keys too short for a
+second thread (with ``threads=None`` and no ``column``); everything else takes the column path.
 """
     cdef uint32_t h
     if hash_scalar(keys, errors, column, &h):
         return h
     if general_murmur3_32 is None:
         raise RuntimeError("bucketcore.hashing did not install the general paths (import bucketcore)")
-    hashes = short_list_hashes(keys, errors, threads, column, False)
+    hashes = short_column_hashes(keys, errors, threads, column, False)
     if hashes is not None:
         return hashes
     return general_murmur3_32(keys, errors, threads, column)
@@ -531,7 +555,7 @@ TypeError, KeyEncodingError, ValueError
     if key_hashes_type is None:
         raise RuntimeError("bucketcore.hashing did not install the general paths (import bucketcore)")
     if not hash_scalar(keys, errors, column, &h):
-        result = short_list_hashes(keys, errors, threads, column, True)
+        result = short_column_hashes(keys, errors, threads, column, True)
         if result is not None:
             return result
         return general_hash_keys(keys, errors, threads, column)

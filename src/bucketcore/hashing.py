@@ -530,8 +530,8 @@ def _hash_keys_general(keys: KeyInput, errors: str, threads: int | None, column:
 _hashing.install_general_paths(_murmur3_32_general, _hash_keys_general, KeyHashes, objects_on_one_thread())
 
 # The public functions are the kernel's C functions (METH_FASTCALL): a single str or bytes key, and a
-# list of keys short enough for one thread with plain options, are hashed there without a Python
-# frame; everything else goes to the general paths above. Their signatures and numpydoc docstrings
+# list or 1-D numpy array of keys short enough for one thread with plain options, are hashed there
+# without a Python frame; everything else goes to the general paths above. Their signatures and numpydoc docstrings
 # are in _bucketcore/_hashing.pyx (and its stub).
 murmur3_32 = _hashing.murmur3_32
 hash_keys = _hashing.hash_keys
