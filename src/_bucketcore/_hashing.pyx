@@ -343,19 +343,20 @@ cdef object general_hash_keys = None
 cdef object key_hashes_type = None
 cdef Py_ssize_t slot_raw, slot_segment_hash, slot_bucket_hash, slot_has_key
 cdef tuple no_args = ()
-cdef Py_ssize_t one_thread_objects = 0  # lists shorter than this hash on the calling thread alone
+cdef Py_ssize_t one_thread_objects = 0  # shorter columns: threads=None hashes them on this thread
 cdef object numpy_true = PyArray_Scalar(<char *>b"\x01", cnp.PyArray_DescrFromType(cnp.NPY_BOOL), NULL)
 
 
 def install_general_paths(object murmur3_32, object hash_keys, object key_hashes, Py_ssize_t one_thread):
-    """Install what murmur3_32 and hash_keys call for everything but a scalar key or a short list
-    they hash themselves: ``murmur3_32(keys, errors, threads, column)``, ``hash_keys(keys, errors,
-    threads, column)`` (bucketcore.hashing's column paths, which also raise every error), the
-    KeyHashes class their results are, and how long a list of keys must be for ``threads=None``
-    to use a second thread (shorter ones are hashed here on the calling thread, as the general
-    path would). Installed once (bucketcore.hashing's import): installing the same again changes
-    nothing, anything else raises RuntimeError, so a call reading them without the GIL never sees
-    one replaced and freed."""
+    """Install what murmur3_32 and hash_keys call for everything but a scalar key or a short column
+    they hash themselves: ``murmur3_32(keys, errors, threads, column)``, ``hash_keys(keys,
+    errors, threads, column)`` (bucketcore.hashing's column paths, which also raise every
+    error), the KeyHashes class their results are, and how long a list of keys must be for
+    ``threads=None`` to use a second thread (bucketcore.hashing.objects_on_one_thread; shorter
+    lists, and numpy key arrays shorter than it, which also take one thread below it, are hashed
+    here on the calling thread, as the general path would). Installed once (bucketcore.hashing's
+    import): installing the same again changes nothing, anything else raises RuntimeError, so a
+    call reading them without the GIL never sees one replaced and freed."""
     global general_murmur3_32, general_hash_keys, key_hashes_type, one_thread_objects
     global slot_raw, slot_segment_hash, slot_bucket_hash, slot_has_key
     if key_hashes_type is not None:
@@ -381,42 +382,34 @@ def install_general_paths(object murmur3_32, object hash_keys, object key_hashes
 
 cdef object short_column_hashes(object keys, object errors, object threads, object column, bint split):
     """The hashes of a short key column with threads=None and no column: a list, or a 1-D numpy
-    array of dtype S, U (native order), object or StringDType, of fewer than one_thread_objects
+    array of dtype object, S, U (native order) or StringDType, of fewer than one_thread_objects
     keys (the general path's own work for it, one kernel call on this thread): raw alone, or the
     KeyHashes of all four columns (split). None sends the call to the general path: any other
     input or argument, or a key the kernel refuses (the general path raises its error)."""
     cdef Py_ssize_t n, err_index = -1
     cdef cnp.npy_intp dims[1]
     cdef int replace, st
-    cdef char kind
     cdef HashOut out
-    cdef cnp.ndarray arr
     if threads is not None or column is not None:
+        return None
+    replace = replace_flag(errors)
+    if replace < 0:
         return None
     if type(keys) is list:
         n = PyList_GET_SIZE(keys)
-        col = objects_column(keys) if n < one_thread_objects else None
-    elif type(keys) is cnp.ndarray and cnp.PyArray_NDIM(<cnp.ndarray>keys) == 1:
-        arr = <cnp.ndarray>keys
-        n = cnp.PyArray_DIM(arr, 0)
-        kind = (<cnp.dtype>arr.dtype).kind
-        if n >= one_thread_objects:
-            col = None
-        elif kind == b"O":
-            col = objects_column(arr)
-        elif kind == b"T":
-            col = npstring_column(arr)
-        elif (kind == b"S" or kind == b"U") and cnp.PyArray_ISNOTSWAPPED(arr):
-            st, col = fixed_column(arr)
-            if st != BC_OK:
-                col = None
-        else:
-            col = None
+    elif (type(keys) is cnp.ndarray and cnp.PyArray_NDIM(<cnp.ndarray>keys) == 1
+          and (<cnp.dtype>keys.dtype).kind in b"OSUT" and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>keys)):
+        n = cnp.PyArray_DIM(<cnp.ndarray>keys, 0)
     else:
         return None
-    replace = replace_flag(errors)
-    if col is None or replace < 0:
+    if n >= one_thread_objects:
         return None
+    if type(keys) is list:
+        col = objects_column(keys)
+    else:
+        st, col = array_column(keys)
+        if st != BC_OK:
+            return None
     dims[0] = n
     raw = cnp.PyArray_EMPTY(1, dims, cnp.NPY_UINT32, 0)
     segment_hash = cnp.PyArray_EMPTY(1, dims, cnp.NPY_UINT16, 0) if split else None
@@ -426,8 +419,11 @@ cdef object short_column_hashes(object keys, object errors, object threads, obje
     # hash_keys takes missing keys as keyless, murmur3_32 refuses them (the general path says which)
     if n and hash_column_into(col, &out, replace, split, 0, n, &err_index) != BC_OK:
         return None
-    if not split:
-        return raw
+    return new_key_hashes(raw, segment_hash, bucket_hash, has_key) if split else raw
+
+
+cdef object new_key_hashes(object raw, object segment_hash, object bucket_hash, object has_key):
+    """A KeyHashes of these four fields, stored in its slots as its (frozen) __init__ stores them."""
     result = PyBaseObject_Type.tp_new(<type>key_hashes_type, <PyObject *>no_args, NULL)  # object.__new__
     bc_store_slot(result, slot_raw, raw)
     bc_store_slot(result, slot_segment_hash, segment_hash)
@@ -559,13 +555,8 @@ TypeError, KeyEncodingError, ValueError
         if result is not None:
             return result
         return general_hash_keys(keys, errors, threads, column)
-    # a KeyHashes of numpy scalars, its fields stored in its slots as its (frozen) __init__ stores them
-    result = PyBaseObject_Type.tp_new(<type>key_hashes_type, <PyObject *>no_args, NULL)  # object.__new__
-    bc_store_slot(result, slot_raw, bc_uint32_scalar(h))
-    bc_store_slot(result, slot_segment_hash, bc_uint16_scalar(<uint16_t>(h >> 16)))
-    bc_store_slot(result, slot_bucket_hash, bc_uint16_scalar(<uint16_t>(h & 0xFFFF)))
-    bc_store_slot(result, slot_has_key, numpy_true)
-    return result
+    return new_key_hashes(bc_uint32_scalar(h), bc_uint16_scalar(<uint16_t>(h >> 16)),
+                          bc_uint16_scalar(<uint16_t>(h & 0xFFFF)), numpy_true)  # of numpy scalars
 
 
 cdef inline bint all_valid(const uint8_t *bits, Py_ssize_t first, Py_ssize_t m) noexcept nogil:
@@ -1121,37 +1112,31 @@ def objects_column(object seq):
     return col
 
 
-def fixed_column(cnp.ndarray arr):
-    """A KeyColumn over a 1-D numpy array of dtype S (bytes) or U (UCS4), any stride.
+def array_column(cnp.ndarray arr):
+    """A KeyColumn over a 1-D numpy key array, any stride: dtype object (str/bytes/None items), S
+    (bytes), U (UCS4, native byte order) or StringDType (each item's bytes read where numpy keeps
+    them; the dtype's missing items keyless).
 
-    Returns (status, column): BC_ERR_KEY_TOO_LONG if an item could be longer than the longest key."""
-    if arr.ndim != 1 or arr.dtype.kind not in "SU":
-        raise ValueError("expected a 1-D array of dtype S or U")
+    Returns (status, column): BC_ERR_KEY_TOO_LONG (column None) when an S or U item could be longer
+    than the longest key."""
+    if arr.ndim != 1 or arr.dtype.kind not in "OSUT":
+        raise ValueError("expected a 1-D array of dtype object, S, U or StringDType")
+    if arr.dtype.kind == "O":
+        return BC_OK, objects_column(arr)
     cdef KeyColumn col = KeyColumn.__new__(KeyColumn)
     col.source = arr
-    col.view.mode = COL_UCS4 if arr.dtype.kind == "U" else COL_BYTES
     col.length = arr.shape[0]
     col.view.base = <const char *>cnp.PyArray_DATA(arr)
     col.view.stride = arr.strides[0]
+    if arr.dtype.kind == "T":
+        col.view.mode = COL_NPSTRING
+        col.view.npy_descr = <void *>cnp.PyArray_DESCR(arr)
+        return BC_OK, col
+    col.view.mode = COL_UCS4 if arr.dtype.kind == "U" else COL_BYTES
     col.view.width = arr.dtype.itemsize // 4 if col.view.mode == COL_UCS4 else arr.dtype.itemsize
     if col.length and arr.dtype.itemsize > BC_KEY_MAX_BYTES:
         return BC_ERR_KEY_TOO_LONG, None
     return BC_OK, col
-
-
-def npstring_column(cnp.ndarray arr):
-    """A KeyColumn over a 1-D numpy StringDType array (dtype kind "T"), any stride: each item's
-    bytes are read where numpy keeps them; the dtype's missing items are keyless."""
-    if arr.ndim != 1 or arr.dtype.kind != "T":
-        raise ValueError("expected a 1-D array of numpy's StringDType")
-    cdef KeyColumn col = KeyColumn.__new__(KeyColumn)
-    col.source = arr
-    col.view.mode = COL_NPSTRING
-    col.length = arr.shape[0]
-    col.view.base = <const char *>cnp.PyArray_DATA(arr)
-    col.view.stride = arr.strides[0]
-    col.view.npy_descr = <void *>cnp.PyArray_DESCR(arr)
-    return col
 
 
 def arrow_column(cnp.ndarray offsets, object data, object validity, Py_ssize_t array_offset,

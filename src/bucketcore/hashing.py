@@ -306,11 +306,9 @@ def key_columns(source: Any) -> list[_hashing.KeyColumn]:
         return [column for column, *_ in source.parts(0, source.length)]
     if _is_arrow(source):
         return _pyarrow_columns(source)
-    if isinstance(source, (list, tuple)) or source.dtype.kind == "O":
+    if isinstance(source, (list, tuple)):
         return [_hashing.objects_column(source)]
-    if source.dtype.kind == "T":
-        return [_hashing.npstring_column(source)]
-    status, column = _hashing.fixed_column(source)
+    status, column = _hashing.array_column(source)
     if status:  # BC_OK is 0: the error path only
         check_status(status, 0, keys=source, shape=source.shape)
     return [column]
@@ -531,8 +529,8 @@ _hashing.install_general_paths(_murmur3_32_general, _hash_keys_general, KeyHashe
 
 # The public functions are the kernel's C functions (METH_FASTCALL): a single str or bytes key, and a
 # list or 1-D numpy array of keys short enough for one thread with plain options, are hashed there
-# without a Python frame; everything else goes to the general paths above. Their signatures and numpydoc docstrings
-# are in _bucketcore/_hashing.pyx (and its stub).
+# without a Python frame; everything else goes to the general paths above. Their signatures and
+# numpydoc docstrings are in _bucketcore/_hashing.pyx (and its stub).
 murmur3_32 = _hashing.murmur3_32
 hash_keys = _hashing.hash_keys
 
