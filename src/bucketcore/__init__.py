@@ -33,8 +33,9 @@ from .errors import (
     KeyEncodingError,
     StaleLayoutError,
 )
+from .hash_histogram import BucketHistogram, HashHistogram
 from .hashing import MAX_HASH, KeyHashes, hash_keys, murmur3_32, split_hash
-from .histogram import BucketHistogram, HashHistogram, bucket_histogram
+from .histogram import bucket_histogram
 from .layout import ACTIVE, SEALED, BucketLoad, Buckets, Segment, TopicLayout, buckets_for_budget
 from .producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
 

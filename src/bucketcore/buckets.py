@@ -19,7 +19,7 @@ from _bucketcore import _layout
 
 from .balancing import histogram, linear_partition
 from .errors import InvalidBoundaryError
-from .histogram import BucketHistogram, HashHistogram
+from .hash_histogram import BucketHistogram, HashHistogram
 from .validation import (
     MAX_HASH,
     check_hash,

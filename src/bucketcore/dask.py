@@ -23,14 +23,20 @@ of histograms (they carry no bucket hash), as in :func:`bucketcore.bucket_histog
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from .buckets import _check_bucket_count
+from .hashing import hash_keys
 from .histogram import BucketHistogram
 from .histogram import bucket_histogram as _histogram_of
+from .key_files import key_blocks
+from .producer import bucket_entries as _entries_of
+from .topic_layout import TopicLayout
 from .validation import check_int, describe
 
 try:
@@ -42,7 +48,6 @@ except ImportError as _err:  # pragma: no cover - exercised only without the ext
 
 __all__ = [
     "assign",
-    "plan_command_counts",
     "bucket_entries",
     "bucket_histogram",
     "client_for",
@@ -72,8 +77,6 @@ ENTRY_COLUMNS: dict[str, np.dtype] = {
 
 
 def _check_layout(layout: Any) -> Any:
-    from .topic_layout import TopicLayout
-
     if not isinstance(layout, TopicLayout):
         raise TypeError(f"layout must be a TopicLayout, not {describe(layout)}")
     return layout
@@ -217,7 +220,7 @@ def plan_layout(
     The layout is returned with each active segment's list replaced by
     ``Buckets.balanced(hist[segment_id], n)`` (epoch, topic and everything else unchanged), the
     same layout ``bucketcore plan`` writes and
-    ``bucketcore.bucket_histogram(all_keys, layout).balanced_layout(layout, n)`` gives in one
+    ``layout.rebalanced(bucketcore.bucket_histogram(all_keys, layout), n)`` gives in one
     process.
 
     Parameters
@@ -240,22 +243,18 @@ def plan_layout(
     InvalidBoundaryError
         ``n`` outside 1..65536 (checked before any work).
     """
-    from .buckets import _check_bucket_count
-
     _check_bucket_count(n)
     layout = _check_layout(layout)
     hist = bucket_histogram(
         ddf_or_series, layout, column=column, weights=weights, split_every=split_every, errors=errors
     )
-    return hist.balanced_layout(layout, n)
+    return layout.rebalanced(hist, n)
 
 
 # --- per-row assignment and entry replay ----------------------------------------------------------
 
 
 def _assign_partition(part: Any, layout: Any, column: str, errors: str) -> Any:
-    from .hashing import hash_keys
-
     kh = hash_keys(_keys_of(part[column]), errors=errors)
     index = np.asarray(layout.route_index(kh)[0], dtype=np.int32).reshape(-1)
     bucket_hash = np.asarray(kh.bucket_hash, dtype=np.uint16).reshape(-1)
@@ -322,12 +321,10 @@ def assign(ddf: Any, layout: Any, *, column: str, errors: str = "strict") -> Any
 def _entries_partition(
     part: Any, layout: Any, column: str, size_column: str | None, options: dict[str, Any], errors: str
 ) -> Any:
-    from .producer import bucket_entries as entries_of
-
     sizes = None
     if size_column is not None:
         sizes = _weights_of(part, size_column)
-    table = entries_of(_keys_of(part[column]), layout, sizes=sizes, errors=errors, **options)
+    table = _entries_of(_keys_of(part[column]), layout, sizes=sizes, errors=errors, **options)
     order = np.asarray(table.order, dtype=np.int64)
     count = np.asarray(table.count, dtype=np.int64)
     entry = np.repeat(np.arange(count.size, dtype=np.int64), count)
@@ -392,8 +389,6 @@ def bucket_entries(
     ValueError
         ``ddf`` already has one of the added columns; bad limits or policy (checked at once).
     """
-    from .producer import bucket_entries as entries_of
-
     layout = _check_layout(layout)
     if not isinstance(ddf, dd.DataFrame):
         raise TypeError(f"ddf must be a dask DataFrame, not {describe(ddf)}")
@@ -409,7 +404,7 @@ def bucket_entries(
         "policy": policy,
         "encrypted": encrypted,
     }
-    entries_of([], layout, **options)  # checks every option now, not inside a worker
+    _entries_of([], layout, **options)  # checks every option now, not inside a worker
     meta = _meta_with(ddf._meta, ENTRY_COLUMNS, first=True)
     return ddf.map_partitions(
         _entries_partition, layout, column, size_column, options, errors, meta=meta, align_dataframes=False
@@ -422,10 +417,6 @@ _TABLE_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 
 
 def _line_block(block: bytes) -> Any:
-    import io
-
-    from .cli.hash import key_blocks
-
     keys: list[bytes] = []
     for chunk in key_blocks(io.BytesIO(block), 1 << 16):
         keys.extend(chunk)
@@ -525,54 +516,3 @@ def client_for(scheduler: str, *, n_workers: int = 2) -> Iterator[Any]:
     else:
         with Client(scheduler, timeout="20s") as client:
             yield client
-
-
-def plan_command_counts(
-    sample: str, column: str | None, layout: Any, scheduler: str
-) -> tuple[dict[int, np.ndarray], int, int]:
-    """What ``bucketcore plan --dask`` needs: the sample's counts per active segment, from a cluster.
-
-    Parameters
-    ----------
-    sample : str
-        The plan command's SAMPLE: a Parquet file or directory, a CSV file (with ``column``) or a
-        file of one key per line.
-    column : str or None
-        The key column of a table.
-    layout : TopicLayout
-    scheduler : str
-        ``"local"`` or a scheduler address (see :func:`client_for`).
-
-    Returns
-    -------
-    counts : dict of int to numpy.ndarray
-        Per index into ``layout.active_segments`` that the sample reaches, its 65,536 int64 bins.
-    keyed : int
-        Keyed messages counted.
-    keyless : int
-        Keyless messages (not counted).
-
-    Raises
-    ------
-    CommandError
-        Standard input as the sample, an unreadable sample, a table without ``column``, or a
-        scheduler that cannot be reached (each named).
-    """
-    from .cli._common import CommandError
-
-    if sample == "-":
-        raise CommandError("argument --dask: the sample must be a file or directory the workers can read, not stdin")
-    try:
-        keys = read_keys(sample, column=column)
-    except FileNotFoundError:
-        raise CommandError(f"cannot read sample {sample!r}: no such file or directory") from None
-    except ValueError as err:
-        raise CommandError(f"argument --column: {err}") from None
-    try:
-        with client_for(scheduler):
-            hist = bucket_histogram(keys, layout)
-    except OSError as err:
-        raise CommandError(f"argument --dask: cannot use the scheduler {scheduler!r}: {err}") from None
-    index = {s.segment_id: i for i, s in enumerate(layout.active_segments)}
-    counts = {index[sid]: np.array(hist[sid].bins) for sid in hist.reached()}
-    return counts, int(hist.total), hist.keyless

@@ -3,12 +3,14 @@
 
 :class:`TopicLayout` holds the segments of one epoch, checks that the active ranges tile the
 ring, routes key hashes to active segments (keyed by segment hash, keyless round-robin, or v4
-legacy ``signSafeMod``) and produces its successors (split, merge, rebucket). The routing loops
-run in the compiled kernels of :mod:`_bucketcore._layout`.
+legacy ``signSafeMod``) and produces its successors (split, merge, rebucket), and plans its
+own boundary lists from a histogram of its traffic (:meth:`TopicLayout.rebalanced`). The routing
+loops run in the compiled kernels of :mod:`_bucketcore._layout`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,6 +20,7 @@ from _bucketcore import _layout
 
 from .buckets import MAX_BUCKETS, MAX_BUCKETS_PER_SEGMENT, Buckets
 from .errors import InvalidLayoutError
+from .hash_histogram import BucketHistogram
 from .hashing import KeyHashes, hash_keys
 from .segments import ACTIVE, SEALED, Segment, _layout_error
 from .validation import check_int, describe, is_int
@@ -522,6 +525,51 @@ class TopicLayout:
             (child_id,),
         )
         return self._successor({seg.segment_id: parent}, [child])
+
+    # --- planning -----------------------------------------------------------------------------
+
+    def rebalanced(self, histogram: BucketHistogram, n: int) -> TopicLayout:
+        """This layout with every active segment's boundary list balanced for ``histogram``.
+
+        Each active segment gets ``Buckets.balanced(histogram[segment_id], n)``
+        (``equal_width(n)`` for a segment nothing reached). A plan, not a transition: the epoch,
+        topic, sealed segments and every other field stay as they are, as ``bucketcore plan``
+        writes them; a controller rolls a segment over to its planned list with :meth:`rebucket`.
+
+        Parameters
+        ----------
+        histogram : BucketHistogram
+            Of this layout's traffic (:func:`bucketcore.bucket_histogram`, same active segments).
+        n : int
+            Buckets per active segment, 1..65536.
+
+        Returns
+        -------
+        TopicLayout
+
+        Raises
+        ------
+        TypeError
+            ``histogram`` is not a BucketHistogram.
+        InvalidLayoutError
+            The layout's active segments are not the histogram's.
+        InvalidBoundaryError
+            ``n`` outside 1..65536.
+        """
+        if not isinstance(histogram, BucketHistogram):
+            raise TypeError(f"histogram must be a BucketHistogram, not {describe(histogram)}")
+        ids = tuple(s.segment_id for s in self._active)
+        if ids != histogram.segment_ids:
+            raise InvalidLayoutError(
+                f"the layout's active segments {list(ids[:8])} are not the histogram's "
+                f"{list(histogram.segment_ids[:8])}"
+            )
+        planned = {sid: Buckets.balanced(histogram[sid], n) for sid in ids}
+        segments = [
+            dataclasses.replace(s, buckets=planned[s.segment_id]) if s.segment_id in planned else s
+            for s in self._segments
+        ]
+        return TopicLayout(self._epoch, segments, self._topic)
 
     # --- conversions --------------------------------------------------------------------------
 

@@ -12,12 +12,12 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator
 from typing import IO, Any
 
+from ..key_files import key_blocks
 from ._common import CommandError, int_at_least, progress
 
-__all__ = ["add_parser", "key_blocks", "run"]
+__all__ = ["add_parser", "run"]
 
 
 def add_parser(p: argparse.ArgumentParser) -> None:
@@ -44,30 +44,6 @@ def add_parser(p: argparse.ArgumentParser) -> None:
         metavar="LINES",
         help="lines hashed per call (default 65,536): the memory bound",
     )
-
-
-def key_blocks(stream: IO[bytes], block: int) -> Iterator[list[bytes]]:
-    """Lines of a binary stream, without their line endings, in lists of at most ``block``.
-
-    Parameters
-    ----------
-    stream : binary file
-    block : int
-
-    Yields
-    ------
-    list of bytes
-    """
-    keys: list[bytes] = []
-    for line in stream:
-        if line.endswith(b"\n"):
-            line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
-        keys.append(line)
-        if len(keys) >= block:
-            yield keys
-            keys = []
-    if keys:
-        yield keys
 
 
 def _open(name: str) -> IO[bytes]:

@@ -14,15 +14,13 @@ With ``--dask SCHEDULER`` (or ``local``) the sample is counted on a Dask cluster
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from ..key_files import key_blocks
 from ._common import CommandError, console, int_at_least, print_json, print_table, progress
 
 __all__ = ["add_parser", "run"]
@@ -103,8 +101,6 @@ def _load_layout(args: argparse.Namespace) -> Any:
 
 def _key_chunks(args: argparse.Namespace) -> Any:
     """The sample's keys, in chunks (constant memory for line files)."""
-    from .hash import key_blocks
-
     suffix = Path(args.sample).suffix.lower()
     if args.column is not None:
         kind = _ARROW_SUFFIXES.get(suffix)
@@ -162,6 +158,69 @@ def _arrow_column(path: str, kind: str, column: str) -> Any:
     return col
 
 
+def _histogram_file(args: argparse.Namespace, layout: Any) -> Any:
+    """The BucketHistogram of a SAMPLE written by ``BucketHistogram.to_bytes``, checked against the layout."""
+    from ..hash_histogram import BucketHistogram
+
+    path = args.sample
+    if args.column is not None or args.dask is not None:
+        raise CommandError(f"{path!r} is a histogram: --column and --dask apply to key samples only")
+    try:
+        with open(path, "rb") as f:
+            hist = BucketHistogram.from_bytes(f.read())
+    except (OSError, ValueError) as err:
+        raise CommandError(f"cannot read histogram {path!r}: {err}") from None
+    ids = tuple(s.segment_id for s in layout.active_segments)
+    if hist.segment_ids != ids:
+        raise CommandError(
+            f"histogram {path!r} counts active segments {list(hist.segment_ids[:8])}, the layout has "
+            f"{list(ids[:8])}: pass the layout it was made with (--layout or --segments)"
+        )
+    if hist.measure != "count":
+        raise CommandError(f"histogram {path!r} holds weights; plan takes a histogram of counts")
+    return hist
+
+
+def _cluster_histogram(args: argparse.Namespace, layout: Any) -> Any:
+    """The BucketHistogram of the sample counted on the Dask cluster of ``--dask``."""
+    try:
+        from bucketcore import dask as bcd
+    except ImportError as err:
+        raise CommandError(f"argument --dask: {err}") from None
+    if args.sample == "-":
+        raise CommandError("argument --dask: the sample must be a file or directory the workers can read, not stdin")
+    try:
+        keys = bcd.read_keys(args.sample, column=args.column)
+    except FileNotFoundError:
+        raise CommandError(f"cannot read sample {args.sample!r}: no such file or directory") from None
+    except ValueError as err:
+        raise CommandError(f"argument --column: {err}") from None
+    try:
+        with bcd.client_for(args.dask):
+            return bcd.bucket_histogram(keys, layout)
+    except OSError as err:
+        raise CommandError(f"argument --dask: cannot use the scheduler {args.dask!r}: {err}") from None
+
+
+def _sample_histogram(args: argparse.Namespace, layout: Any) -> Any:
+    """The BucketHistogram of the sample: a histogram file as it is, ``--dask`` on a cluster,
+    anything else read here chunk by chunk."""
+    import bucketcore as bc
+
+    from ..hash_histogram import is_histogram_file
+
+    if is_histogram_file(args.sample):
+        return _histogram_file(args, layout)
+    if args.dask is not None:
+        return _cluster_histogram(args, layout)
+    hist = bc.BucketHistogram([s.segment_id for s in layout.active_segments], {})
+    with progress("plan: reading the sample", None, enabled=not args.json) as update:
+        for chunk in _key_chunks(args):
+            hist += bc.bucket_histogram(chunk, layout)
+            update(int(hist.total))
+    return hist
+
+
 def run(args: argparse.Namespace) -> int:
     """Plan balanced boundary lists and print them with their load statistics.
 
@@ -182,65 +241,28 @@ def run(args: argparse.Namespace) -> int:
     import bucketcore as bc
 
     layout = _load_layout(args)
-    active = layout.active_segments
-    # per active segment that the sample reaches, a 65,536-bin count of bucket hashes
-    # a histogram file (BucketHistogram.to_bytes) or --dask: counted elsewhere, planned the same way
-    from ..histogram import plan_sample_counts
-
-    counted = plan_sample_counts(args.sample, args.column, layout, args.dask)
-    hist: dict[int, np.ndarray] = {} if counted is None else counted[0]
-    keys_seen = 0 if counted is None else counted[1]
-    keyless = 0 if counted is None else counted[2]
-    with progress("plan: reading the sample", None, enabled=not args.json) as update:
-        for chunk in _key_chunks(args) if counted is None else ():
-            kh = bc.hash_keys(chunk)
-            keyed = np.asarray(kh.has_key)
-            keyless += int(keyed.size - np.count_nonzero(keyed))
-            if not keyed.any():
-                continue
-            index = np.asarray(layout.route_index(kh)[0])[keyed].astype(np.int64)
-            bucket_hash = np.asarray(kh.bucket_hash)[keyed]
-            order = np.argsort(index, kind="stable")
-            index, bucket_hash = index[order], bucket_hash[order]
-            cuts = np.flatnonzero(np.diff(index)) + 1
-            for part_index, part in zip(np.split(index, cuts), np.split(bucket_hash, cuts), strict=True):
-                seg = int(part_index[0])
-                counts = np.bincount(part, minlength=0x10000)
-                if seg in hist:
-                    hist[seg] += counts
-                else:
-                    hist[seg] = counts.astype(np.int64)
-            keys_seen += int(np.count_nonzero(keyed))
-            update(keys_seen)
+    hist = _sample_histogram(args, layout)
+    keys_seen = int(hist.total)
     if keys_seen == 0:
         raise CommandError(f"sample {args.sample!r} holds no keys")
-    all_hashes = np.arange(0x10000)
-    planned: dict[int, Any] = {}
+    planned = layout.rebalanced(hist, args.buckets)
+    equal = bc.Buckets.equal_width(args.buckets)
     stats = []
-    nothing = np.zeros(0x10000, dtype=np.int64)
-    for i, seg in enumerate(active):
-        weights = hist.get(i, nothing)
-        balanced = bc.Buckets.balanced(all_hashes, args.buckets, weights=weights)
-        equal = bc.Buckets.equal_width(args.buckets)
-        load_eq = equal.load(all_hashes, weights=weights)
-        load_bal = balanced.load(all_hashes, weights=weights)
-        planned[seg.segment_id] = balanced
+    for seg in planned.active_segments:
+        counts = hist[seg.segment_id]
         stats.append(
             {
                 "segment_id": seg.segment_id,
                 "hash_range": [seg.hash_start, seg.hash_end],
-                "keys": int(weights.sum()),
-                "equal_width_max_over_mean": _finite(load_eq.ratio),
-                "balanced_max_over_mean": _finite(load_bal.ratio),
-                "splits": list(balanced.splits),
+                "keys": int(counts.total),
+                "equal_width_max_over_mean": _finite(equal.load(counts).ratio),
+                "balanced_max_over_mean": _finite(seg.buckets.load(counts).ratio),
+                "splits": list(seg.buckets.splits),
             }
         )
-    segments = [
-        dataclasses.replace(s, buckets=planned[s.segment_id]) if s.segment_id in planned else s for s in layout.segments
-    ]
-    result = bc.TopicLayout(layout.epoch, segments, layout.topic).to_dict()
+    result = planned.to_dict()
     if args.json:
-        print_json({"layout": result, "segments": stats, "sample_keys": keys_seen, "keyless_lines": keyless})
+        print_json({"layout": result, "segments": stats, "sample_keys": keys_seen, "keyless_lines": hist.keyless})
         return 0
     if args.output:
         Path(args.output).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
