@@ -17,7 +17,8 @@ python3 -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install -q --upgrade pip build
 "$work/venv/bin/python" -m build --sdist --outdir "$out" "$work/src"
 sdist="$(ls "$out"/bucketcore-*.tar.gz)"
-tar -tzf "$sdist" | grep -q '^bucketcore-[^/]*/LICENSE$' || { echo "LICENSE missing from $sdist" >&2; exit 1; }
+tar -tzf "$sdist" >"$work/sdist-files"
+grep -q '^bucketcore-[^/]*/LICENSE$' "$work/sdist-files" || { echo "LICENSE missing from $sdist" >&2; exit 1; }
 
 # the wheel from the sdist alone: nothing of the checkout is on hand
 mkdir "$work/unpacked"
