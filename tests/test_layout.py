@@ -427,8 +427,11 @@ def test_balanced_float_weights_optimal_in_float_arithmetic():
 def test_balanced_vectors():
     assert Buckets.balanced([], 3) == Buckets.equal_width(3)  # nothing observed: equal width
     assert Buckets.balanced([], 1) == Buckets()
-    assert Buckets.balanced([], 65536) == Buckets.equal_width(65536)
-    assert Buckets.balanced(np.arange(65536), 65536) == Buckets.equal_width(65536)
+    # a balanced list is dispatchable: bucket 0 keeps hashes 0 and 1, so 65535 buckets at most
+    assert Buckets.balanced([], 65535).splits == tuple(range(2, 65536))
+    assert Buckets.balanced(np.arange(65536), 65535).splits == tuple(range(2, 65536))
+    with pytest.raises(InvalidBoundaryError, match="at most 65535 buckets, not 65536"):
+        Buckets.balanced([], 65536)
     # all traffic on one hash: that bucket carries it whatever we do; others split the rest
     b = Buckets.balanced([7] * 10, 4)
     assert b.load([7] * 10).max == 10 and b.count == 4

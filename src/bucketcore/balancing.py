@@ -146,9 +146,10 @@ def linear_partition(bins: np.ndarray, count: int) -> list[int]:
     Parameters
     ----------
     bins : numpy.ndarray
-        The 65536 bins of :func:`histogram`.
+        The bins to group: the 65536 of :func:`histogram`, or any other positive number of them
+        (``Buckets.balanced`` groups hashes 0 and 1 as one bin).
     count : int
-        Number of groups (buckets), 1..65535 (65536 has one answer, made by the caller).
+        Number of groups, 1..``bins.size - 1`` (``bins.size`` has one answer, made by the caller).
 
     Returns
     -------
@@ -156,7 +157,7 @@ def linear_partition(bins: np.ndarray, count: int) -> list[int]:
         ``count`` ascending starts, the first 0.
     """
     integral = bins.dtype.kind == "i"
-    prefix = np.zeros(RING + 1, dtype=bins.dtype)
+    prefix = np.zeros(bins.size + 1, dtype=bins.dtype)
     np.cumsum(bins, out=prefix[1:])
     total = prefix[-1]
     # Smallest feasible limit: a monotone predicate over the candidate limits, searched exactly.
@@ -188,19 +189,20 @@ def linear_partition(bins: np.ndarray, count: int) -> list[int]:
     assert 1 <= groups <= count
     starts = starts_buf[:groups].tolist()
     if groups < count:
-        starts = _split_heaviest(prefix.tolist(), starts, count)
+        starts = _split_heaviest(prefix.tolist(), starts, count, bins.size)
     return _spread_over_unused(bins, starts)
 
 
-def _split_heaviest(prefix: list[Any], starts: list[int], count: int) -> list[int]:
-    """Add groups until there are ``count``: split the heaviest (then widest, then leftmost)
-    splittable group where its two halves are most even. Never raises the heaviest load."""
-    ends = starts[1:] + [RING]
+def _split_heaviest(prefix: list[Any], starts: list[int], count: int, size: int) -> list[int]:
+    """Add groups until there are ``count`` (of ``size`` bins): split the heaviest (then widest,
+    then leftmost) splittable group where its two halves are most even. Never raises the heaviest
+    load."""
+    ends = starts[1:] + [size]
     heap = [(-(prefix[b] - prefix[a]), a - b, a, b) for a, b in zip(starts, ends, strict=False) if b - a >= 2]
     heapq.heapify(heap)
     result = list(starts)
     while len(result) < count:
-        _, _, a, b = heapq.heappop(heap)  # never empty: 65536 bins leave room for every group
+        _, _, a, b = heapq.heappop(heap)  # never empty: count < size leaves room for every group
         load = prefix[b] - prefix[a]
         if load == 0:
             cut = a + (b - a) // 2
@@ -232,10 +234,10 @@ def _spread_over_unused(bins: np.ndarray, starts: list[int]) -> list[int]:
     splits = np.asarray(starts[1:], dtype=np.int64)
     if splits.size == 0:
         return starts
-    index = np.arange(RING, dtype=np.int64)
+    index = np.arange(bins.size, dtype=np.int64)
     used = bins != 0
     last_used = np.maximum.accumulate(np.where(used, index, -1))  # last used bin <= i
-    first_used = np.minimum.accumulate(np.where(used, index, RING)[::-1])[::-1]  # first used bin >= i
+    first_used = np.minimum.accumulate(np.where(used, index, bins.size)[::-1])[::-1]  # first used bin >= i
     left = last_used[splits - 1] + 1  # a boundary at p may move anywhere in [left, right]
     right = first_used[splits]
     # Consecutive splits with the same movable interval share one unused run: spread each group.

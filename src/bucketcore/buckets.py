@@ -426,7 +426,8 @@ class Buckets:
 
         Load of a bucket = number of the observed ``bucket_hashes`` inside its range, or the sum of
         their ``weights`` (e.g. bytes). The contiguous linear partition of the 65,536 hash bins
-        is solved by binary search on the answer with a greedy feasibility check: exactly for
+        (hashes 0 and 1 taken as one: bucket 0 keeps both, so every balanced list is dispatchable,
+        however heavy the keyless hash 0 is) is solved by binary search on the answer with a greedy feasibility check: exactly for
         counts and integral weights (over the integers); for float weights, exactly for the loads
         as float64 prefix sums compute them, which can differ from the real-number optimum by a
         rounding step. Among the optimal lists: boundaries as far left-packed as the optimum
@@ -450,8 +451,9 @@ class Buckets:
         -------
         Buckets
             With nothing observed (an empty column, or every weight 0) every list is equally
-            balanced and the result is ``equal_width(n)``: no error, on purpose, so a planner can
-            start from an empty sample.
+            balanced and the result is ``equal_width(n)`` (for n up to 32768; above, where
+            ``equal_width`` gives bucket 0 the hash 0 alone, boundaries evenly spread over hashes
+            2..0xFFFF): no error, on purpose, so a planner can start from an empty sample.
 
         Raises
         ------
@@ -461,14 +463,27 @@ class Buckets:
             A hash is outside 0..0xFFFF, a weight is negative, not finite or overflows, or the
             shapes differ (each named with its index).
         InvalidBoundaryError
-            ``n`` is outside 1..65536.
+            ``n`` is outside 1..65535 (a dispatchable list's bucket 0 holds at least the hashes 0
+            and 1, so 65536 buckets cannot be balanced).
         """
         count = _check_bucket_count(n)
-        bins = _observed_bins(bucket_hashes, weights)
         if count == MAX_BUCKETS:
-            return cls._trusted(tuple(range(1, RING)))
-        starts = linear_partition(bins, count)
-        return cls._trusted(tuple(starts[1:]))
+            raise InvalidBoundaryError(
+                f"a balanced list has at most {MAX_BUCKETS - 1} buckets, not {count}: bucket 0 keeps the hashes 0 "
+                "and 1 (its canonical hash 1) so that the list can be dispatched"
+            )
+        bins = _observed_bins(bucket_hashes, weights)
+        # Bucket 0 keeps hashes 0 and 1, however heavy hash 0 is (every keyless message has bucket
+        # hash 0): the two are one unit of the partition, so no split lands on 1 and the list stays
+        # dispatchable; unit u >= 1 is hash u + 1.
+        units = bins[1:].copy()
+        units[0] += bins[0]
+        if not units.any() and count <= RING // 2:
+            return cls.equal_width(count)
+        if count == MAX_BUCKETS - 1:
+            return cls._trusted(tuple(range(2, RING)))
+        starts = linear_partition(units, count)
+        return cls._trusted(tuple(start + 1 for start in starts[1:]))
 
     def load(self, bucket_hashes: Any, *, weights: Any = None) -> BucketLoad:
         """How observed bucket hashes (optionally weighted) spread over this list.
