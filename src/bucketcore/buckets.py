@@ -425,15 +425,14 @@ class Buckets:
         """The n-bucket list whose heaviest bucket carries the least possible load.
 
         Load of a bucket = number of the observed ``bucket_hashes`` inside its range, or the sum of
-        their ``weights`` (e.g. bytes). The contiguous linear partition of the 65,536 hash bins
-        (hashes 0 and 1 taken as one: bucket 0 keeps both, so every balanced list is dispatchable,
-        however heavy the keyless hash 0 is) is solved by binary search on the answer with a greedy feasibility check: exactly for
-        counts and integral weights (over the integers); for float weights, exactly for the loads
-        as float64 prefix sums compute them, which can differ from the real-number optimum by a
-        rounding step. Among the optimal lists: boundaries as far left-packed as the optimum
-        allows, spare buckets split off the heaviest ones, and boundaries that fall in a stretch
-        of hashes nobody used spread evenly over it. Deterministic: the same inputs give the
-        same list.
+        their ``weights`` (e.g. bytes). The contiguous linear partition of the 65,536 hash bins (hashes
+        0 and 1 taken as one: bucket 0 keeps both, so every balanced list is dispatchable, however heavy
+        the keyless hash 0 is) is solved by binary search on the answer with a greedy feasibility check:
+        exactly for counts and integral weights (over the integers); for float weights, exactly for the
+        loads as float64 prefix sums compute them, which can differ from the real-number optimum by a
+        rounding step. Among the optimal lists: boundaries as far left-packed as the optimum allows,
+        spare buckets split off the heaviest ones, and boundaries that fall in a stretch of hashes
+        nobody used spread evenly over it. Deterministic: the same inputs give the same list.
 
         Parameters
         ----------
