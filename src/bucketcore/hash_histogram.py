@@ -150,6 +150,28 @@ class HashHistogram:
         """``"count"`` or ``"weight"``."""
         return self._measure
 
+    # Array-like: the 65,536-bin count itself (np.asarray(h).shape == (65536,)), read-only.
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if copy:
+            return self._bins.astype(dtype if dtype is not None else self._bins.dtype, copy=True)
+        if dtype is None or np.dtype(dtype) == self._bins.dtype:
+            return self._bins
+        if copy is False:
+            raise ValueError(
+                f"the histogram's {self._bins.dtype} bins cannot be read as {np.dtype(dtype)} without a copy"
+            )
+        return self._bins.astype(dtype)
+
+    def __len__(self) -> int:
+        return int(self._bins.shape[0])
+
+    def __getitem__(self, index: Any) -> Any:
+        """The bin of one bucket hash (an int), or the bins a slice or an index array selects."""
+        return self._bins[index]
+
+    def __iter__(self) -> Any:
+        return iter(self._bins)
+
     @property
     def total(self) -> int | float:
         """The sum of the bins (exact for integer bins)."""
