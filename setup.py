@@ -233,7 +233,10 @@ class build_ext(_build_ext):
 
     def run(self) -> None:
         translate_in_parallel(self.extensions)
-        self.extensions[:] = cythonize(self.extensions, **CYTHON_OPTIONS)
+        # cythonize returns new Extension objects; setuptools has already prepared these ones
+        translated = {ext.name: ext for ext in cythonize(self.extensions, **CYTHON_OPTIONS)}
+        for ext in self.extensions:
+            ext.sources, ext.depends = translated[ext.name].sources, translated[ext.name].depends
         super().run()
 
     def build_extension(self, ext: Extension) -> None:
