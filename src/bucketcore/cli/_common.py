@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -15,6 +16,9 @@ from typing import Any, NoReturn
 __all__ = [
     "CommandError",
     "Parser",
+    "check_memory",
+    "plot_file",
+    "writable_file",
     "add_entry_limit_arguments",
     "add_workload_arguments",
     "console",
@@ -26,6 +30,9 @@ __all__ = [
     "progress",
     "workload_from_args",
 ]
+
+# Peak memory of the interpreter, numpy and the command's own modules before any workload
+BASE_MEMORY = 100 * 2**20
 
 
 class CommandError(Exception):
@@ -310,12 +317,15 @@ def add_workload_arguments(p: argparse.ArgumentParser, *, messages: int, keys: i
     p.add_argument("--seed", type=int_at_least(0), default=1, help="random seed (default 1)")
 
 
-def workload_from_args(args: argparse.Namespace) -> Any:
-    """Build the :class:`bucketcore.harness.KeyWorkload` the workload options describe.
+def workload_from_args(args: argparse.Namespace, *, bytes_per_message: int, bytes_per_key: int) -> Any:
+    """Build the :class:`bucketcore.harness.KeyWorkload` the workload options describe, after
+    checking that the run fits in memory (:func:`check_memory`).
 
     Parameters
     ----------
     args : argparse.Namespace
+    bytes_per_message, bytes_per_key : int
+        The subcommand's peak memory per message of ``--messages`` and per key of ``--keys``.
 
     Returns
     -------
@@ -324,7 +334,7 @@ def workload_from_args(args: argparse.Namespace) -> Any:
     Raises
     ------
     CommandError
-        A key count out of range, or an unreadable key file (named).
+        A key count out of range, an unreadable key file (named), or a run too large for memory.
     """
     from bucketcore.harness import key_workload
 
@@ -337,9 +347,98 @@ def workload_from_args(args: argparse.Namespace) -> Any:
         if count is not None:
             if count < 1:
                 raise CommandError(f"argument --keys: {count} is out of range (must be >= 1)")
+            check_memory([("--messages", args.messages, bytes_per_message), ("--keys", count, bytes_per_key)])
             return key_workload(
                 args.workload, args.messages, keys=count, zipf_s=args.zipf_s, keyless=args.keyless, seed=args.seed
             )
+        check_memory([("--messages", args.messages, bytes_per_message)])
         return key_workload("file", args.messages, keyless=args.keyless, seed=args.seed, key_file=text)
     except ValueError as err:
         raise CommandError(f"argument --keys: {err}") from None
+
+
+def available_memory() -> int | None:
+    """Bytes of memory a new allocation can still get here (Linux ``MemAvailable``, else the
+    physical memory), or None where neither can be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:,.1f} {unit}"
+    return f"{nbytes / 2**10:,.0f} KiB"
+
+
+def check_memory(parts: Sequence[tuple[str, int, int]]) -> None:
+    """Refuse a run that cannot fit in memory before building anything.
+
+    Parameters
+    ----------
+    parts : sequence of (argument, value, bytes per unit)
+        What the run sizes by, e.g. ``("--messages", 10**9, 176)``: each argument's value and the
+        peak memory the subcommand needs per unit of it.
+
+    Raises
+    ------
+    CommandError
+        Naming each argument with its share, the total the run would need and what is available.
+    """
+    shares = [(flag, value, value * per_unit) for flag, value, per_unit in parts]
+    need = BASE_MEMORY + sum(share for _, _, share in shares)
+    have = available_memory()
+    if have is None or need <= have:
+        return
+    named = " and ".join(f"{flag} {value:,} (about {_size(share)})" for flag, value, share in shares)
+    raise CommandError(f"{named} would need about {_size(need)} of memory; this machine has {_size(have)} available")
+
+
+def writable_file(path: str, flag: str) -> str:
+    """``path`` if a file can be written there, checked before any work is done.
+
+    Raises
+    ------
+    CommandError
+        The path is a directory, its directory does not exist or cannot be written in.
+    """
+    if os.path.isdir(path):
+        raise CommandError(f"argument {flag}: {path!r} is a directory; give a file name")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise CommandError(f"argument {flag}: cannot write {path!r}: the directory {parent!r} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise CommandError(f"argument {flag}: cannot write {path!r}: the directory {parent!r} is not writable")
+    return path
+
+
+def plot_file(path: str, flag: str = "--plot") -> str:
+    """``path`` if matplotlib can draw a figure into it (a writable file of a format it knows).
+
+    Raises
+    ------
+    CommandError
+        matplotlib is missing, the path cannot be written (see :func:`writable_file`), or its
+        suffix names no format matplotlib writes (the known ones listed).
+    """
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise CommandError(f"{flag} needs matplotlib: pip install 'bucketcore[plot]'") from None
+    writable_file(path, flag)
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = os.path.splitext(path)[1].lstrip(".").lower()
+    if suffix not in formats:
+        raise CommandError(
+            f"argument {flag}: {path!r} is not a format matplotlib writes (use one of: {', '.join(sorted(formats))})"
+        )
+    return path

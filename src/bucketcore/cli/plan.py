@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..key_files import key_blocks
-from ._common import CommandError, console, int_at_least, print_json, print_table, progress
+from ._common import CommandError, console, int_at_least, print_json, print_table, progress, writable_file
 
 __all__ = ["add_parser", "run"]
 
@@ -89,6 +89,11 @@ def _load_layout(args: argparse.Namespace) -> Any:
         data = json.loads(Path(args.layout).read_text(encoding="utf-8"))
     except OSError as err:
         raise CommandError(f"argument --layout: cannot read {args.layout!r}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise CommandError(
+            f"argument --layout: {args.layout!r} is not a layout: it is not UTF-8 text (a layout is the JSON "
+            "of TopicLayout.to_dict, as plan --output writes it)"
+        ) from None
     except json.JSONDecodeError as err:
         raise CommandError(f"argument --layout: {args.layout!r} is not JSON ({err.msg}, line {err.lineno})") from None
     if isinstance(data, dict) and "layout" in data and "segments" not in data:
@@ -240,6 +245,8 @@ def run(args: argparse.Namespace) -> int:
     """
     import bucketcore as bc
 
+    if args.output:
+        writable_file(args.output, "--output")
     layout = _load_layout(args)
     hist = _sample_histogram(args, layout)
     keys_seen = int(hist.total)

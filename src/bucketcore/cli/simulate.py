@@ -10,6 +10,7 @@ checks; the exit status is 1 when a check fails.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,12 @@ from ._common import (
 )
 
 __all__ = ["add_parser", "report_dict", "run"]
+
+
+# Peak memory of a run per message and per key of the population (the stream's columns, its store
+# and the consumers' bookkeeping), so a run that cannot fit is refused before it starts
+BYTES_PER_MESSAGE = 200
+BYTES_PER_KEY = 120
 
 
 def add_parser(p: argparse.ArgumentParser) -> None:
@@ -131,11 +138,19 @@ def report_dict(report: Any, workload: Any, config: Any, seconds: float) -> dict
 
 
 def _check_store(path: str | None) -> None:
+    """A new or empty directory for the kept store, made now so that a path that cannot be one
+    fails before the run, not after it."""
     if path is None:
         return
     p = Path(path)
     if p.exists() and (not p.is_dir() or any(p.iterdir())):
         raise CommandError(f"argument --store: {path!r} must be a new or empty directory")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CommandError(f"argument --store: cannot make the directory {path!r}: {err.strerror}") from None
+    if not os.access(p, os.W_OK):
+        raise CommandError(f"argument --store: the directory {path!r} is not writable")
 
 
 def run(args: argparse.Namespace, *, _faults: tuple[str, ...] = ()) -> int:
@@ -161,7 +176,7 @@ def run(args: argparse.Namespace, *, _faults: tuple[str, ...] = ()) -> int:
     from bucketcore.harness.simulator import SimConfig, simulate
 
     _check_store(args.store)
-    workload = workload_from_args(args)
+    workload = workload_from_args(args, bytes_per_message=BYTES_PER_MESSAGE, bytes_per_key=BYTES_PER_KEY)
     layout_changes = not args.no_layout_changes
     config = SimConfig(
         segments=args.segments,

@@ -29,6 +29,7 @@ from ._common import (
     float_range,
     int_at_least,
     int_list,
+    plot_file,
     print_json,
     print_table,
     progress,
@@ -36,6 +37,12 @@ from ._common import (
 )
 
 __all__ = ["TunePoint", "add_parser", "recommend", "run", "sweep"]
+
+
+# Peak memory of a sweep per message and per key of the population (its key columns, hashes and
+# entry tables at the largest N), so a run that cannot fit is refused before it starts
+BYTES_PER_MESSAGE = 400
+BYTES_PER_KEY = 120
 
 
 def add_parser(p: argparse.ArgumentParser) -> None:
@@ -271,7 +278,9 @@ def run(args: argparse.Namespace) -> int:
     CommandError
         A bad option or an unwritable plot path.
     """
-    workload = workload_from_args(args)
+    if args.plot:
+        plot_file(args.plot)
+    workload = workload_from_args(args, bytes_per_message=BYTES_PER_MESSAGE, bytes_per_key=BYTES_PER_KEY)
     start = time.perf_counter()
     total = len(args.segments) * len(args.buckets)
     with progress("tune", total, enabled=not args.json) as update:
