@@ -1,7 +1,7 @@
 """The stream store's value types: heads, sessions, intents, read targets, append results, profiles.
 
 These are plain frozen records shared by the store (the protocol, ``store.py``) and every head
-store (``heads.py`` declares the interface, ``sqlite_heads.py`` implements it); they hold no I/O.
+store (``heads.py`` declares the interface, ``sql_heads.py`` implements it); they hold no I/O.
 """
 
 from __future__ import annotations

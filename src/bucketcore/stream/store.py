@@ -17,8 +17,8 @@ One append, in order:
 8. the profile's completion boundary (``object-wal``: the durable head itself);
 9. return :class:`AppendResult`.
 
-The protocol lives here; reads are in ``reads.py``; all SQL lives in the head store
-(``sqlite_heads.py``).
+The protocol lives here; reads are in ``reads.py``; all SQL lives in the head stores
+(``sql_heads.py``, with its SQLite and PostgreSQL dialects).
 """
 
 from __future__ import annotations
