@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from ..errors import CorruptionError, StreamError
@@ -39,6 +39,28 @@ def _stream_error(path: str, err: sqlite3.Error | UnicodeDecodeError) -> StreamE
         # the sqlite3 module's own error for a TEXT value that is not UTF-8 (no SQLite code)
         return CorruptionError(f"the head store {path} is damaged: it holds text that is not UTF-8 ({err})")
     return StreamError(f"the head store {path} failed: {err}")
+
+
+class _Autocommitted:
+    """The connection under its store's lock, each statement its own transaction, SQLite's errors
+    raised as the store's: the read-only block of :meth:`SQLiteHeadStore._tx`. A class rather than
+    a generator, for the cost of a read (every append reads its head through it)."""
+
+    __slots__ = ("_db", "_lock", "_path")
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.RLock, path: str) -> None:
+        self._db = db
+        self._lock = lock
+        self._path = path
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._lock.acquire()
+        return self._db
+
+    def __exit__(self, kind: object, err: BaseException | None, tb: object) -> None:
+        self._lock.release()
+        if isinstance(err, (sqlite3.Error, UnicodeDecodeError)):
+            raise _stream_error(self._path, err) from err
 
 
 class SQLiteHeadStore(SQLHeadStore):
@@ -81,28 +103,22 @@ class SQLiteHeadStore(SQLHeadStore):
             self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as err:
             raise _stream_error(path, err) from err
+        self._autocommit = _Autocommitted(self._db, self._lock, path)
         try:
-            with self._errors():
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=FULL")
+            with self._autocommit as db:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=FULL")
                 # macOS: a journal sync reaches the disk, not just the drive's cache (no-op elsewhere)
-                self._db.execute("PRAGMA fullfsync=ON")
+                db.execute("PRAGMA fullfsync=ON")
             self._sync = "FULL"
             self._create_schema()
         except BaseException:
             self._db.close()
             raise
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        """Raise SQLite's errors out of the block as the store's (:func:`_stream_error`)."""
-        try:
-            yield
-        except (sqlite3.Error, UnicodeDecodeError) as err:
-            raise _stream_error(self.path, err) from err
-
-    @contextmanager
-    def _tx(self, durable: bool = True, uncertain: bool = False, read_only: bool = False) -> Iterator[Cursor]:
+    def _tx(
+        self, durable: bool = True, uncertain: bool = False, read_only: bool = False
+    ) -> AbstractContextManager[Cursor]:
         """See :meth:`SQLHeadStore._tx`: one ``BEGIN IMMEDIATE`` transaction.
 
         ``durable=False`` commits without syncing the journal (``synchronous=NORMAL``): the WAL
@@ -110,24 +126,28 @@ class SQLiteHeadStore(SQLHeadStore):
         process or another. ``uncertain`` changes nothing: an embedded database answers every
         commit it makes.
         """
-        with self._lock, self._errors():
+        return self._autocommit if read_only else self._write(durable)
+
+    @contextmanager
+    def _write(self, durable: bool) -> Iterator[Cursor]:
+        with self._lock:
             db = self._db
-            if read_only:
-                yield db
-                return
-            level = "FULL" if durable else "NORMAL"
-            if self._sync != level:
-                db.execute(f"PRAGMA synchronous={level}")
-                self._sync = level
-            db.execute("BEGIN IMMEDIATE")
             try:
-                yield db
-            except BaseException:
-                # SQLite may have rolled back already (some errors end the transaction)
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+                level = "FULL" if durable else "NORMAL"
+                if self._sync != level:
+                    db.execute(f"PRAGMA synchronous={level}")
+                    self._sync = level
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield db
+                except BaseException:
+                    # SQLite may have rolled back already (some errors end the transaction)
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+            except (sqlite3.Error, UnicodeDecodeError) as err:
+                raise _stream_error(self.path, err) from err
 
     def _write_stream(
         self, cur: Cursor, sql: str, params: Sequence[Any], stream_id: str, columns: str
