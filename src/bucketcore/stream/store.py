@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..entries import EntryTable
 from ..errors import (
     CapabilityError,
     FencedError,
@@ -41,7 +42,6 @@ from ..errors import (
     StoreClosedError,
     UncertainAppendError,
 )
-from ..producer import EntryTable
 from .heads import LOCATION_DTYPE, STAMP_DTYPE, HeadStore, IndexRow
 from .payload import CommittedEntry, EntryColumns, StampColumns
 from .reads import read_entries, read_stamp_columns, require_head
