@@ -3,9 +3,10 @@
 A head store keeps, per stream, the head (version, committed end, logical size, newest session's
 epoch/token/expiry, log start), the append sessions, the commit intents, the protections of
 physical targets, and the entry index (one row per committed append, its per-entry columns
-packed). :class:`bucketcore.stream.StreamStore` runs the protocol against this interface only; the
-SQLite store (``sqlite_heads.py``) is the embedded default, and a PostgreSQL store implements the
-same methods with the same SQL shapes (the CAS is one conditional ``UPDATE``).
+packed). :class:`bucketcore.stream.StreamStore` runs the protocol against this interface only. Its
+SQL implementation is written once (``sql_heads.py``: the CAS is one conditional ``UPDATE``), with
+a dialect for the embedded default, SQLite (``sqlite_heads.py``), and one for a shared PostgreSQL
+database (``postgres_heads.py``).
 
 Every method is atomic on its own (one transaction) and durable when it returns, except
 :meth:`HeadStore.protect` and :meth:`HeadStore.put_intent`: those must be visible to every client

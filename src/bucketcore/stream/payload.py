@@ -15,8 +15,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..producer import Entry, EntryTable
-from ..validation import is_int
+from ..entries import Entry, EntryTable
+from ..validation import INT64_MAX, check_hash, check_int
 
 __all__ = [
     "MAX_RECORDS",
@@ -30,7 +30,6 @@ __all__ = [
 
 #: Largest record count of one entry (stored as an unsigned 32-bit field).
 MAX_RECORDS = 2**32 - 1
-_MAX_HASH = 0xFFFF
 _MAX_FIELD = 2**32 - 1
 _U32 = struct.Struct("<I")
 
@@ -44,15 +43,12 @@ def _frozen_bytes(value: Any, name: str) -> bytes:
     raise TypeError(f"{name} must be bytes, bytearray or memoryview, not {type(value).__name__}")
 
 
-def _opt_int(value: Any, name: str, lo: int, hi: int) -> int | None:
-    if value is None:
-        return None
-    if not is_int(value):
-        raise TypeError(f"{name} must be an int or None, not {type(value).__name__}")
-    value = int(value)
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be in {lo}..{hi}, got {value}")
-    return value
+def _opt_hash(value: Any, name: str) -> int | None:
+    return None if value is None else check_hash(value, name)
+
+
+def _opt_int(value: Any, name: str, hi: int) -> int | None:
+    return None if value is None else check_int(value, name, lo=0, hi=hi)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,20 +92,17 @@ class EntryPayload:
         setattr_(self, "metadata", _frozen_bytes(self.metadata, "metadata"))
         if len(self.metadata) > _MAX_FIELD:
             raise ValueError(f"metadata is {len(self.metadata)} bytes; at most {_MAX_FIELD}")
-        count = _opt_int(self.record_count, "record_count", 1, MAX_RECORDS)
-        if count is None:
-            raise TypeError("record_count must be an int, not None")
-        setattr_(self, "record_count", count)
-        lo = _opt_int(self.hash_min, "hash_min", 0, _MAX_HASH)
-        hi = _opt_int(self.hash_max, "hash_max", 0, _MAX_HASH)
+        setattr_(self, "record_count", check_int(self.record_count, "record_count", lo=1, hi=MAX_RECORDS))
+        lo = _opt_hash(self.hash_min, "hash_min")
+        hi = _opt_hash(self.hash_max, "hash_max")
         if (lo is None) != (hi is None):
             raise ValueError("a stamp needs both hash_min and hash_max (or neither)")
         if lo is not None and hi is not None and lo > hi:
             raise ValueError(f"stamp hash_min {lo:#06x} > hash_max {hi:#06x}")
         setattr_(self, "hash_min", lo)
         setattr_(self, "hash_max", hi)
-        setattr_(self, "segment_id", _opt_int(self.segment_id, "segment_id", 0, 2**63 - 1))
-        setattr_(self, "bucket", _opt_int(self.bucket, "bucket", 0, 2**31 - 1))
+        setattr_(self, "segment_id", _opt_int(self.segment_id, "segment_id", INT64_MAX))
+        setattr_(self, "bucket", _opt_int(self.bucket, "bucket", 2**31 - 1))
 
     @property
     def stamped(self) -> bool:

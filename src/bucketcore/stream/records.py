@@ -1,7 +1,7 @@
 """The stream store's value types: heads, sessions, intents, read targets, append results, profiles.
 
 These are plain frozen records shared by the store (the protocol, ``store.py``) and every head
-store (``heads.py`` declares the interface, ``sqlite_heads.py`` implements it); they hold no I/O.
+store (``heads.py`` declares the interface, ``sql_heads.py`` implements it); they hold no I/O.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CapabilityError
-from ..validation import is_int
+from ..validation import INT64_MAX, check_int
 
 __all__ = [
     "MAX_STREAM_ID",
@@ -385,12 +385,6 @@ def check_ttl(ttl: Any) -> float:
     return ttl
 
 
-def _as_int(value: Any, name: str) -> int:
-    if not is_int(value):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    return int(value)
-
-
 def check_offset(value: Any, name: str) -> int:
     """Validate an offset: a non-negative int below 2**63 (``bool`` refused).
 
@@ -411,10 +405,7 @@ def check_offset(value: Any, name: str) -> int:
     ValueError
         Negative or too large.
     """
-    value = _as_int(value, name)
-    if not 0 <= value < 2**63:
-        raise ValueError(f"{name} must be in 0..2**63-1, got {value}")
-    return value
+    return check_int(value, name, lo=0, hi=INT64_MAX)
 
 
 def check_count(value: Any, name: str) -> int:
@@ -437,7 +428,4 @@ def check_count(value: Any, name: str) -> int:
     ValueError
         Below 1 or too large.
     """
-    value = _as_int(value, name)
-    if not 1 <= value < 2**63:
-        raise ValueError(f"{name} must be in 1..2**63-1, got {value}")
-    return value
+    return check_int(value, name, lo=1, hi=INT64_MAX)

@@ -17,8 +17,8 @@ One append, in order:
 8. the profile's completion boundary (``object-wal``: the durable head itself);
 9. return :class:`AppendResult`.
 
-The protocol lives here; reads are in ``reads.py``; all SQL lives in the head store
-(``sqlite_heads.py``).
+The protocol lives here; reads are in ``reads.py``; all SQL lives in the head stores
+(``sql_heads.py``, with its SQLite and PostgreSQL dialects).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..entries import EntryTable
 from ..errors import (
     CapabilityError,
     FencedError,
@@ -41,7 +42,6 @@ from ..errors import (
     StoreClosedError,
     UncertainAppendError,
 )
-from ..producer import EntryTable
 from .heads import LOCATION_DTYPE, STAMP_DTYPE, HeadStore, IndexRow
 from .payload import CommittedEntry, EntryColumns, StampColumns
 from .reads import read_entries, read_stamp_columns, require_head
