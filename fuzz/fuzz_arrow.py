@@ -28,7 +28,8 @@ from support import Divergence, expect, instrumented, main
 with instrumented():
     import bucketcore as bc
 
-from test_arrow_capsule import Producer  # the suite's ctypes producer of Arrow C structs
+# the suite's ctypes producer of Arrow C structs
+from test_arrow_capsules_hash_like_mmh3_and_are_released_once import Producer
 
 OFFSET_FORMATS = {"u": np.int32, "z": np.int32, "U": np.int64, "Z": np.int64}
 INDEX_FORMATS = {

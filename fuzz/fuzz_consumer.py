@@ -19,7 +19,7 @@ from support import instrumented, main, models_raise_assertions
 with instrumented():
     import bucketcore  # noqa: F401  (instrumented before the model imports it)
 
-from test_consumer import SEGMENT_IDS, ConsumerLife  # the suite's model and its rules
+from test_consumer_state_follows_the_consumer_rules import SEGMENT_IDS, ConsumerLife  # the suite's model and its rules
 
 
 def test_one_input(data: bytes) -> None:

@@ -19,7 +19,8 @@ from support import expect, instrumented, main, models_raise_assertions
 with instrumented():
     import bucketcore as bc
 
-from test_dispatcher_model import POOL, DispatcherMachine  # the suite's model and its rules
+# the suite's model and its rules
+from test_the_dispatcher_agrees_with_a_model_of_the_design import POOL, DispatcherMachine
 
 MAX = 0xFFFF
 

@@ -20,7 +20,7 @@ from support import Divergence, consume_key, expect, instrumented, main, named_i
 with instrumented():
     import bucketcore as bc
 
-from test_producer import as_tuples, reference_entries  # the suite's reference batcher
+from test_entries_match_the_reference_batcher import as_tuples, reference_entries  # the suite's reference batcher
 
 BAD_LIMITS: list[Any] = [0, -1, True, 1.5, None, "8", 2**80]
 

@@ -20,7 +20,7 @@ from support import Divergence, expect, instrumented, main, named_index
 with instrumented():
     import bucketcore as bc
 
-from test_dispatch import ref_bucket_of, ref_route  # the suite's reference routing
+from test_entries_go_to_their_bucket_owner import ref_bucket_of, ref_route  # the suite's reference routing
 
 NAMES = ["a", "b", "c", "zed", "ü"]
 DTYPES = [None, None, np.int64, np.int32, np.uint16, np.uint32, np.uint64, np.int16]

@@ -23,7 +23,7 @@ from bucketcore.hashing import classify_keys, key_columns
 
 mmh3 = pytest.importorskip("mmh3", reason="mmh3 is the reference hash of these tests")
 
-from test_arrow_capsule import Producer, _views_in_buffers  # noqa: E402
+from test_arrow_capsules_hash_like_mmh3_and_are_released_once import Producer, _views_in_buffers  # noqa: E402
 
 CHUNK = 1024  # keys per kernel step (_hashing.pxd); a run is found and checked per step
 N = 2 * CHUNK + 21  # not a multiple of 16: a tail of 5 keys after the last whole group

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sdk_wire.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sdk_wire.py"
 
 
 def test_the_sdk_wire_example_delivers_every_entry_once_and_decodes_it() -> None:

@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 import pytest
-from test_stream_support import random_entries, read_all
+from stream_support import random_entries, read_all
 
 import bucketcore as bc
 import bucketcore.stream as st

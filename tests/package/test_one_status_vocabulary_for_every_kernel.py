@@ -12,7 +12,7 @@ import bucketcore as bc
 from _bucketcore import _hashing
 from bucketcore.status import Status, check_status
 
-HEADER = Path(__file__).resolve().parent.parent / "src" / "_bucketcore" / "status.h"
+HEADER = Path(__file__).resolve().parents[2] / "src" / "_bucketcore" / "status.h"
 
 
 def test_python_names_every_code_of_the_header_with_its_value() -> None:

@@ -2,9 +2,9 @@
 store; a damaged file or page is a CorruptionError naming the file (or server), any other failure
 of the database a StreamError naming it.
 
-The SQLite tests damage the file itself, so they run once (this module is not one of the
-``test_stream_*`` modules the PostgreSQL fixture repeats); the PostgreSQL test damages a page of
-its own table in the throw-away server.
+The SQLite tests damage the file itself, so they run once (``ONE_HEAD_STORE``: the PostgreSQL
+fixture does not repeat this module as it does the other stream modules); the PostgreSQL test
+damages a page of its own table in the throw-away server.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import pytest
 
 import bucketcore.stream as st
 from bucketcore.stream import EntryPayload, StreamStore
+
+ONE_HEAD_STORE = True  # tests/pg_fixture.py: these tests choose their head store themselves
 
 
 @pytest.fixture

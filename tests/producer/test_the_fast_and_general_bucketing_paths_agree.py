@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_producer import as_tuples, reference_entries
+from test_entries_match_the_reference_batcher import as_tuples, reference_entries
 
 import bucketcore as bc
 from _bucketcore import _grouping

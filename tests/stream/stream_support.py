@@ -1,6 +1,6 @@
 """Shared helpers of the stream-store tests (no tests here), and the child-process entry points.
 
-Run as a script (``python tests/test_stream_support.py <command> <json>``) it is the child of the
+Run as a script (``python tests/stream/stream_support.py <command> <json>``) it is the child of the
 crash and fencing tests: a separate process with its own store handle, which may die by
 ``os._exit`` in the middle of an append.
 """
@@ -238,5 +238,7 @@ def _child_contender(args: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
+    # a child process: tests/ (pg_fixture, for the parent's head store) is not on its path yet
+    sys.path.insert(1, os.path.dirname(os.path.dirname(SUPPORT)))
     command, raw = sys.argv[1], sys.argv[2]
     {"crash": _child_crash, "session": _child_session, "contender": _child_contender}[command](json.loads(raw))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_stream_support import snapshot
+from stream_support import snapshot
 
 import bucketcore.stream as st
 from bucketcore.stream import EntryPayload, StreamStore

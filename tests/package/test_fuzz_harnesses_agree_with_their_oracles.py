@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("atheris", reason="atheris (the test extra) runs the fuzz harnesses")
 
-FUZZ = Path(__file__).resolve().parent.parent / "fuzz"
+FUZZ = Path(__file__).resolve().parents[2] / "fuzz"
 if not FUZZ.is_dir():
     pytest.skip(f"no fuzz harnesses at {FUZZ} (a copy of tests/ outside the source tree)", allow_module_level=True)
 HARNESSES = sorted(p.stem.removeprefix("fuzz_") for p in FUZZ.glob("fuzz_*.py"))

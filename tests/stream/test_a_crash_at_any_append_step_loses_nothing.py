@@ -12,7 +12,7 @@ import json
 import random
 
 import pytest
-from test_stream_support import (
+from stream_support import (
     EXIT_CODE,
     InjectedFault,
     entry_dict,

@@ -10,7 +10,7 @@ import tempfile
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as stx
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from test_stream_support import InjectedFault, raising_hook, wal_objects
+from stream_support import InjectedFault, raising_hook, wal_objects
 
 import bucketcore.stream as st
 from bucketcore.stream import EntryPayload, StreamStore

@@ -260,7 +260,7 @@ def test_plan_command_refuses_stdin_with_dask(capsys) -> None:
 
 # --- the example ----------------------------------------------------------------------------------
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "scaling_out.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "scaling_out.py"
 
 
 def test_scaling_out_example_plans_on_a_cluster_and_fences_through_postgres(client, tmp_path, pg_url) -> None:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from test_threads_stress import fast_switching, run_threads
+from test_threads_under_stress_lose_nothing import fast_switching, run_threads
 
 import bucketcore as bc
 from bucketcore.dispatch import BucketMove, BucketMoves

@@ -9,7 +9,7 @@ import sqlite3
 import threading
 
 import pytest
-from test_stream_support import read_all, snapshot, wal_objects
+from stream_support import read_all, snapshot, wal_objects
 
 import bucketcore.stream as st
 from bucketcore.stream import EntryPayload, StreamStore
@@ -143,7 +143,7 @@ def test_reusing_an_attempt_id_with_other_entries_is_an_invariant_violation(stor
 
 
 def test_existing_object_with_different_content_is_never_overwritten(tmp_path) -> None:
-    from test_stream_support import InjectedFault, raising_hook
+    from stream_support import InjectedFault, raising_hook
 
     path = tmp_path / "s"
     with StreamStore.open(path, _fault=raising_hook(4)) as s:

@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from test_stream_support import read_all, run_child, snapshot, spawn_child
+from stream_support import read_all, run_child, snapshot, spawn_child
 
 import bucketcore.stream as st
 from bucketcore.stream import EntryPayload, StreamStore

@@ -7,7 +7,7 @@ import os
 import time
 
 import pytest
-from test_stream_support import InjectedFault, raising_hook, read_all, wal_objects
+from stream_support import InjectedFault, raising_hook, read_all, wal_objects
 
 import bucketcore.stream as st
 from bucketcore.stream import EntryPayload, StreamStore

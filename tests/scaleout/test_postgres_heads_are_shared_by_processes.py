@@ -1,8 +1,8 @@
 """The PostgreSQL head store: the append protocol through a shared database, across processes and faults.
 
 A throw-away server is started for the session (tests/pg_fixture.py); each test gets its own
-schema. Run as a script (``python tests/test_stream_postgres.py <command> <json>``) this file is
-the child process of the multi-process tests.
+schema. Run as a script (``python tests/scaleout/test_postgres_heads_are_shared_by_processes.py
+<command> <json>``) this file is the child process of the multi-process tests.
 """
 
 from __future__ import annotations
@@ -16,16 +16,19 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pytest
-from pg_fixture import PgServer
 
 from bucketcore import stream as st
 from bucketcore.stream import EntryPayload, StreamStore
 
 HERE = os.path.abspath(__file__)
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+
+if TYPE_CHECKING:  # only a type here: the child process, run as a script, has no tests/ on sys.path
+    from pg_fixture import PgServer
 
 
 def _heads(url: str) -> Any:
@@ -410,7 +413,7 @@ def test_without_postgresql_the_tests_skip_saying_how_to_get_it(tmp_path) -> Non
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
          f"{HERE}::test_an_expired_session_is_refused"],
-        capture_output=True, text=True, env=env, timeout=120, cwd=os.path.dirname(os.path.dirname(HERE)),
+        capture_output=True, text=True, env=env, timeout=120, cwd=REPO,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
     assert "1 skipped" in res.stdout
