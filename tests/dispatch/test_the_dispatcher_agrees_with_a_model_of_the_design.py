@@ -5,8 +5,7 @@ one bucket's entries in offset order, a moving bucket withheld from its new owne
 consumer holds an unacked entry of it, crash = the holder's unacked entries go back to the front,
 no consumer = entries wait. It is compared with the Dispatcher after every step of random
 membership churn (joins, clean leaves, crashes, re-joins, several changes while drains are still
-pending), deliveries, valid and invalid acks.
-"""
+pending), deliveries, valid and invalid acks."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -266,86 +265,6 @@ DispatcherMachine.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
+
+
 test_dispatcher_matches_the_spec_model = DispatcherMachine.TestCase
-
-
-def test_ack_with_a_bad_id_type_says_what_is_wrong_and_a_huge_id_is_not_pending():
-    d = bc.Dispatcher(bc.Buckets.equal_width(2))
-    d.add_consumer("a", 1)
-    d.offer([1, 2], hash_min=[0, 0x9000])
-    for bad in (1.0, True, "x", b"1", None):
-        with pytest.raises(TypeError, match="entry_ids"):
-            d.ack("a", 1, bad)
-    with pytest.raises(ValueError, match="1-D"):
-        d.ack("a", 1, [[1]])
-    for huge in (2**70, [2**70], np.array([2**63], dtype=np.uint64)):
-        with pytest.raises(KeyError, match="not pending"):
-            d.ack("a", 1, huge)
-    assert d.pending_entries == 2
-    assert d.ack("a", 1, np.array([1, 2], dtype=np.uint64)) == 2
-
-
-def test_a_bool_inside_an_int_list_is_refused_not_read_as_0_or_1():
-    sel = bc.EntryBucketSelector(bc.Buckets.equal_width(2))
-    sel.add_consumer("a", 1)
-    sel.add_consumer("b", 1)
-    with pytest.raises(TypeError, match=r"hash_min.*index 1"):
-        bc.route_entries(sel, [0x9000, True])
-    with pytest.raises(TypeError, match=r"hash_max.*index 0"):
-        bc.fits_one_bucket(sel.buckets, [0, 1], [False, 0x9000])
-    d = bc.Dispatcher(sel.buckets)
-    d.add_consumer("a", 1)
-    with pytest.raises(TypeError, match=r"entry_ids.*index 1"):
-        d.offer([0, True], hash_min=[0, 0x9000])
-    with pytest.raises(TypeError, match=r"message_count.*index 0"):
-        d.offer([0, 1], hash_min=[0, 0x9000], message_count=[True, 2])
-    assert d.offered_entries == 0
-    d.offer([0, 1], hash_min=[0, 0x9000])
-    with pytest.raises(TypeError, match=r"entry_ids.*index 1"):
-        d.ack("a", 1, [0, True])
-    assert d.pending_entries == 2
-
-
-_splits = st.lists(st.integers(2, 0xFFFF), max_size=8, unique=True).map(lambda s: tuple(sorted(s)))
-
-
-@settings(max_examples=200, deadline=None)
-@given(ours=_splits, data=st.data(), form=st.sampled_from(["buckets", "splits", "ranges", "array"]))
-def test_validate_accepts_exactly_the_same_list_in_any_form(ours, data, form):
-    theirs = data.draw(st.one_of(st.just(ours), _splits, st.just(ours[:-1]), st.just(tuple(sorted({*ours, 0x7777})))))
-    sel = bc.EntryBucketSelector(bc.Buckets(ours))
-    b = bc.Buckets(theirs)
-    declared = {
-        "buckets": b,
-        "splits": list(theirs),
-        "ranges": list(b.ranges),
-        "array": np.array(b.ranges, dtype=np.int64).reshape(-1, 2),
-    }[form]
-    d = bc.Dispatcher(bc.Buckets(ours))
-    if ours == theirs:
-        sel.validate(declared)
-        d.add_consumer("x", 1, declared=declared)
-        assert d.consumers == (("x", 1),)
-    else:
-        with pytest.raises(bc.StaleLayoutError):
-            sel.validate(declared)
-        with pytest.raises(bc.StaleLayoutError):
-            d.add_consumer("x", 1, declared=declared)
-        assert d.consumers == () and sel.consumers == ()
-
-
-@pytest.mark.parametrize(
-    "declared",
-    [
-        [(0, 0x7FFF)],  # does not reach 0xFFFF
-        [(1, 0xFFFF)],  # does not start at 0
-        [(0, 0x3FFF), (0x5000, 0xFFFF)],  # gap
-        [(0, 0x8000), (0x8000, 0xFFFF)],  # overlap
-        [(0, 0x7FFF), (0x8000, 0xFFFF), (0x8000, 0xFFFF)],
-        [(0x8000, 0xFFFF), (0, 0x7FFF)],  # out of order
-    ],
-)
-def test_validate_rejects_ranges_that_do_not_tile_as_stale(declared):
-    sel = bc.EntryBucketSelector(bc.Buckets.equal_width(2))
-    with pytest.raises(bc.StaleLayoutError):
-        sel.validate(declared)

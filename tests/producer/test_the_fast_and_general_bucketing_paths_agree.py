@@ -1,16 +1,25 @@
-"""Short streams on large layouts: ``bucket_entries`` groups them on a compact state sized to the
-stream (the buckets it touches, found through a small table) instead of the layout's per-bucket
-array. The entries must be exactly the reference batcher's, whichever state a stream is grouped
-on, and a kept state must move between the two without carrying anything over."""
+"""The fast bucketing paths make exactly the entries of the general paths and of the reference.
+
+- Short lists: ``bucket_entries`` of a list of keys with plain options and
+  ``EntryBucketBatcher.add_many`` of a list give exactly what the general paths give, refuse
+  exactly what they refuse (with the same errors) and change nothing when they refuse.
+- One message at a time: ``EntryBucketBatcher.add`` in the kernel makes the same entries as the
+  checked path; errors change nothing; threads are serialised.
+- Short streams on large layouts: ``bucket_entries`` groups them on a compact state sized to the
+  stream (the buckets it touches, found through a small table) instead of the layout's per-bucket
+  array. The entries must be exactly the reference batcher's, whichever state a stream is grouped
+  on, and a kept state must move between the two without carrying anything over."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mixed_keys import mixed_keys
 from test_entries_match_the_reference_batcher import as_tuples, reference_entries
 
 import bucketcore as bc
@@ -18,11 +27,204 @@ from _bucketcore import _grouping
 from bucketcore.harness.workloads import tiled_layout, uuid_keys
 from bucketcore.status import Status
 
+# --------------------------------------------------------------------------------------------
+# short lists: bucket_entries and add_many against the general paths (threads= takes the general path)
+
+
+COLUMNS = ("segment_id", "bucket", "hash_min", "hash_max", "start", "count", "nbytes", "order")
+
+
+def _assert_same_table(a: bc.EntryTable, b: bc.EntryTable) -> None:
+    for name in COLUMNS:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype, name
+        np.testing.assert_array_equal(x, y, err_msg=name)
+        assert not x.flags.writeable, name
+    assert a.next_round_robin == b.next_round_robin
+
+
+TARGETS = {
+    "one segment": bc.Buckets.equal_width(16),
+    "4x16": tiled_layout(4, 16),
+    "256x1024": tiled_layout(256, 1024),
+    "legacy": tiled_layout(3, 4, legacy=True),
+}
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"max_messages": 3},
+        {"max_messages": 2, "policy": "per_bucket"},
+        {"encrypted": True},
+        {"round_robin": 5, "max_bytes": 1},
+        {"errors": "replace"},
+        {"max_messages": np.int64(4)},  # plain in the general path only
+        {"encrypted": np.bool_(False)},
+    ],
+)
+def test_list_of_keys_gives_the_general_paths_table(target: str, options: dict[str, Any]) -> None:
+    layout = TARGETS[target]
+    for n, seed in ((0, 0), (1, 1), (10, 2), (100, 3), (3000, 4)):
+        keys = mixed_keys(n, seed)
+        for _ in range(2):  # the second call reuses the kept state
+            short = bc.bucket_entries(keys, layout, **options)
+            general = bc.bucket_entries(keys, layout, threads=1, **options)  # threads= takes the general path
+            _assert_same_table(short, general)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"max_messages": 0}, ValueError, "max_messages"),
+        ({"max_messages": True}, TypeError, "max_messages must be an int"),
+        ({"max_bytes": 2**63}, ValueError, "max_bytes"),
+        ({"round_robin": -1}, ValueError, "round_robin"),
+        ({"policy": "Shared"}, ValueError, "policy must be"),
+        ({"encrypted": 1}, TypeError, "encrypted must be a bool"),
+        ({"errors": "ignore"}, ValueError, "errors must be"),
+    ],
+)
+def test_bad_options_raise_the_general_paths_errors(options: dict[str, Any], error: type, message: str) -> None:
+    layout = tiled_layout(4, 16)
+    keys = mixed_keys(20, 5)
+    expected = bc.bucket_entries(keys, layout)
+    with pytest.raises(error, match=message):
+        bc.bucket_entries(keys, layout, **options)
+    _assert_same_table(bc.bucket_entries(keys, layout), expected)
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "message"),
+    [
+        (3.5, TypeError, "index 7"),
+        ("a\ud800b", bc.KeyEncodingError, "index 7 contains a surrogate"),
+    ],
+)
+def test_a_refused_key_raises_with_its_index_and_changes_nothing(bad: object, error: type, message: str) -> None:
+    layout = tiled_layout(4, 16)
+    keys = mixed_keys(50, 6)
+    expected = bc.bucket_entries(keys, layout, max_messages=4)
+    broken = list(keys)
+    broken[7] = bad
+    with pytest.raises(error, match=message):
+        bc.bucket_entries(broken, layout, max_messages=4)
+    _assert_same_table(bc.bucket_entries(keys, layout, max_messages=4), expected)
+
+
+def _entries(batcher: bc.EntryBucketBatcher, keys: Any, payloads: Any) -> list[tuple[Any, ...]]:
+    out = list(batcher.add_many(keys, payloads)) + list(batcher.flush())
+    return [
+        (e.segment_id, e.bucket, e.hash_min, e.hash_max, e.nbytes, e.message_indices.tolist(), e.payloads) for e in out
+    ]
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_add_many_of_a_list_matches_add_many_of_a_tuple(target: str) -> None:
+    layout = TARGETS[target]
+    keys = mixed_keys(500, 7)
+    payloads = [bytes([i % 251]) * (i % 7) for i in range(500)]
+    a = bc.EntryBucketBatcher(layout, max_messages=5)
+    b = bc.EntryBucketBatcher(layout, max_messages=5)
+    assert _entries(a, keys, payloads) == _entries(b, tuple(keys), payloads)
+    assert a.position == b.position == 500
+
+
+def test_add_many_of_a_list_refuses_bad_payloads_and_keys_and_adds_nothing() -> None:
+    batcher = bc.EntryBucketBatcher(tiled_layout(4, 16), max_messages=3)
+    batcher.add_many(["a", "b"], [b"1", b"2"])
+    with pytest.raises(TypeError, match="payloads must be a list or tuple, not set"):
+        batcher.add_many(["c"], {b"3"})
+    with pytest.raises(ValueError, match="payloads has 1 items for 2 keys"):
+        batcher.add_many(["c", "d"], [b"3"])
+    with pytest.raises(TypeError, match=r"payloads\[1\] must be bytes"):
+        batcher.add_many(["c", "d"], [b"3", "text"])
+    with pytest.raises(TypeError, match="index 1"):
+        batcher.add_many(["c", 4], [b"3", b"4"])
+    assert (batcher.position, batcher.pending) == (2, 2)
+    assert batcher.add_many([], []) == []
+    flushed = batcher.flush()
+    assert sorted(p for e in flushed for p in e.payloads) == [b"1", b"2"]
+
+
+# --------------------------------------------------------------------------------------------
+# one message at a time: EntryBucketBatcher.add in the kernel
+
+
+def entries_of(batcher: bc.EntryBucketBatcher, keys: list[str | None], payloads: list[object]) -> list[tuple]:
+    out = []
+    for key, payload in zip(keys, payloads):
+        out.extend(batcher.add(key, payload))
+    out.extend(batcher.flush())
+    return [(e.segment_id, e.bucket, e.hash_min, e.hash_max, list(e.message_indices), e.payloads) for e in out]
+
+
+@pytest.mark.parametrize("max_messages", [1, 3, 10, 1000])
+def test_bytes_payloads_make_the_same_entries_as_copied_buffers_and_bucket_entries(max_messages: int) -> None:
+    layout = tiled_layout(4, 16)
+    keys: list[str | None] = list(uuid_keys(500))
+    keys[7] = keys[100] = None
+    payloads = [f"p{i}".encode() for i in range(500)]
+    fast = entries_of(bc.EntryBucketBatcher(layout, max_messages=max_messages), keys, payloads)
+    checked = entries_of(
+        bc.EntryBucketBatcher(layout, max_messages=max_messages), keys, [bytearray(p) for p in payloads]
+    )
+    assert fast == checked
+    table = bc.bucket_entries(keys, layout, max_messages=max_messages)
+    order, start, count = table.order.tolist(), table.start.tolist(), table.count.tolist()
+    expected = [tuple(order[s : s + c]) for s, c in zip(start, count)]
+    assert sorted(tuple(e[4]) for e in fast) == sorted(expected)
+
+
+def test_a_refused_key_raises_and_changes_nothing() -> None:
+    batcher = bc.EntryBucketBatcher(tiled_layout(2, 4), max_messages=2)
+    batcher.add("a", b"1")
+    with pytest.raises(TypeError, match="key"):
+        batcher.add(3.5j, b"2")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="payload"):
+        batcher.add("b", 12)  # type: ignore[arg-type]
+    assert batcher.position == 1 and batcher.pending == 1
+    (entry,) = batcher.flush()
+    assert entry.payloads == [b"1"]
+
+
+def test_threads_sharing_a_batcher_lose_and_repeat_no_message() -> None:
+    batcher = bc.EntryBucketBatcher(tiled_layout(4, 16), max_messages=7)
+    keys = uuid_keys(4000)
+    emitted: list[list[bc.Entry]] = [[] for _ in range(4)]
+
+    def send(t: int) -> None:
+        for i in range(t, 4000, 4):
+            emitted[t].extend(batcher.add(keys[i], keys[i].encode()))
+
+    threads = [threading.Thread(target=send, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    entries = [e for part in emitted for e in part] + batcher.flush()
+    indices = sorted(int(i) for e in entries for i in e.message_indices)
+    assert indices == list(range(4000))
+    assert sorted(p for e in entries for p in e.payloads) == sorted(k.encode() for k in keys)
+
+
+# --------------------------------------------------------------------------------------------
+# short streams on large layouts: the compact grouping state
+
+
 # 16,384 buckets: a stream of up to 4,096 messages is short for it
 LARGE = tiled_layout(64, 256)
+
+
 LARGE_LEGACY = tiled_layout(64, 256, legacy=True)
+
+
 # as many buckets in every segment, but not a power of two (the segment is found by a division)
 LARGE_ODD = tiled_layout(48, 300)
+
+
 # few distinct keys, so batches hold several messages and the limits are reached
 POOL = [*uuid_keys(24, seed=3), None, "ключ", b"\x00\xff"]
 
