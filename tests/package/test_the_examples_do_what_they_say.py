@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,21 @@ def test_balanced_boundaries_beat_equal_width_on_a_skewed_log() -> None:
 def test_quickstart_runs() -> None:
     out = run_example("quickstart.py")
     assert "stamped entries" in out
+
+
+def test_the_sdk_wire_example_delivers_every_entry_once_and_decodes_it() -> None:
+    out = run_example("sdk_wire.py")  # the example docs/wire.md and the README point to
+    n = int(re.search(r"^(\d+) stamped entries", out, re.M).group(1))
+    got = []
+    for line in out.splitlines():
+        if " gets entries [" in line:
+            got += [int(x) for x in line.split("[", 1)[1].rstrip("]").split(", ")]
+    assert sorted(got) == list(range(n))  # each entry to exactly one consumer
+    assert "entry 0: 0e01" in out
+    assert "alice's first entry: stamp [" in out
+    try:
+        import pulsar  # noqa: F401
+    except ImportError:
+        assert "pulsar-client is not installed" in out
+    else:
+        assert "customer-3 goes to partition" in out
