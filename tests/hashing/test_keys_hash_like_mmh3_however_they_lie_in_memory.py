@@ -1,23 +1,61 @@
-"""The block-wise readers of each key layout hash as mmh3 hashes the same bytes: runs of one length
-read without descriptors (int32 and int64 offsets, string views back to back in one data buffer),
-runs that break that pattern anywhere in a chunk, numpy StringDType unpacked a block at a time
-(short, arena, heap and missing items), and the in-line describing of exact ASCII str items of a
-list next to every other key type. Lengths cross the 16-lane windows (16 to 80 bytes), and arrays
-are sliced, chunked, empty, all-null and with nulls."""
+"""Keys hash as mmh3 hashes the same bytes however they lie in memory.
+
+The block-wise readers of each key layout: runs of one length read without descriptors (int32 and
+int64 offsets, string views back to back in one data buffer), runs that break that pattern
+anywhere in a chunk, numpy StringDType unpacked a block at a time (short, arena, heap and missing
+items), and the in-line describing of exact ASCII str items of a list next to every other key
+type. Lengths cross the 16-lane windows (16 to 80 bytes), and arrays are sliced, chunked, empty,
+all-null and with nulls.
+
+numpy StringDType strided runs: arena strings of one length lying a constant distance apart
+(numpy puts each string's length prefix between them) are hashed straight from the arena, like an
+Arrow run of one length. Covered: runs of every window length, the long-string prefix, sliced and
+strided arrays, and every way a run breaks (another length, a short string kept inside its item, a
+string moved to the heap, a missing item, reversed order), at and between kernel steps, on every
+Murmur3 path and thread count.
+
+Runs hashed while their string views or StringDType items are checked: the SIMD path reads a
+run's key bytes and its views or items in one pass and keeps the hashes only when every view or
+item is the one the run predicts; the other paths check first and hash after. A run broken by ONE
+view or item anywhere (the first keys, either side of a 16-key group, the last key of a kernel step
+and the first of the next, the tail after the last whole group, either side of a data buffer's end)
+is hashed key by key, and every key hashes as mmh3 hashes its bytes, on every hash path. A view
+whose 4-byte prefix alone differs does not break a run: the prefix is not compared, the value's
+bytes are read from its buffer."""
 
 from __future__ import annotations
 
+import ctypes
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import mmh3
 import numpy as np
 import pytest
+from test_arrow_capsules_hash_like_mmh3_and_are_released_once import Producer, _views_in_buffers
 
 import bucketcore as bc
 from _bucketcore import _hashing
+from bucketcore import hashing
+from bucketcore.hashing import classify_keys, key_columns
 from bucketcore.status import Status
 
-CHUNK = 1024  # keys per kernel step (_hashing.pxd); runs are checked per step
+CHUNK = 1024  # keys per kernel step (_hashing.pxd); runs are found and checked per step
+N = 2 * CHUNK + 21  # not a multiple of 16: a tail of 5 keys after the last whole group
+PATHS = ["scalar", "interleaved"] + (["simd"] if _hashing.cpu_has_simd() else [])
+AT = [0, 1, 15, 16, 17, CHUNK - 1, CHUNK, CHUNK + 1, N - 5, N - 3, N - 1]
+
+
+@pytest.fixture(autouse=True)
+def restore_path() -> Any:
+    yield
+    hashing.set_kernel_path("auto")
+
+
+needs_stringdtype = pytest.mark.skipif(
+    not hasattr(np, "dtypes") or not hasattr(np.dtypes, "StringDType"), reason="numpy < 2 has no StringDType"
+)
 
 
 def oracle(keys: list[object]) -> list[int]:
@@ -50,6 +88,8 @@ def with_breaks(keys: list[str]) -> list[str | None]:
 
 
 LENGTHS = [16, 17, 23, 36, 40, 47, 64, 80]
+
+
 ARROW_LAYOUTS = ["string", "large_string", "binary", "large_binary", "string_view", "binary_view"]
 
 
@@ -209,3 +249,284 @@ def test_list_items_are_released_after_hashing() -> None:
     bc.hash_keys(keys, threads=1)
     bc.murmur3_32(keys, threads=1)
     assert [sys.getrefcount(k) for k in keys[:: CHUNK // 2]] == before
+
+
+# --------------------------------------------------------------------------------------------
+# numpy StringDType strided runs: hashed straight from the arena
+
+
+def check_column(arr: np.ndarray, keys: list[str | None]) -> None:
+    expect = oracle(keys)
+    for threads in (1, 2):
+        kh = bc.hash_keys(arr, threads=threads)
+        assert kh.raw.tolist() == expect
+        assert kh.has_key.tolist() == [k is not None for k in keys]
+        assert kh.segment_hash.tolist() == [h >> 16 for h in expect]
+        assert kh.bucket_hash.tolist() == [h & 0xFFFF for h in expect]
+    if None not in keys:
+        assert bc.murmur3_32(arr, threads=1).tolist() == expect
+
+
+def run_of(arr: np.ndarray, pos: int, m: int) -> tuple[int, int] | None:
+    [column] = hashing.key_columns(arr)
+    return _hashing.described_keys(column, pos, m)[3]
+
+
+def string_array(keys: list[str | None]) -> np.ndarray:
+    return np.array(keys, dtype=np.dtypes.StringDType(na_object=None))
+
+
+@needs_stringdtype
+@pytest.mark.parametrize("length", [16, 17, 23, 36, 40, 47, 64, 80, 255, 256, 300])
+def test_equal_length_keys_are_one_strided_run(length: int) -> None:
+    keys = fixed(2 * CHUNK + 7, length, seed=length)
+    arr = string_array(keys)
+    found = run_of(arr, 0, CHUNK)
+    assert found is not None and found[0] == length
+    assert found[1] > length  # a length prefix lies between two strings
+    assert run_of(arr, 2 * CHUNK, 7) == found
+    check_column(arr, keys)
+
+
+@needs_stringdtype
+@pytest.mark.parametrize("path", PATHS)
+def test_every_hash_path_reads_a_strided_run(path: str) -> None:
+    hashing.set_kernel_path(path)
+    keys = fixed(3 * CHUNK // 2 + 3, 36, seed=1) + fixed(CHUNK + 5, 40, seed=2)
+    arr = string_array(keys)
+    assert run_of(arr, 0, CHUNK) is not None
+    check_column(arr, keys)
+
+
+@needs_stringdtype
+def test_keys_shorter_than_a_window_are_described_one_by_one() -> None:
+    # 15 bytes: kept inside the item; 16 bytes: the shortest run
+    short = fixed(CHUNK + 3, 15, seed=3)
+    arr = string_array(short)
+    assert run_of(arr, 0, CHUNK) is None
+    check_column(arr, short)
+    mixed = [k if i % 2 else k + "x" for i, k in enumerate(short)]  # 15 and 16 bytes in turn
+    arr = string_array(mixed)
+    assert run_of(arr, 0, CHUNK) is None
+    check_column(arr, mixed)
+
+
+@needs_stringdtype
+def test_mixed_lengths_are_no_run() -> None:
+    keys = [k[: 16 + i % 30] for i, k in enumerate(fixed(2 * CHUNK, 50, seed=4))]
+    arr = string_array(keys)
+    assert run_of(arr, 0, CHUNK) is None
+    check_column(arr, keys)
+
+
+@needs_stringdtype
+@pytest.mark.parametrize("at", [0, 1, 2, 3, 4, 5, 500, CHUNK - 2, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK - 1])
+@pytest.mark.parametrize("breaker", ["longer", "shorter", "inline", "missing", "empty"])
+def test_a_run_broken_anywhere_hashes_every_key(at: int, breaker: str) -> None:
+    keys: list[str | None] = list(fixed(2 * CHUNK, 36, seed=at))
+    other = {"longer": "L" * 37, "shorter": "S" * 35, "inline": "tiny", "missing": None, "empty": ""}[breaker]
+    keys[at] = other
+    arr = string_array(keys)
+    step = at // CHUNK * CHUNK
+    assert run_of(arr, step, CHUNK) is None  # the step holding the break is described key by key
+    other_step = CHUNK - step
+    assert run_of(arr, other_step, CHUNK) == (36, run_of(string_array(fixed(4, 36)), 0, 4)[1])
+    check_column(arr, keys)
+    # the run ending just before the break, and starting just after it
+    if at > 0:
+        assert run_of(arr, max(0, at - 40), min(40, at)) is not None
+    if at + 1 < len(keys):
+        assert run_of(arr, at + 1, min(40, len(keys) - at - 1)) is not None
+
+
+@needs_stringdtype
+def test_a_string_moved_to_the_heap_breaks_the_run() -> None:
+    keys: list[str | None] = list(fixed(CHUNK + 10, 36, seed=5))
+    arr = string_array(keys)
+    # the same length again: numpy rewrites it in its arena slot, the run stays
+    arr[7] = keys[7] = "r" * 36
+    assert run_of(arr, 0, CHUNK) is not None
+    check_column(arr, keys)
+    # a longer string does not fit its slot: numpy puts it on the heap
+    arr[9] = keys[9] = "h" * 60
+    assert run_of(arr, 0, CHUNK) is None
+    assert run_of(arr, 10, CHUNK) is not None
+    check_column(arr, keys)
+
+
+@needs_stringdtype
+def test_sliced_and_strided_arrays() -> None:
+    keys = fixed(3 * CHUNK + 11, 36, seed=6)
+    arr = string_array(keys)
+    for lo, hi, step in ((5, None, 1), (3, CHUNK + 7, 1), (0, None, 2), (1, None, 3), (7, 2 * CHUNK, 5)):
+        part = arr[lo:hi:step]
+        assert run_of(part, 0, min(CHUNK, len(part))) == (36, run_of(arr, 0, 2)[1] * step)
+        check_column(part, keys[lo:hi:step])
+    # reversed: the offsets step backwards, described one by one
+    assert run_of(arr[::-1], 0, CHUNK) is None
+    check_column(arr[::-1], keys[::-1])
+    # a column of a 2-D array: items a row apart
+    grid = arr[: 3 * CHUNK].reshape(-1, 3)
+    check_column(grid[:, 1], keys[1 : 3 * CHUNK : 3])
+    check_column(arr[:0], [])
+    check_column(arr[:1], keys[:1])
+
+
+@needs_stringdtype
+def test_na_object_nan_and_missing_items_around_runs() -> None:
+    keys: list[str | None] = list(fixed(2 * CHUNK, 40, seed=7))
+    for at in (0, CHUNK - 1, CHUNK + 17):
+        keys[at] = None
+    arr = np.array([np.nan if k is None else k for k in keys], dtype=np.dtypes.StringDType(na_object=np.nan))
+    check_column(arr, keys)
+    with pytest.raises(TypeError, match="index 0"):
+        bc.murmur3_32(arr, threads=1)
+
+
+# --------------------------------------------------------------------------------------------
+# runs hashed while their views or items are checked
+
+
+def check_hashes(keys: Callable[[], Any], values: list[bytes]) -> None:
+    """Every output of hash_keys and murmur3_32 over keys() (a fresh column each call: a capsule
+    pair is consumed once), on one thread and on two, is mmh3's."""
+    expect = oracle(values)
+    for threads in (1, 2):
+        kh = bc.hash_keys(keys(), threads=threads)
+        assert kh.raw.tolist() == expect
+        assert kh.segment_hash.tolist() == [h >> 16 for h in expect]
+        assert kh.bucket_hash.tolist() == [h & 0xFFFF for h in expect]
+        assert kh.has_key.all()
+        assert bc.murmur3_32(keys(), threads=threads).tolist() == expect
+
+
+def run_in(keys: Any, pos: int, m: int) -> tuple[int, int] | None:
+    """The run the describer finds in keys [pos, pos+m), or None."""
+    _, source = classify_keys(keys)
+    [column] = key_columns(source)
+    return _hashing.described_keys(column, pos, m)[3]
+
+
+def uuid_like(n: int) -> list[bytes]:
+    return [f"{i:06d}-{i * 104729:029d}".encode() for i in range(n)]
+
+
+def view_column(counts: list[int], at: int, word: str) -> tuple[Callable[[], Any], list[bytes]]:
+    """A string_view column of N values of 36 bytes in data buffers of counts[i] values each (as
+    polars fills its buffers), view ``at`` changed in one word while still naming a valid value;
+    returns what makes a fresh capsule pair of it (keeping its buffers alive) and the values it
+    names."""
+    values = uuid_like(N)
+    views, buffers = _views_in_buffers(values, counts)
+    v = views.reshape(-1, 16)
+    if word == "length":  # the value's first 35 bytes, at its own place
+        values[at] = values[at][:35]
+        v[at, 0:4] = np.frombuffer(np.int32(35).tobytes(), np.uint8)
+    elif word == "index":  # the same bytes, kept in a buffer of their own
+        buffers.append(np.frombuffer(values[at], np.uint8).copy())
+        v[at, 8:12] = np.frombuffer(np.int32(len(buffers) - 1).tobytes(), np.uint8)
+        v[at, 12:16] = np.frombuffer(np.int32(0).tobytes(), np.uint8)
+    elif word == "offset":  # another value of the same buffer: its first, or the next one after it
+        index = int(np.frombuffer(v[at, 8:12].tobytes(), np.int32)[0])
+        first = sum(counts[:index])
+        other = first if first != at else at + 1
+        values[at] = values[other]
+        v[at, 12:16] = v[other, 12:16]
+    else:  # the prefix: not compared, the view still names its own value
+        assert word == "prefix"
+        v[at, 4:8] = np.frombuffer(b"\xff\xfe\xfd\xfc", np.uint8)
+    p = Producer()
+    sizes = np.array([b.size for b in buffers], np.int64)
+    return lambda: p.pair(p.schema("vz"), p.array(N, [None, views, *buffers, sizes])), values
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("word", ["length", "offset", "index", "prefix"])
+@pytest.mark.parametrize("at", AT)
+def test_a_view_run_broken_by_one_view_hashes_every_value_like_mmh3(path: str, word: str, at: int) -> None:
+    hashing.set_kernel_path(path)
+    pair, values = view_column([N], at, word)
+    step = at // CHUNK * CHUNK
+    assert run_in(pair(), step, min(CHUNK, N - step)) == ((36, 36) if word == "prefix" else None)
+    check_hashes(pair, values)
+
+
+def test_a_view_run_broken_at_any_place_of_its_groups_hashes_like_mmh3() -> None:
+    # the view names another value than the run's, so a hash kept from the run would differ from
+    # mmh3's: each place of the first two groups of 16, and of the last group and the tail
+    for at in [*range(32), *range(N - 21, N)]:
+        pair, values = view_column([N], at, "offset")
+        check_hashes(pair, values)
+
+
+BUFFER_ENDS = [700, 1300, N - 2000]  # buffer 0 ends inside step 0, buffer 1 inside step 1
+
+
+AT_BUFFER_ENDS = [0, 1, 15, 16, 17, 699, 700, 701, 715, 716, CHUNK - 1, CHUNK, 1999, 2000, 2001, N - 3, N - 1]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("word", ["length", "offset", "index", "prefix"])
+@pytest.mark.parametrize("at", AT_BUFFER_ENDS)
+def test_view_runs_ending_at_buffer_ends_broken_by_one_view_hash_like_mmh3(path: str, word: str, at: int) -> None:
+    hashing.set_kernel_path(path)
+    pair, values = view_column(BUFFER_ENDS, at, word)
+    check_hashes(pair, values)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_view_runs_ending_at_buffer_ends_unbroken_hash_like_mmh3(path: str) -> None:
+    hashing.set_kernel_path(path)
+    pair, values = view_column(BUFFER_ENDS, 5, "prefix")
+    check_hashes(pair, values)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_null_inside_a_view_run_is_keyless_and_the_rest_hash_like_mmh3(path: str) -> None:
+    hashing.set_kernel_path(path)
+    values = uuid_like(N)
+    for at in (0, 17, CHUNK, N - 1):
+        views, buffers = _views_in_buffers(values, BUFFER_ENDS)
+        bits = np.packbits([i != at for i in range(N)], bitorder="little")
+        p = Producer()
+        sizes = np.array([b.size for b in buffers], np.int64)
+        kh = bc.hash_keys(p.pair(p.schema("vz"), p.array(N, [bits, views, *buffers, sizes], null_count=1)))
+        expect = oracle(values)
+        expect[at] = 0
+        assert kh.raw.tolist() == expect
+        assert kh.has_key.tolist() == [i != at for i in range(N)]
+
+
+def string_items(arr: np.ndarray) -> Any:
+    """The 16-byte items of a contiguous StringDType array, writable in place."""
+    assert arr.strides == (16,)
+    return (ctypes.c_uint64 * (2 * arr.size)).from_address(arr.ctypes.data)
+
+
+@needs_stringdtype
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("item", ["offset", "size", "heap"])
+@pytest.mark.parametrize("at", AT)
+def test_a_stringdtype_run_broken_by_one_item_hashes_every_key_like_mmh3(path: str, item: str, at: int) -> None:
+    hashing.set_kernel_path(path)
+    keys = [v.decode() for v in uuid_like(N)]
+    arr = np.array(keys, dtype=np.dtypes.StringDType())
+    words = string_items(arr)
+    other = at + 1 if at + 1 < N else at - 1
+    if item == "offset":  # an arena string of the run's length, but another key's
+        words[2 * at] = words[2 * other]
+        keys[at] = keys[other]
+    elif item == "size":  # the key's own place, one byte shorter
+        assert words[2 * at + 1] & 0xFF == 36
+        words[2 * at + 1] -= 1
+        keys[at] = keys[at][:35]
+    else:  # the same key, moved out of the arena to the heap
+        arr[at] = "h" * 60
+        arr[at] = keys[at]
+        assert words[2 * at + 1] >> 56 != words[2 * other + 1] >> 56  # no longer an arena string
+    assert arr.tolist() == keys  # numpy reads the broken item as the key it names
+    step = at // CHUNK * CHUNK
+    assert run_in(arr, step, min(CHUNK, N - step)) is None
+    other_step = CHUNK if step == 0 else 0
+    assert run_in(arr, other_step, CHUNK) is not None
+    check_hashes(lambda: arr, [k.encode() for k in keys])
