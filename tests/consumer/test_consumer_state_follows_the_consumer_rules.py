@@ -212,6 +212,9 @@ def test_subscribe_rejects_inconsistent_fields() -> None:
         Subscribe(1, "t", "Shared")
 
 
+# --- property test: a random client life, checked against a model of what it was told -------------
+
+
 SEGMENT_IDS = (0, 1, 2, 3)
 
 

@@ -10,6 +10,9 @@ from hypothesis import strategies as st
 import bucketcore as bc
 from bucketcore.dispatch import Dispatcher, EntryBucketSelector
 
+# --------------------------------------------------------------------------------------------
+# oracles
+
 
 def ref_bucket_of(splits: tuple[int, ...], h: int) -> int:
     return sum(1 for s in splits if s <= h)
@@ -62,6 +65,10 @@ def covered_hashes(buckets: bc.Buckets, bucket_indexes) -> list[tuple[int, int]]
         else:
             out.append((start, end))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Dispatcher: scenarios
 
 
 def ids(batch) -> list[int]:

@@ -120,6 +120,10 @@ def test_a_leaver_that_crashes_has_its_entries_redelivered():
     assert d.leaving == ()
 
 
+# --------------------------------------------------------------------------------------------
+# The whole consumption path: producer → dispatcher → consumers (property test)
+
+
 class ConsumerModel:
     """What the application side of every consumer saw; checks the invariants as it goes."""
 

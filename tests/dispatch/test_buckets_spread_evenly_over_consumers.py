@@ -183,6 +183,10 @@ def test_the_dispatcher_returns_bucket_moves_and_an_empty_one_for_a_second_crash
 # the spread: the reference's scenarios and the formula
 
 
+# --------------------------------------------------------------------------------------------
+# EntryBucketSelector: the reference's scenarios
+
+
 def test_lone_consumer_keeps_the_segment_whole():
     sel = selector_with(bc.Buckets.equal_width(4).splits, [("only", 7)])
     assert sel.owners() == [("only", 7)] * 4

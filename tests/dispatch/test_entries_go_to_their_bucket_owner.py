@@ -39,6 +39,9 @@ from bucketcore.dispatch import (
     sticky_hashes,
 )
 
+# --------------------------------------------------------------------------------------------
+# route_entries
+
 
 def test_a_stamped_entry_routes_by_bucket():
     sel = selector_with(bc.Buckets.equal_width(4).splits, [("a", 1), ("b", 1)])
@@ -195,6 +198,10 @@ def test_route_entries_large_column_matches_numpy():
     assert np.array_equal(route_entries(sel, hm), expected)
 
 
+# --------------------------------------------------------------------------------------------
+# fits_one_bucket
+
+
 @settings(max_examples=100, deadline=None)
 @given(splits=splits_strategy, stamps=st.lists(st.tuples(st.integers(0, 0xFFFF), st.integers(0, 0xFFFF)), max_size=50))
 def test_fits_one_bucket_matches_the_definition(splits, stamps):
@@ -228,6 +235,10 @@ def test_fits_one_bucket_under_another_layout_and_on_large_columns():
         fits_one_bucket(buckets, [1, 2], [3])
     with pytest.raises(MalformedStampError, match="index 0"):
         fits_one_bucket(buckets, [9], [8])
+
+
+# --------------------------------------------------------------------------------------------
+# Dispatcher: scenarios
 
 
 def test_dispatcher_delivers_whole_entries_to_bucket_owners():

@@ -59,6 +59,9 @@ def polled(d: Dispatcher) -> dict[tuple[str, int], tuple[list[int], list[int], l
     return {c: (b.entry_ids.tolist(), b.hashes.tolist(), b.redelivered.tolist()) for c, b in sorted(d.poll().items())}
 
 
+# -- offer ------------------------------------------------------------------------------------
+
+
 _entry = st.tuples(
     st.integers(1, 5),  # gap to the previous id
     st.integers(0, 0xFFFF),  # hash_min
@@ -142,6 +145,9 @@ def test_a_refused_one_entry_offer_names_the_argument_and_changes_nothing(args, 
     assert snapshot(d) == before
     assert polled(d) == {A: ([5], [1], [False]), B: ([6], [0xF000], [False])}
     assert d.offer(7, 2) == 1  # the next good id is still taken
+
+
+# -- ack --------------------------------------------------------------------------------------
 
 
 def delivered(n_entries: int = 4) -> Dispatcher:
@@ -245,6 +251,9 @@ def test_a_leaving_consumer_is_forgotten_when_its_last_entry_is_acked_by_int():
         d.ack(*A, 2)
 
 
+# -- poll -------------------------------------------------------------------------------------
+
+
 @pytest.mark.parametrize(
     ("args", "kwargs", "error", "match"),
     [
@@ -271,6 +280,9 @@ def test_poll_of_one_consumer_by_keyword_or_numpy_id_is_the_same_outbox():
     assert d.poll(name="a", consumer_id=np.int64(1)).entry_ids.tolist() == [1, 2]
     assert len(d.poll("a", 1)) == 0
     assert d.poll() == {}
+
+
+# -- owner_of ---------------------------------------------------------------------------------
 
 
 def test_owner_of_an_int_and_of_a_numpy_integer_agree_over_every_hash():
@@ -314,6 +326,9 @@ def test_owner_of_refuses_a_bad_hash_by_name(value, error, match):
         sel.owner_of(value)
 
 
+# -- Deliveries -------------------------------------------------------------------------------
+
+
 def test_a_delivery_column_outlives_its_deliveries_and_is_the_same_array_each_time():
     d = dispatcher(2, A)
     for i, h in enumerate((0, 0x0002, 0x0003)):
@@ -341,6 +356,9 @@ def test_deliveries_from_columns_need_three_1d_columns_of_one_length():
         Deliveries([5, 6], [1], [False, True])
     with pytest.raises(ValueError, match="1-D"):
         Deliveries([[5]], [[1]], [[False]])
+
+
+# -- membership moves -------------------------------------------------------------------------
 
 
 @settings(max_examples=200, deadline=None)
@@ -605,6 +623,9 @@ def test_a_bool_inside_an_int_list_is_refused_not_read_as_0_or_1():
 
 # --------------------------------------------------------------------------------------------
 # a poll that delivers nothing
+
+
+# -- a poll that delivers nothing ---------------------------------------------------------------
 
 
 def test_an_empty_poll_of_one_consumer_returns_one_shared_empty_deliveries():

@@ -407,6 +407,10 @@ def run_in(keys: Any, pos: int, m: int) -> tuple[int, int] | None:
     return _hashing.described_keys(column, pos, m)[3]
 
 
+# ----------------------------------------------------------------------------------------------
+# string views
+
+
 def uuid_like(n: int) -> list[bytes]:
     return [f"{i:06d}-{i * 104729:029d}".encode() for i in range(n)]
 

@@ -14,6 +14,8 @@ import pytest
 
 import bucketcore as bc
 from bucketcore.harness.workloads import tiled_layout, uuid_keys
+from bucketcore.layout import Buckets
+from bucketcore.producer import EntryBucketBatcher
 
 
 def _entries(max_messages: int, n: int = 400) -> tuple[list[bc.Entry], list[bytes]]:
@@ -127,3 +129,31 @@ def test_threads_reading_payloads_get_one_list() -> None:
     for t in threads:
         t.join()
     assert seen[0] == seen[1] == seen[2] == seen[3]
+
+
+# --------------------------------------------------------------------------------------------
+# what the batcher keeps of the payload it was sent
+
+
+def test_batcher_payload_forms() -> None:
+    b = EntryBucketBatcher(Buckets(), max_bytes=10)
+    out = list(b.add_many(["a", "a", "a"], [bytearray(b"12345"), memoryview(b"123456"), b"1"]))
+    out += b.flush()
+    assert [e.nbytes for e in out] == [5, 7]
+    assert out[0].payloads == [b"12345"] and out[1].payloads == [b"123456", b"1"]
+
+
+def test_batcher_keeps_what_was_sent_when_a_buffer_changes_afterwards() -> None:
+    """A mutable payload is copied at add: changing it later changes neither the entry's payload
+    nor its nbytes (Java's batch container copies the message too); bytes are kept as given."""
+    b = EntryBucketBatcher(Buckets(), max_bytes=1000)
+    buf, backing = bytearray(b"abc"), bytearray(b"wxyz")
+    kept = b"immutable"
+    b.add("k", buf)
+    b.add_many(["k", "k"], [memoryview(backing), kept])
+    buf.extend(b"def")
+    backing[0:2] = b"!!"
+    (entry,) = b.flush()
+    assert entry.payloads == [b"abc", b"wxyz", b"immutable"]
+    assert entry.nbytes == 3 + 4 + 9
+    assert entry.payloads[2] is kept
