@@ -55,7 +55,8 @@ def test_hash_min_zero_routes_to_bucket_zero_and_is_exposed_as_one():
     assert route_entries(sel, [0]).tolist() == [0]
     assert sticky_hashes([0, 5, 0xFFFF]).tolist() == [1, 5, 0xFFFF]
     # A split at 1 makes bucket 0 = [0, 0]: its canonical hash 1 would lie in bucket 1, so both
-    # buckets would be exposed as hash 1. Such a list is refused (tests/test_conformance.py).
+    # buckets would be exposed as hash 1. Such a list is refused
+    # (tests/package/test_conformance_with_the_java_reference.py).
     with pytest.raises(bc.InvalidBoundaryError, match="cannot be dispatched"):
         selector_with((1, 0x8000), [("a", 1)])
     with pytest.raises(bc.InvalidBoundaryError, match="cannot be dispatched"):

@@ -33,7 +33,8 @@ from typing import Any
 import mmh3
 import numpy as np
 import pytest
-from test_arrow_capsules_hash_like_mmh3_and_are_released_once import Producer, _views_in_buffers
+from arrow_producer import Producer
+from test_arrow_capsules_hash_like_mmh3_and_are_released_once import _views_in_buffers
 
 import bucketcore as bc
 from _bucketcore import _hashing

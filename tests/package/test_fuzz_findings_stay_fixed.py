@@ -158,7 +158,7 @@ def test_keyless_keys_among_mixed_lengths_hash_to_zero() -> None:
 def test_arrow_strings_of_only_empty_values_may_have_no_values_buffer(fmt: str) -> None:
     """Finding (fuzz_arrow, UBSan): an Arrow string array whose values are all empty, handed over
     with a NULL values buffer (allowed: nothing is read from it)."""
-    producer_module = pytest.importorskip("test_arrow_capsule", reason="the suite's Arrow C-data producer")
+    producer_module = pytest.importorskip("arrow_producer", reason="the suite's Arrow C-data producer")
     p = producer_module.Producer()
     offsets = np.zeros(4, dtype=np.int64 if fmt in "UZ" else np.int32)
     kh = bc.hash_keys(p.pair(p.schema(fmt), p.array(3, [None, offsets, None])))

@@ -342,7 +342,7 @@ HAMMER_CHILD = textwrap.dedent(
     # suite (tests/scaleout/test_threads_under_stress_lose_nothing.py,
     # tests/scaleout/test_compiled_calls_are_atomic_under_8_threads.py) where they exist
 
-    def suite(area, name):
+    def suite(name, area=""):
         for where in (tests_dir, os.path.join(tests_dir, area)):
             if where not in sys.path:
                 sys.path.insert(0, where)
@@ -363,7 +363,7 @@ HAMMER_CHILD = textwrap.dedent(
     def hammer_hashing():
         # a list: items replaced, the list extended, cut, cleared and refilled (the stress suite's)
         import bucketcore as bc
-        stress = suite("scaleout", "test_threads_under_stress_lose_nothing")
+        stress = suite("test_threads_under_stress_lose_nothing", "scaleout")
         failures = guarded_call(stress._hash_while_mutating, stress.SHORT, resize=True)
         # one object ndarray hashed by 4 threads (one and two threads per call) while 4 others
         # replace its items. Every item any position ever holds stays alive in `base` / `other`:
@@ -487,7 +487,7 @@ HAMMER_CHILD = textwrap.dedent(
         # pair shared by them all, which exactly one thread moves out (the others are refused)
         import bucketcore as bc
         try:
-            capsules = suite("hashing", "test_arrow_capsules_hash_like_mmh3_and_are_released_once")
+            capsules = suite("arrow_producer")
         except BaseException as exc:  # e.g. pytest's Skipped without mmh3
             return {"skip": f"the suite's Arrow producer cannot be imported: {exc!r}"}
         values = [f"value-{i % 977}".encode() if i % 13 else None for i in range(5000)]
@@ -569,7 +569,7 @@ HAMMER_CHILD = textwrap.dedent(
     def hammer_dispatch():
         # the suite's threaded Dispatcher, EntryBucketSelector and StreamConsumerState tests:
         # one object shared by 8 threads with no lock around the per-call methods
-        tests = suite("scaleout", "test_compiled_calls_are_atomic_under_8_threads")
+        tests = suite("test_compiled_calls_are_atomic_under_8_threads", "scaleout")
         return (guarded_call(tests.test_one_dispatcher_hammered_by_8_threads_loses_and_duplicates_nothing)
                 + guarded_call(tests.test_one_selector_read_by_7_threads_while_one_changes_its_members)
                 + guarded_call(tests.test_one_consumer_state_hammered_by_8_threads_tracks_every_message_once))
@@ -578,7 +578,7 @@ HAMMER_CHILD = textwrap.dedent(
         # one EntryBucketBatcher shared by 8 threads adding, adding many and flushing (the stress
         # suite's test), and Entry objects read while other threads set their message indices
         import bucketcore as bc
-        stress = suite("scaleout", "test_threads_under_stress_lose_nothing")
+        stress = suite("test_threads_under_stress_lose_nothing", "scaleout")
         failures = guarded_call(stress._shared_batcher, stress.SHORT)
         batcher = bc.EntryBucketBatcher(bc.Buckets.equal_width(4), max_messages=1000)
         batcher.add_many([f"k{i}" for i in range(200)], [b"p"] * 200)

@@ -1,8 +1,9 @@
 """bucketcore.workers: the pool the two-thread pipelines and the block-parallel hashing hand work to.
 
-Interrupts at every bytecode of the hand-off are in tests/test_threads_stress.py; these check the
-pool's own promises: results and exceptions come back unchanged, its thread count stays fixed,
-and a forked child gets a working pool of its own.
+Interrupts at every bytecode of the hand-off are in
+tests/scaleout/test_threads_under_stress_lose_nothing.py; these check the pool's own promises:
+results and exceptions come back unchanged, its thread count stays fixed, and a forked child gets
+a working pool of its own.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from _bucketcore import _wire
 from bucketcore import wire
 from bucketcore.wire import WireFormatError
 
-PROTO = os.path.join(os.path.dirname(__file__), "proto", "pulsar_wire.proto")
+PROTO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "proto", "pulsar_wire.proto")
 
 
 @pytest.fixture(scope="module")
