@@ -78,7 +78,7 @@ def test_importing_bucketcore_keeps_the_gil_off():
 
 HAMMER_CHILD = textwrap.dedent(
     """
-    import gc, importlib, json, sys, threading, warnings
+    import gc, importlib, json, os, sys, threading, warnings
     warnings.simplefilter("error")  # a kernel that turned the GIL back on would warn
     import numpy as np
 
