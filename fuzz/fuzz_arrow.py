@@ -1,6 +1,6 @@
 """Arrow arrays handed over raw through the C data interface (PyCapsules, no pyarrow validation).
 
-The structs come from the test suite's ctypes producer (tests/test_arrow_capsule.py), over exactly
+The structs come from the test suite's ctypes producer (tests/arrow_producer.py), over exactly
 sized numpy buffers (under the instrumented build, AddressSanitizer's redzones sit right after
 them): string/binary with int32 and int64 offsets, their view layouts with fuzzed inline values,
 buffer indexes and offsets, dictionary-encoded rows with every index width, the null type, and
@@ -28,7 +28,7 @@ from support import Divergence, expect, instrumented, main
 with instrumented():
     import bucketcore as bc
 
-from test_arrow_capsule import Producer  # the suite's ctypes producer of Arrow C structs
+from arrow_producer import Producer  # the suite's ctypes producer of Arrow C structs
 
 OFFSET_FORMATS = {"u": np.int32, "z": np.int32, "U": np.int64, "Z": np.int64}
 INDEX_FORMATS = {

@@ -1,5 +1,5 @@
 """StreamConsumerState driven by a fuzzed sequence of operations, differentially against the test
-suite's model of the client rules (tests/test_consumer.py: ConsumerLife).
+suite's model of the client rules (tests/consumer/test_consumer_state_follows_the_consumer_rules.py: ConsumerLife).
 
 The input picks operations: assignments of fuzzed content (segments shared or exclusive) at older,
 equal or newer epochs, re-applying the current assignment, deliveries, single acks and cumulative
@@ -19,7 +19,7 @@ from support import instrumented, main, models_raise_assertions
 with instrumented():
     import bucketcore  # noqa: F401  (instrumented before the model imports it)
 
-from test_consumer import SEGMENT_IDS, ConsumerLife  # the suite's model and its rules
+from test_consumer_state_follows_the_consumer_rules import SEGMENT_IDS, ConsumerLife  # the suite's model and its rules
 
 
 def test_one_input(data: bytes) -> None:

@@ -1,5 +1,6 @@
 """The Dispatcher driven by a fuzzed sequence of operations, differentially against the test suite's
-model of the dispatch rules (tests/test_dispatcher_model.py: DispatcherMachine and its Model).
+model of the dispatch rules (DispatcherMachine and its Model in
+tests/dispatch/test_the_dispatcher_agrees_with_a_model_of_the_design.py).
 
 The input picks a dispatchable boundary list, then operations: joins, clean leaves and crashes of
 consumers from the model's pool, offers (scalar or column, stamped or by key hash), polls, acks
@@ -19,7 +20,8 @@ from support import expect, instrumented, main, models_raise_assertions
 with instrumented():
     import bucketcore as bc
 
-from test_dispatcher_model import POOL, DispatcherMachine  # the suite's model and its rules
+# the suite's model and its rules
+from test_the_dispatcher_agrees_with_a_model_of_the_design import POOL, DispatcherMachine
 
 MAX = 0xFFFF
 

@@ -1,5 +1,6 @@
 """bucket_entries and EntryBucketBatcher with fuzzed keys, sizes, limits, policies and layouts,
-against the test suite's slow pure-Python reference batcher (tests/test_producer.py: RefBatcher).
+against the test suite's slow pure-Python reference batcher (RefBatcher in
+tests/producer/test_entries_match_the_reference_batcher.py).
 
 The target is a bare boundary list or a layout of fuzzed cuts, segment ids, boundary lists and
 legacy names; keys are str, bytes, bytearray, memoryview, None or NaN (also handed over as their
@@ -20,7 +21,7 @@ from support import Divergence, consume_key, expect, instrumented, main, named_i
 with instrumented():
     import bucketcore as bc
 
-from test_producer import as_tuples, reference_entries  # the suite's reference batcher
+from test_entries_match_the_reference_batcher import as_tuples, reference_entries  # the suite's reference batcher
 
 BAD_LIMITS: list[Any] = [0, -1, True, 1.5, None, "8", 2**80]
 

@@ -1,5 +1,5 @@
 """route_entries, sticky_hashes and fits_one_bucket with fuzzed stamps, key hashes and selectors,
-against the test suite's reference routing (tests/test_dispatch.py: ref_route, ref_bucket_of).
+against the test suite's reference routing (tests/dispatch/dispatch_reference.py: ref_route, ref_bucket_of).
 
 A selector over a fuzzed boundary list (first split 1 included: it must be refused) with fuzzed
 consumers; columns as lists or numpy arrays of several dtypes, values in range or not (negative,
@@ -20,7 +20,7 @@ from support import Divergence, expect, instrumented, main, named_index
 with instrumented():
     import bucketcore as bc
 
-from test_dispatch import ref_bucket_of, ref_route  # the suite's reference routing
+from dispatch_reference import ref_bucket_of, ref_route  # the suite's reference routing
 
 NAMES = ["a", "b", "c", "zed", "ü"]
 DTYPES = [None, None, np.int64, np.int32, np.uint16, np.uint32, np.uint64, np.int16]

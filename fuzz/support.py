@@ -5,7 +5,7 @@ A harness is ``fuzz/fuzz_<name>.py`` with a ``test_one_input(data: bytes) -> Non
 :class:`Divergence` (an ``AssertionError``) when bucketcore disagrees with the harness's oracle, and
 lets any other unexpected exception escape: atheris reports both as a finding and saves the input.
 Run as a script, a harness hands ``test_one_input`` to atheris (libFuzzer's command line applies);
-imported (tests/test_fuzz_harnesses.py), it is an ordinary function.
+imported (tests/package/test_fuzz_harnesses_agree_with_their_oracles.py), it is an ordinary function.
 """
 
 from __future__ import annotations
@@ -22,10 +22,13 @@ REPO = Path(__file__).resolve().parent.parent
 TESTS = REPO / "tests"
 CORPUS = Path(__file__).resolve().parent / "corpus"
 
-# The reference models and oracles live in the test suite (tests/ is not a package): the harnesses
-# import them from there, so a fuzzer and the tests always check against the same model.
-if str(TESTS) not in sys.path:
-    sys.path.append(str(TESTS))
+# The reference models and oracles live in the test suite (tests/ and its area folders are not
+# packages): the harnesses import them from there by module name, so a fuzzer and the tests always
+# check against the same model.
+_AREAS = sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name != "proto" and not p.name.startswith(("_", ".")))
+for _where in (TESTS, *_AREAS):
+    if str(_where) not in sys.path:
+        sys.path.append(str(_where))
 
 try:
     import atheris
@@ -162,7 +165,7 @@ def consume_key(fdp: Any, *, max_len: int = 80, odd_kinds: bool = True) -> Any:
 
 def java_utf8(text: str) -> bytes:
     """Java's ``String.getBytes(UTF_8)`` of ``text`` (the test suite's oracle of errors="replace")."""
-    from test_hashing import java_utf8 as reference
+    from test_hashes_match_mmh3_and_the_design_vectors import java_utf8 as reference
 
     return reference(text)
 

@@ -172,7 +172,7 @@ def pg_url(pg_server: PgServer) -> str:
 
 # --- the stream-store suite against both head stores -------------------------------------------------
 #
-# Every test of a tests/test_stream_*.py module (the PostgreSQL-only module aside) runs twice: with
+# Every test of a tests/stream/ module (those setting ONE_HEAD_STORE aside) runs twice: with
 # the embedded SQLite head store, and with its heads in the throw-away PostgreSQL server. In the
 # second run, StreamStore.open without a head store gets a PostgreSQL head store instead, one
 # schema per store directory of the test (so a test's separate stores stay separate, and reopening
@@ -192,9 +192,9 @@ SQLITE_ONLY = frozenset(
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrise the stream-store modules' tests over both head stores."""
-    module = metafunc.module.__name__.rsplit(".", 1)[-1]
-    if not module.startswith("test_stream_") or module.startswith("test_stream_postgres"):
+    """Parametrise the stream-store modules' tests (tests/stream/) over both head stores."""
+    module = metafunc.module
+    if os.path.basename(os.path.dirname(module.__file__)) != "stream" or getattr(module, "ONE_HEAD_STORE", False):
         return
     if metafunc.function.__name__ in SQLITE_ONLY:
         return

@@ -5,8 +5,8 @@
 #   tools/sanitize.sh [--thread] [--keep] [pytest arguments...]
 #
 # Default: AddressSanitizer + UndefinedBehaviorSanitizer (leak detection on), the whole suite.
-# --thread: ThreadSanitizer, over the thread tests (tests/test_threads_stress.py, test_workers.py,
-#           test_free_threading.py) unless pytest arguments name tests.
+# --thread: ThreadSanitizer, over the thread tests (tests/scaleout/: the stress, worker-pool and
+#           free-threading tests) unless pytest arguments name tests.
 # --keep:   keep the private build directory (its path is printed) instead of removing it.
 # --reuse=DIR: run again in DIR, a directory an earlier --keep run built (no copy, no build).
 #
@@ -65,7 +65,11 @@ else
         exit 2
     fi
     preload="$(runtime_of libtsan.so)"
-    if [ "${#args[@]}" = 0 ]; then args=(tests/test_threads_stress.py tests/test_workers.py tests/test_free_threading.py); fi
+    if [ "${#args[@]}" = 0 ]; then
+        args=(tests/scaleout/test_threads_under_stress_lose_nothing.py
+            tests/scaleout/test_the_worker_pool_runs_each_call_once.py
+            tests/scaleout/test_kernels_run_without_the_gil.py)
+    fi
 fi
 
 if [ -n "$reuse" ]; then
