@@ -70,6 +70,15 @@ cdef int gs_init(GroupState *st, const int64_t *first_bucket, int64_t nseg, int 
     return 0
 
 
+cdef int check_limits(int policy, int64_t max_messages, int64_t max_bytes) except -1:
+    """A grouping's policy and limits, as every state takes them (init_state, WholeStream.begin)."""
+    if policy != POLICY_SHARED and policy != POLICY_PER_BUCKET:
+        raise ValueError(f"unknown policy code {policy}")
+    if max_messages < 1 or max_bytes < 1:
+        raise ValueError("max_messages and max_bytes must be >= 1")
+    return 0
+
+
 cdef int init_state(GroupState *st, const int64_t[::1] bucket_offsets, int policy, int64_t max_messages,
                     int64_t max_bytes) except -1:
     """Validate a grouping's arguments and zero its state: bucket_offsets[s] is segment s's first
@@ -82,10 +91,7 @@ cdef int init_state(GroupState *st, const int64_t[::1] bucket_offsets, int polic
             raise ValueError("bucket_offsets must start at 0 and grow by at least 1 per segment")
     if bucket_offsets[nseg] > 0x7FFFFFFF:
         raise ValueError("more than 2**31-1 buckets in total")
-    if policy != POLICY_SHARED and policy != POLICY_PER_BUCKET:
-        raise ValueError(f"unknown policy code {policy}")
-    if max_messages < 1 or max_bytes < 1:
-        raise ValueError("max_messages and max_bytes must be >= 1")
+    check_limits(policy, max_messages, max_bytes)
     if gs_init(st, &bucket_offsets[0], nseg, policy, max_messages, max_bytes) < 0:
         raise MemoryError()
     return 0
@@ -802,10 +808,7 @@ cdef class WholeStream:
     cdef int begin(self, int policy, int64_t max_messages, int64_t max_bytes, Py_ssize_t n) except -1:
         """Start a stream of n messages with these limits: what the last stream left open is
         closed and a new ``order`` column is made (the last one belongs to its caller now)."""
-        if policy != POLICY_SHARED and policy != POLICY_PER_BUCKET:
-            raise ValueError(f"unknown policy code {policy}")
-        if max_messages < 1 or max_bytes < 1:
-            raise ValueError("max_messages and max_bytes must be >= 1")
+        check_limits(policy, max_messages, max_bytes)
         if n < 0:
             raise ValueError(f"a stream of {n} messages")
         gs_reset(&self.st)
