@@ -25,7 +25,7 @@ from _bucketcore._status cimport *
 from _bucketcore._hashing cimport (
     BC_KEY_NONE, CHUNK, KeyColumn, bc_hash_key, bc_key, bc_scratch, bc_scratch_free,
 )
-from _bucketcore._entry cimport NEAR_POSITIONS, Entry
+from _bucketcore._entry cimport NEAR_POSITIONS, Entry, blank_entry
 from _bucketcore._grouping cimport GroupState, gs_finish, gs_free, gs_scan, init_state, line_start
 from _bucketcore._producer cimport KeyChunks
 from _bucketcore._routing cimport Router, bc_route, bc_route_parts
@@ -572,7 +572,7 @@ cdef class BatcherCore:
             if c > q.len:
                 self.ready = False
                 raise RuntimeError("an entry holds more messages than its bucket buffered (state lost)")
-            e = Entry.__new__(Entry)
+            e = blank_entry()
             item = q.items + q.head
             # nothing below fails once the blocks exist: the queue's references move into the entry
             if c <= NEAR_POSITIONS and q.head + NEAR_POSITIONS <= q.cap:

@@ -172,6 +172,10 @@ cdef class Entry:
         )
 
 
+cdef Entry blank_entry():
+    return Entry.__new__(Entry)
+
+
 cdef object message_positions(object value):
     """An entry's message positions as a one-dimensional int64 array: such an array as given, other
     integer arrays and sequences of ints converted; anything else, or a negative position, is
