@@ -150,8 +150,9 @@ else:
 #   _arrow     capsules moved out in their critical sections; imported structs never change; the
 #              dictionary-hash caches only gain entries.
 #   _dispatch  every method on a dispatcher's or selector's state runs in a critical section on it.
-#   _batcher   a PyMutex held for a whole call and for reading its state; Entry fields in the
-#              entry's critical section; bytearray/memoryview keys read through exports.
+#   _entry     Entry fields in the entry's critical section (its lists and arrays made once).
+#   _batcher   a PyMutex held for a whole call and for reading its state; bytearray/memoryview
+#              keys read through exports.
 #   _grouping  stream states are per call, or taken from a plan's list by one call at a time.
 #   _producer  the same; keys read through _hashing's KeyColumn.
 FREE_THREADING_COMPATIBLE = frozenset(
@@ -165,6 +166,7 @@ FREE_THREADING_COMPATIBLE = frozenset(
         "_pipeline",
         "_arrow",
         "_dispatch",
+        "_entry",
         "_batcher",
         "_grouping",
         "_producer",

@@ -1,6 +1,6 @@
 # cython: language_level=3
-"""The streaming batcher's kernel: ``BatcherCore``, the state behind ``EntryBucketBatcher``, and
-``Entry``, the stamped entry it emits.
+"""The streaming batcher's kernel: ``BatcherCore``, the state behind ``EntryBucketBatcher``; the
+``Entry`` it emits is _entry's, whose fields it fills directly.
 
 Everything per send runs here with the GIL held: the key is described and hashed, routed by the
 layout's Router (route.h), fed to the batch state machine (_grouping, records only: no message
@@ -21,20 +21,16 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memmove
 
-cimport numpy as cnp
-import numpy as np
-
 from _bucketcore._status cimport *
 from _bucketcore._hashing cimport (
     BC_KEY_NONE, CHUNK, KeyColumn, bc_hash_key, bc_key, bc_scratch, bc_scratch_free,
 )
-from _bucketcore._grouping cimport GroupState, empty_column, gs_finish, gs_free, gs_scan, init_state, line_start
+from _bucketcore._entry cimport NEAR_POSITIONS, Entry, blank_entry
+from _bucketcore._grouping cimport GroupState, gs_finish, gs_free, gs_scan, init_state, line_start
 from _bucketcore._producer cimport KeyChunks
 from _bucketcore._routing cimport Router, bc_route, bc_route_parts
 
 from _bucketcore._hashing import objects_column
-
-cnp.import_array()
 
 cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1
@@ -47,46 +43,11 @@ cdef extern from "Python.h":
     bint PyByteArray_Check(PyObject *o)
     bint PyMemoryView_Check(PyObject *o)
 
-cdef extern from *:
-    """
-    #ifdef _WIN32
-    #include <windows.h>
-    static void bc_nap(void) { Sleep(0); }
-    #else
-    #include <sched.h>
-    static void bc_nap(void) { sched_yield(); }
-    #endif
-    """
-    void bc_nap() nogil
-
-# The batcher's lock. Under the GIL it is a flag the GIL holder tests and sets with nothing in
-# between that could let the GIL go, so it costs nothing; on a free-threaded build (no GIL to
-# order those steps) it is a PyMutex, which parks a waiting thread with its thread state
-# detached. The holder's thread id is read by other threads there, so it is stored and loaded
-# atomically.
-cdef extern from *:
-    """
-    #ifdef Py_GIL_DISABLED
-    #define BC_FREE_THREADED 1
-    typedef PyMutex bc_mutex;
-    static inline void bc_mutex_lock(bc_mutex *m) { PyMutex_Lock(m); }
-    static inline void bc_mutex_unlock(bc_mutex *m) { PyMutex_Unlock(m); }
-    #else
-    #define BC_FREE_THREADED 0
-    typedef char bc_mutex;
-    static inline void bc_mutex_lock(bc_mutex *m) { (void)m; }
-    static inline void bc_mutex_unlock(bc_mutex *m) { (void)m; }
-    #endif
-    #if defined(__GNUC__) || defined(__clang__)
-    static inline unsigned long bc_owner_load(unsigned long *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-    static inline void bc_owner_store(unsigned long *p, unsigned long v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-    #else
-    static inline unsigned long bc_owner_load(unsigned long *p) { return *(volatile unsigned long *)p; }
-    static inline void bc_owner_store(unsigned long *p, unsigned long v) { *(volatile unsigned long *)p = v; }
-    #endif
-    """
+# The call lock (call_lock.h says how it works with and without the GIL).
+cdef extern from "call_lock.h":
     enum: BC_FREE_THREADED
     ctypedef char bc_mutex
+    void bc_nap() nogil
     void bc_mutex_lock(bc_mutex *m)
     void bc_mutex_unlock(bc_mutex *m)
     unsigned long bc_owner_load(unsigned long *p)
@@ -112,233 +73,6 @@ class NoEntries(list):
 
 NO_ENTRIES = NoEntries()
 cdef object no_entries = NO_ENTRIES
-
-
-# Positions and payload references an Entry holds in itself (an emitted entry of more messages
-# keeps them in malloc blocks): the short entries of small limits or many buckets then cost no
-# allocation of their own.
-cdef enum:
-    NEAR_POSITIONS = 4
-
-
-@cython.freelist(256)
-cdef class Entry:
-    """One stamped entry: a batch of messages of one (segment, bucket), in send order.
-
-    Parameters
-    ----------
-    segment_id, bucket : int
-        The segment the entry belongs to and its bucket index in that segment's boundary list.
-    hash_min, hash_max : int
-        The stamp: the smallest and largest bucket hash of its messages.
-    message_indices : one-dimensional array or sequence of non-negative integers
-        Positions in the input (:func:`bucket_entries`) or in the batcher's stream since it was
-        created (:class:`EntryBucketBatcher`), kept as int64: other integer arrays and lists are
-        converted; anything else raises TypeError, a negative position ValueError.
-    nbytes : int
-        Payload bytes of its messages (0 when :func:`bucket_entries` had no sizes).
-    payloads : list or None
-        The payloads, for entries from a batcher; ``None`` for an :class:`EntryTable` row.
-    """
-
-    cdef public int64_t segment_id
-    cdef public int64_t bucket
-    cdef public int64_t hash_min
-    cdef public int64_t hash_max
-    cdef public int64_t nbytes
-    cdef object payload_list    # payloads, once made (or as given)
-    cdef object indices         # message_indices, once made (or as given)
-    cdef int64_t n              # message count while indices is None
-    cdef int64_t near[NEAR_POSITIONS]  # the positions of an entry of up to NEAR_POSITIONS messages
-    cdef int64_t *positions     # the positions of a longer one (malloc), until indices is made
-    # An emitted entry's payloads as references it owns, until ``payloads`` is first read (most
-    # entries go straight to a sender that may never ask for a list): held of them, in
-    # near_payloads for up to NEAR_POSITIONS, else in far_payloads (malloc). They are bytes or
-    # read-only views of bytes (frozen_payload), which refer to nothing that could lead back
-    # here, so the collector need not see them.
-    cdef int64_t held
-    cdef PyObject *near_payloads[NEAR_POSITIONS]
-    cdef PyObject **far_payloads
-
-    def __init__(self, int64_t segment_id, int64_t bucket, int64_t hash_min, int64_t hash_max,
-                 object message_indices, int64_t nbytes, object payloads=None):
-        self.segment_id = segment_id
-        self.bucket = bucket
-        self.hash_min = hash_min
-        self.hash_max = hash_max
-        self.message_indices = message_indices
-        self.nbytes = nbytes
-        self.payloads = payloads
-
-    @cython.final
-    cdef inline PyObject **held_refs(self) noexcept:
-        """Where the held payload references are."""
-        return self.far_payloads if self.far_payloads != NULL else self.near_payloads
-
-    @cython.final
-    cdef inline void forget_held(self) noexcept:
-        """Hold nothing any more (the references were moved or released)."""
-        self.held = 0
-        free(self.far_payloads)
-        self.far_payloads = NULL
-
-    @cython.final
-    cdef void drop_held(self) noexcept:
-        """Release the payload references held in C (the list replaces them, or the entry goes)."""
-        cdef int64_t i
-        cdef PyObject **refs = self.held_refs()
-        for i in range(self.held):
-            Py_DECREF(<object>refs[i])
-        self.forget_held()
-
-    @property
-    def payloads(self):
-        """The messages' payloads (a list, made on first read and kept), or ``None`` for an
-        :class:`EntryTable` row."""
-        cdef list made
-        cdef int64_t i
-        cdef PyObject **refs
-        # made once, whichever thread reads first (free-threaded builds: the others wait)
-        with cython.critical_section(self):
-            if self.held:
-                made = PyList_New(self.held)
-                refs = self.held_refs()
-                for i in range(self.held):  # the held references move into the list
-                    PyList_SET_ITEM(made, i, refs[i])
-                self.forget_held()
-                self.payload_list = made
-            return self.payload_list
-
-    @payloads.setter
-    def payloads(self, object value) -> None:
-        with cython.critical_section(self):
-            self.drop_held()
-            self.payload_list = value
-
-    @property
-    def message_indices(self):
-        """The entry's message positions (int64), in send order."""
-        cdef cnp.ndarray arr
-        # made once, whichever thread reads first (free-threaded builds: the others wait)
-        with cython.critical_section(self):
-            if self.indices is None:
-                arr = empty_column(self.n, cnp.NPY_INT64)
-                if self.positions != NULL:
-                    memcpy(cnp.PyArray_DATA(arr), self.positions, self.n * sizeof(int64_t))
-                    free(self.positions)
-                    self.positions = NULL
-                elif 0 < self.n <= NEAR_POSITIONS:
-                    memcpy(cnp.PyArray_DATA(arr), self.near, self.n * sizeof(int64_t))
-                self.indices = arr
-            return self.indices
-
-    @message_indices.setter
-    def message_indices(self, object value) -> None:
-        value = message_positions(value)
-        with cython.critical_section(self):
-            free(self.positions)
-            self.positions = NULL
-            self.indices = value
-
-    @property
-    def count(self) -> int:
-        """Number of messages in the entry."""
-        cdef object indices
-        cdef Py_ssize_t n
-        with cython.critical_section(self):  # message_indices may be set meanwhile
-            indices = self.indices
-            n = self.n
-        return n if indices is None else int(indices.shape[0])
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Entry):
-            return NotImplemented
-        cdef Entry o = <Entry>other
-        return (
-            self.segment_id == o.segment_id
-            and self.bucket == o.bucket
-            and self.hash_min == o.hash_min
-            and self.hash_max == o.hash_max
-            and self.nbytes == o.nbytes
-            and bool(np.array_equal(self.message_indices, o.message_indices))
-            and self.payloads == o.payloads
-        )
-
-    def __ne__(self, other: object) -> bool:
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
-
-    def __hash__(self) -> int:
-        raise TypeError("unhashable type: 'Entry'")
-
-    def __reduce__(self) -> tuple:
-        return Entry, (self.segment_id, self.bucket, self.hash_min, self.hash_max, self.message_indices,
-                       self.nbytes, self.payloads)
-
-    def __repr__(self) -> str:
-        return (
-            f"Entry(segment_id={self.segment_id}, bucket={self.bucket}, "
-            f"hash_min={self.hash_min:#06x}, hash_max={self.hash_max:#06x}, count={self.count}, "
-            f"nbytes={self.nbytes})"
-        )
-
-
-cdef object message_positions(object value):
-    """An entry's message positions as a one-dimensional int64 array: such an array as given, other
-    integer arrays and sequences of ints converted; anything else, or a negative position, is
-    refused naming it."""
-    cdef cnp.ndarray arr
-    cdef Py_ssize_t i, n, stride
-    cdef const char *data
-    cdef int64_t position
-    if not (cnp.PyArray_Check(value) and cnp.PyArray_NDIM(<cnp.ndarray>value) == 1
-            and cnp.PyArray_TYPE(<cnp.ndarray>value) == cnp.NPY_INT64):
-        converted = np.asarray(value)
-        if converted.ndim != 1 or (converted.shape[0] and converted.dtype.kind not in "iu"):
-            raise TypeError(
-                "message_indices must be a one-dimensional sequence of integers, got "
-                f"{type(value).__name__} of shape {converted.shape} and dtype {converted.dtype}"
-            )
-        if converted.shape[0] and converted.dtype.kind == "u" and int(converted.max()) > np.iinfo(np.int64).max:
-            raise ValueError(f"message_indices: position {int(converted.argmax())} is past the int64 range")
-        value = converted.astype(np.int64)
-    arr = <cnp.ndarray>value
-    n = cnp.PyArray_DIM(arr, 0)
-    stride = cnp.PyArray_STRIDE(arr, 0)
-    data = <const char *>cnp.PyArray_DATA(arr)
-    for i in range(n):
-        position = (<const int64_t *>(data + i * stride))[0]
-        if position < 0:
-            raise ValueError(f"message_indices: position {i} is negative ({position})")
-    return arr
-
-
-ctypedef void (*destructor)(PyObject *) noexcept
-
-cdef extern from "Python.h":
-    ctypedef struct PyTypeObject:
-        destructor tp_dealloc
-
-
-# Entry's tp_dealloc is entry_dealloc, which releases what the entry holds in C and then calls
-# the one Cython generated (it clears the object fields and frees or pools the entry). A
-# __dealloc__ would do the same inside a save and restore of the current exception, which Cython
-# adds for code that may raise; this release cannot: it frees a block and drops references to
-# bytes or read-only views of bytes (frozen_payload), whose release runs no Python code and
-# allocates nothing, so no collection can run before the generated dealloc untracks the entry.
-cdef destructor generated_entry_dealloc = (<PyTypeObject *>Entry).tp_dealloc
-
-
-cdef void entry_dealloc(PyObject *o) noexcept:
-    (<Entry>o).drop_held()
-    free((<Entry>o).positions)
-    generated_entry_dealloc(o)
-
-
-(<PyTypeObject *>Entry).tp_dealloc = entry_dealloc
 
 
 # A buffered message: its payload (an owned reference) and stream position, side by side (one
@@ -400,7 +134,8 @@ cdef inline int64_t payload_size(object payload) except -1:
 
 cdef object frozen_payload(object payload, Py_ssize_t index):
     """A payload that cannot change after it was added: a read-only view of bytes as given,
-    anything else bytes-like copied to bytes (bytes themselves never come here)."""
+    anything else bytes-like copied to bytes (bytes themselves never come here). An Entry's
+    dealloc relies on it: releasing such a payload runs no Python code (_entry.pyx)."""
     if PyByteArray_Check(<PyObject *>payload):
         return PyBytes_FromStringAndSize(PyByteArray_AS_STRING(payload), PyByteArray_GET_SIZE(payload))
     if PyMemoryView_Check(<PyObject *>payload):
@@ -837,7 +572,7 @@ cdef class BatcherCore:
             if c > q.len:
                 self.ready = False
                 raise RuntimeError("an entry holds more messages than its bucket buffered (state lost)")
-            e = Entry.__new__(Entry)
+            e = blank_entry()
             item = q.items + q.head
             # nothing below fails once the blocks exist: the queue's references move into the entry
             if c <= NEAR_POSITIONS and q.head + NEAR_POSITIONS <= q.cap:
@@ -917,8 +652,3 @@ cdef class BatcherCore:
     def position(self) -> int:
         """Messages added so far (the message index the next one gets)."""
         return self.read_state(&self.st.seq)
-
-    @property
-    def open_batches(self) -> int:
-        """Open (segment, bucket) batches."""
-        return self.read_state(&self.st.nopen)

@@ -10,6 +10,10 @@ from _bucketcore._hashing cimport CHUNK
 cdef extern from "stamp.h" nogil:
     void bc_stamp(const uint16_t *h, size_t n, uint16_t *lo, uint16_t *hi)
 
+cdef extern from "layout_lookup.h" nogil:
+    ctypedef struct bc_segment_map:
+        pass
+
 # Batching policies (docs/design.md, "Producer bucketing and stamping"): the limits apply to the
 # window of a segment or to a bucket.
 cpdef enum Policy:
@@ -71,10 +75,7 @@ ctypedef struct ArenaBlock:
 ctypedef struct GroupState:
     int64_t nseg
     int64_t nbuckets     # total over segments; global bucket g = segs[s].first_bucket + bucket
-    # every segment's bucket count when they are all equal (g's segment is g // uniform), else 0
-    int64_t uniform
-    # log2(uniform) when uniform is a power of two (g's segment is then g >> uniform_shift), else -1
-    int uniform_shift
+    bc_segment_map segmap   # finds a global bucket's segment (layout_lookup.h)
     int policy
     int64_t max_messages
     int64_t max_bytes
@@ -135,12 +136,6 @@ cdef inline Py_ssize_t chunk_room(Py_ssize_t n) noexcept nogil:
     """Items in a per-chunk buffer for a stream of n: a chunk, or the whole of a shorter stream
     (a short call then allocates short buffers)."""
     return 1 if n < 1 else (n if n < CHUNK else CHUNK)
-
-
-cdef inline cnp.ndarray empty_column(Py_ssize_t n, int typenum):
-    """A new 1-D array of n items, by numpy's C API (no Python-level np.empty per column)."""
-    cdef cnp.npy_intp dim = n
-    return cnp.PyArray_EMPTY(1, &dim, typenum, 0)
 
 
 cdef int init_state(GroupState *st, const int64_t[::1] bucket_offsets, int policy, int64_t max_messages,

@@ -1,6 +1,5 @@
-"""Type stub of _grouping.pyx: the batch state machine, bucket lookup and one-stream grouping."""
+"""Type stub of _grouping.pyx: the batch state machine and one-stream grouping."""
 
-from collections.abc import Sequence
 from enum import IntEnum
 
 import numpy as np
@@ -36,14 +35,6 @@ class WholeStream:
     def name_segments(self, segment_ids: npt.NDArray[np.int64]) -> None: ...
     def restart(self, policy: int, max_messages: int, max_bytes: int, n: int) -> None: ...
 
-def bucket_index(
-    seg: npt.NDArray[np.int32] | None,
-    bucket_hash: npt.NDArray[np.uint16],
-    splits: npt.NDArray[np.uint16],
-    split_offsets: npt.NDArray[np.int64],
-    out: npt.NDArray[np.int32],
-    tables: Sequence[npt.NDArray[np.uint16]] | None = None,
-) -> None: ...
 def group_entries(
     seg: npt.NDArray[np.int32] | None,
     bucket: npt.NDArray[np.int32],

@@ -23,18 +23,20 @@ calling thread may hold the GIL and wait for the worker, and tracemalloc's hook 
 """
 
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t
-from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 cimport numpy as cnp
 
+from _bucketcore._columns cimport empty_column
 from _bucketcore._status cimport *
 
 cnp.import_array()
 
-cdef extern from "lookup.h" nogil:
-    uint32_t bc_bucket_of(const uint16_t *splits, uint32_t n, uint32_t h)
+cdef extern from "layout_lookup.h" nogil:
+    int bc_segment_map_init(bc_segment_map *m, const int64_t *first_bucket, int64_t nseg)
+    void bc_segment_map_free(bc_segment_map *m)
+    int64_t bc_segment_of(const bc_segment_map *m, int64_t g)
 
 cdef extern from "prefetch.h" nogil:
     void bc_prefetch(const void *p)
@@ -53,7 +55,7 @@ cdef int gs_init(GroupState *st, const int64_t *first_bucket, int64_t nseg, int 
     st.segs = <SegState *>malloc((nseg + 1) * sizeof(SegState))
     # one line more than the states, so they can start on a line boundary
     st.bk_block = calloc(nb + 2, sizeof(BucketState))
-    if st.segs == NULL or st.bk_block == NULL:
+    if st.segs == NULL or st.bk_block == NULL or bc_segment_map_init(&st.segmap, first_bucket, nseg) < 0:
         gs_free(st)
         return -1
     st.bk = <BucketState *>line_start(st.bk_block)
@@ -62,17 +64,18 @@ cdef int gs_init(GroupState *st, const int64_t *first_bucket, int64_t nseg, int 
     for s in range(nseg + 1):
         st.segs[s].first_bucket = first_bucket[s]
         st.segs[s].bucket_count = first_bucket[s + 1] - first_bucket[s] if s < nseg else 0
-    st.uniform = first_bucket[1] - first_bucket[0]
     for s in range(nseg):
-        if first_bucket[s + 1] - first_bucket[s] != st.uniform:
-            st.uniform = 0
         for g in range(first_bucket[s], first_bucket[s + 1]):
             st.bk[g].win = &st.segs[s]
-    st.uniform_shift = -1
-    if st.uniform > 0 and (st.uniform & (st.uniform - 1)) == 0:
-        st.uniform_shift = 0
-        while (<int64_t>1 << st.uniform_shift) != st.uniform:
-            st.uniform_shift += 1
+    return 0
+
+
+cdef int check_limits(int policy, int64_t max_messages, int64_t max_bytes) except -1:
+    """A grouping's policy and limits, as every state takes them (init_state, WholeStream.begin)."""
+    if policy != POLICY_SHARED and policy != POLICY_PER_BUCKET:
+        raise ValueError(f"unknown policy code {policy}")
+    if max_messages < 1 or max_bytes < 1:
+        raise ValueError("max_messages and max_bytes must be >= 1")
     return 0
 
 
@@ -88,10 +91,7 @@ cdef int init_state(GroupState *st, const int64_t[::1] bucket_offsets, int polic
             raise ValueError("bucket_offsets must start at 0 and grow by at least 1 per segment")
     if bucket_offsets[nseg] > 0x7FFFFFFF:
         raise ValueError("more than 2**31-1 buckets in total")
-    if policy != POLICY_SHARED and policy != POLICY_PER_BUCKET:
-        raise ValueError(f"unknown policy code {policy}")
-    if max_messages < 1 or max_bytes < 1:
-        raise ValueError("max_messages and max_bytes must be >= 1")
+    check_limits(policy, max_messages, max_bytes)
     if gs_init(st, &bucket_offsets[0], nseg, policy, max_messages, max_bytes) < 0:
         raise MemoryError()
     return 0
@@ -113,6 +113,7 @@ cdef void gs_free(GroupState *st) noexcept nogil:
     free(st.local)
     free(st.log)
     free(st.recs)
+    bc_segment_map_free(&st.segmap)
     memset(st, 0, sizeof(GroupState))
 
 
@@ -578,24 +579,6 @@ cdef void gs_wide(GroupState *st) noexcept nogil:
     st.compact = False
 
 
-cdef inline SegState *segment_of(GroupState *st, int64_t g) noexcept nogil:
-    """The segment of global bucket g: a shift or a division when every segment has as many
-    buckets (a power of two, as layouts mostly have, or not), else a bisection over the segments'
-    first buckets. Global bucket indices are 32-bit, so is the division (several times faster
-    than a 64-bit one on some CPUs)."""
-    cdef int64_t lo = 0, half, n = st.nseg
-    if st.uniform_shift >= 0:
-        return &st.segs[g >> st.uniform_shift]
-    if st.uniform:
-        return &st.segs[<uint32_t>g // <uint32_t>st.uniform]
-    while n > 1:
-        half = n >> 1
-        if st.segs[lo + half].first_bucket <= g:
-            lo += half
-        n -= half
-    return &st.segs[lo]
-
-
 cdef int compact_index(GroupState *st, Py_ssize_t n, const int32_t *global_bucket) noexcept nogil:
     """st.local[i] = the compact bucket of global bucket global_bucket[i] (n <= CHUNK); a bucket
     seen for the first time in the stream gets the next compact state, zeroed (no batch open, no
@@ -624,48 +607,13 @@ cdef int compact_index(GroupState *st, Py_ssize_t n, const int32_t *global_bucke
                 b.cap = 0
                 b.msgs = NULL
                 b.hashes = NULL
-                b.win = segment_of(st, g)
+                b.win = &st.segs[bc_segment_of(&st.segmap, g)]
                 break
             if global_of[k] == g:
                 break
             slot = (slot + 1) & st.slot_mask
         st.local[i] = k
     return 0
-
-
-cdef void lookup_buckets(Py_ssize_t n, const int32_t *seg, const uint16_t *bucket_hash,
-                         const uint16_t *splits, const int64_t *split_off,
-                         int32_t *out) noexcept nogil:
-    """out[i] = bucket of bucket_hash[i] in segment seg[i]'s splits (seg NULL: segment 0), by search."""
-    cdef Py_ssize_t i
-    cdef int32_t s
-    cdef const uint16_t *sp
-    cdef uint32_t ns
-    if seg == NULL:
-        sp = splits + split_off[0]
-        ns = <uint32_t>(split_off[1] - split_off[0])
-        for i in range(n):
-            out[i] = <int32_t>bc_bucket_of(sp, ns, bucket_hash[i])
-        return
-    for i in range(n):
-        s = seg[i]
-        out[i] = <int32_t>bc_bucket_of(splits + split_off[s], <uint32_t>(split_off[s + 1] - split_off[s]),
-                                       bucket_hash[i])
-
-
-cdef void lookup_buckets_table(Py_ssize_t n, const int32_t *seg, const uint16_t *bucket_hash,
-                               const uint16_t **tables, int32_t *out) noexcept nogil:
-    """out[i] = tables[seg[i]][bucket_hash[i]]: the boundary lists' 64 Ki lookup tables (Buckets.lookup_table),
-    for long columns, where a table load beats the search's mispredicted compares."""
-    cdef Py_ssize_t i
-    cdef const uint16_t *t
-    if seg == NULL:
-        t = tables[0]
-        for i in range(n):
-            out[i] = t[bucket_hash[i]]
-        return
-    for i in range(n):
-        out[i] = tables[seg[i]][bucket_hash[i]]
 
 
 cdef const int32_t *optional_i32(object arr, Py_ssize_t n, str name) except? NULL:
@@ -684,46 +632,6 @@ cdef const int64_t *optional_i64(object arr, Py_ssize_t n, str name) except? NUL
     if view.shape[0] != n:
         raise ValueError(f"{name} has {view.shape[0]} values for {n} messages")
     return &view[0] if n else NULL
-
-
-def bucket_index(object seg, const uint16_t[::1] bucket_hash, const uint16_t[::1] splits,
-                 const int64_t[::1] split_offsets, int32_t[::1] out, object tables=None):
-    """out[i] = bucket of bucket_hash[i] in segment seg[i] (seg None: one segment).
-
-    Segment s's ascending splits are splits[split_offsets[s]:split_offsets[s+1]]; seg values
-    must be valid segment indexes (the caller routed them). ``tables``: optional sequence of each
-    segment's 65536-entry uint16 lookup table (Buckets.lookup_table), used instead of the search.
-    """
-    cdef Py_ssize_t n = bucket_hash.shape[0], nseg = split_offsets.shape[0] - 1, s
-    if out.shape[0] != n:
-        raise ValueError(f"out has {out.shape[0]} values for {n} messages")
-    cdef const int32_t *segp = optional_i32(seg, n, "seg")
-    cdef const uint16_t **tp = NULL
-    cdef const uint16_t[::1] table
-    if tables is not None:
-        if len(tables) != nseg:
-            raise ValueError(f"{len(tables)} lookup tables for {nseg} segments")
-        for s in range(nseg):
-            table = tables[s]
-            if table.shape[0] != 65536:
-                raise ValueError(f"lookup table {s} has {table.shape[0]} entries, not 65536")
-    if n == 0:
-        return
-    if tables is not None:
-        tp = <const uint16_t **>PyMem_RawMalloc(nseg * sizeof(uint16_t *))
-        if tp == NULL:
-            raise MemoryError()
-        for s in range(nseg):
-            table = tables[s]
-            tp[s] = &table[0]
-        # the tables stay referenced by ``tables`` for the call
-        with nogil:
-            lookup_buckets_table(n, segp, &bucket_hash[0], tp, &out[0])
-        PyMem_RawFree(tp)
-        return
-    # an empty splits view still has a data pointer; bc_bucket_of never reads it when n == 0
-    with nogil:
-        lookup_buckets(n, segp, &bucket_hash[0], &splits[0], &split_offsets[0], &out[0])
 
 
 cdef int64_t check_columns(GroupState *st, Py_ssize_t n, const int32_t *seg, const int32_t *bucket,
@@ -900,10 +808,7 @@ cdef class WholeStream:
     cdef int begin(self, int policy, int64_t max_messages, int64_t max_bytes, Py_ssize_t n) except -1:
         """Start a stream of n messages with these limits: what the last stream left open is
         closed and a new ``order`` column is made (the last one belongs to its caller now)."""
-        if policy != POLICY_SHARED and policy != POLICY_PER_BUCKET:
-            raise ValueError(f"unknown policy code {policy}")
-        if max_messages < 1 or max_bytes < 1:
-            raise ValueError("max_messages and max_bytes must be >= 1")
+        check_limits(policy, max_messages, max_bytes)
         if n < 0:
             raise ValueError(f"a stream of {n} messages")
         gs_reset(&self.st)

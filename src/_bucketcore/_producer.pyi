@@ -1,6 +1,6 @@
 """Type stub of _producer.pyx: hash, route and group a key stream a chunk at a time."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -72,3 +72,12 @@ class ShortEntries:
         round_robin: object,
         errors: object,
     ) -> Any: ...
+
+def bucket_index(
+    seg: npt.NDArray[np.int32] | None,
+    bucket_hash: npt.NDArray[np.uint16],
+    splits: npt.NDArray[np.uint16],
+    split_offsets: npt.NDArray[np.int64],
+    out: npt.NDArray[np.int32],
+    tables: Sequence[npt.NDArray[np.uint16]] | None = None,
+) -> None: ...

@@ -4,7 +4,8 @@
 ``fused_entries`` takes each chunk of keys through describing, hashing (multi-lane), routing
 (route.h) and the batch state machine (_grouping) while it is in L1; ``hashed_entries`` does the
 same from precomputed hashes; ``route_keys`` / ``place_keyless`` route parts of a stream on
-several threads for one grouping pass afterwards.
+several threads for one grouping pass afterwards; ``bucket_index`` looks up the buckets of routed
+messages for the general path (layout_lookup.h).
 """
 
 cimport cython
@@ -21,11 +22,17 @@ from _bucketcore._hashing cimport (
     CHUNK, KeyColumn, bc_key, bc_scratch_free, hash_run, hash_view_run,
 )
 from _bucketcore._grouping cimport (
-    POLICY_PER_BUCKET, POLICY_SHARED, GroupState, WholeStream, chunk_room, gs_scan, optional_i64,
+    POLICY_PER_BUCKET, POLICY_SHARED, GroupState, WholeStream, chunk_room, gs_scan, optional_i32, optional_i64,
 )
 from _bucketcore._routing cimport BC_ROUTE_LEGACY, Router, bc_fill_keyless, bc_route
 
 from _bucketcore._hashing import objects_column
+
+cdef extern from "layout_lookup.h" nogil:
+    void bc_buckets_search(size_t n, const int32_t *seg, const uint16_t *bucket_hash, const uint16_t *splits,
+                           const int64_t *split_off, int32_t *out)
+    void bc_buckets_table(size_t n, const int32_t *seg, const uint16_t *bucket_hash, const uint16_t **tables,
+                          int32_t *out)
 
 cnp.import_array()
 
@@ -356,3 +363,44 @@ def hashed_entries(const uint16_t[::1] segment_hash, const uint16_t[::1] bucket_
             rc = gs_scan(st, m, stream.global_bucket, stream.bucket_hash, size_ptr + pos if size_ptr != NULL else NULL)
             pos += m
     return stream.finish(rc), rr
+
+
+def bucket_index(object seg, const uint16_t[::1] bucket_hash, const uint16_t[::1] splits,
+                 const int64_t[::1] split_offsets, int32_t[::1] out, object tables=None):
+    """out[i] = bucket of bucket_hash[i] in segment seg[i] (seg None: one segment).
+
+    Segment s's ascending splits are splits[split_offsets[s]:split_offsets[s+1]]; seg values
+    must be valid segment indexes (the caller routed them). ``tables``: optional sequence of each
+    segment's 65536-entry uint16 lookup table (Buckets.lookup_table), used instead of the search.
+    The lookups are layout_lookup.h's.
+    """
+    cdef Py_ssize_t n = bucket_hash.shape[0], nseg = split_offsets.shape[0] - 1, s
+    if out.shape[0] != n:
+        raise ValueError(f"out has {out.shape[0]} values for {n} messages")
+    cdef const int32_t *segp = optional_i32(seg, n, "seg")
+    cdef const uint16_t **tp = NULL
+    cdef const uint16_t[::1] table
+    if tables is not None:
+        if len(tables) != nseg:
+            raise ValueError(f"{len(tables)} lookup tables for {nseg} segments")
+        for s in range(nseg):
+            table = tables[s]
+            if table.shape[0] != 65536:
+                raise ValueError(f"lookup table {s} has {table.shape[0]} entries, not 65536")
+    if n == 0:
+        return
+    if tables is not None:
+        tp = <const uint16_t **>PyMem_RawMalloc(nseg * sizeof(uint16_t *))
+        if tp == NULL:
+            raise MemoryError()
+        for s in range(nseg):
+            table = tables[s]
+            tp[s] = &table[0]
+        # the tables stay referenced by ``tables`` for the call
+        with nogil:
+            bc_buckets_table(n, segp, &bucket_hash[0], tp, &out[0])
+        PyMem_RawFree(tp)
+        return
+    # an empty splits view still has a data pointer; bc_bucket_of never reads it when n == 0
+    with nogil:
+        bc_buckets_search(n, segp, &bucket_hash[0], &splits[0], &split_offsets[0], &out[0])

@@ -36,14 +36,7 @@ cdef extern from "Python.h":
     Py_buffer *PyMemoryView_GET_BUFFER(object mview)
     PyObject **PySequence_Fast_ITEMS(object o)
 
-cdef extern from *:
-    """
-    #ifdef Py_GIL_DISABLED
-    #define BC_FREE_THREADED 1
-    #else
-    #define BC_FREE_THREADED 0
-    #endif
-    """
+cdef extern from "free_threaded.h":
     const bint BC_FREE_THREADED
 
 cdef extern from "wire.h" nogil:
@@ -221,48 +214,7 @@ cdef inline uint64_t _seq(object v, Py_ssize_t i, Py_ssize_t j) except? 0xFFFFFF
     return <uint64_t>v
 
 
-cdef extern from *:
-    """
-    /* A bytes payload's data and size without touching its reference count (the payload is
-     * borrowed from its entry's list for the length of the call); 1 for another type. */
-    static inline int bc_bytes_payload(PyObject *o, const char **p, size_t *n)
-    {
-        if (!Py_IS_TYPE(o, &PyBytes_Type))
-            return 1;
-        *p = PyBytes_AS_STRING(o);
-        *n = (size_t)PyBytes_GET_SIZE(o);
-        return 0;
-    }
-    /* UTF-8 of an exact str (cached by the str), NULL for another type or on error. */
-    static inline const char *bc_str_utf8(PyObject *o, size_t *n)
-    {
-        Py_ssize_t size = 0;
-        const char *p;
-        if (!Py_IS_TYPE(o, &PyUnicode_Type))
-            return NULL;
-        p = PyUnicode_AsUTF8AndSize(o, &size);
-        if (p == NULL) {
-            PyErr_Clear();
-            return NULL;
-        }
-        *n = (size_t)size;
-        return p;
-    }
-    /* Ask for a payload object's first three cache lines (header and the start of its data)
-     * ahead of its turn: the payloads of a batch lie scattered over the heap. */
-    static inline void bc_prefetch_object(const void *p)
-    {
-    #if defined(__GNUC__) || defined(__clang__)
-        __builtin_prefetch(p);
-        __builtin_prefetch((const char *)p + 64);
-        __builtin_prefetch((const char *)p + 128);
-    #else
-        (void)p;
-    #endif
-    }
-    /* Grow (or shrink) a bytes object this call created and nobody else holds. */
-    static inline int bc_bytes_resize(PyObject **b, Py_ssize_t n) { return _PyBytes_Resize(b, n); }
-    """
+cdef extern from "wire_objects.h":
     int bc_bytes_payload(PyObject *o, const char **p, size_t *n)
     const char *bc_str_utf8(PyObject *o, size_t *n)
     void bc_prefetch_object(const void *p) nogil

@@ -1,8 +1,9 @@
 """The producer's results: :class:`Entry` (one stamped entry) and :class:`EntryTable` (entries as
 columns), as :func:`bucketcore.bucket_entries` and :class:`bucketcore.EntryBucketBatcher` return them.
 
-``Entry`` is an extension type of the batcher's kernel, which builds the entries it emits
-directly; its message positions become a numpy array when ``message_indices`` is first read.
+``Entry`` is an extension type of its own kernel (_entry), whose fields the batcher's kernel fills
+directly for the entries it emits; its message positions become a numpy array when
+``message_indices`` is first read.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import overload
 
 import numpy as np
 
-from _bucketcore._batcher import Entry
+from _bucketcore._entry import Entry
 
 from .arrow import ArrowColumns
 

@@ -217,7 +217,7 @@ class _Plan:
         bucket = np.empty(n, dtype=np.int32)
         if self.tables is None and any(b.table_pays_off(n) for b in self.buckets):
             self.use_tables()
-        _grouping.bucket_index(
+        _producer.bucket_index(
             seg, np.ascontiguousarray(kh.bucket_hash), self.splits, self.split_offsets, bucket, self.tables
         )
         return seg, bucket, int(next_rr)

@@ -576,10 +576,13 @@ HAMMER_CHILD = textwrap.dedent(
 
     def hammer_batcher():
         # one EntryBucketBatcher shared by 8 threads adding, adding many and flushing (the stress
-        # suite's test), and Entry objects read while other threads set their message indices
-        import bucketcore as bc
+        # suite's test)
         stress = suite("test_threads_under_stress_lose_nothing", "scaleout")
-        failures = guarded_call(stress._shared_batcher, stress.SHORT)
+        return guarded_call(stress._shared_batcher, stress.SHORT)
+
+    def hammer_entry():
+        # Entry objects read while other threads set their message indices
+        import bucketcore as bc
         batcher = bc.EntryBucketBatcher(bc.Buckets.equal_width(4), max_messages=1000)
         batcher.add_many([f"k{i}" for i in range(200)], [b"p"] * 200)
         entries = batcher.flush()
@@ -594,7 +597,7 @@ HAMMER_CHILD = textwrap.dedent(
                         problems.append("count read a torn entry")
                     repr(e)
 
-        return failures + run_threads(work) + problems
+        return run_threads(work) + problems
 
     def hammer_entries():
         # bucket_entries from 8 threads at once on one layout (its plan and kept stream states
@@ -630,7 +633,8 @@ HAMMER_CHILD = textwrap.dedent(
     failures = {"_layout": hammer_layout, "_routing": hammer_routing, "_status": hammer_status,
                 "_consumer": hammer_consumer, "_wire": hammer_wire, "_hashing": hammer_hashing,
                 "_pipeline": hammer_pipeline, "_arrow": hammer_arrow, "_dispatch": hammer_dispatch,
-                "_batcher": hammer_batcher, "_grouping": hammer_entries, "_producer": hammer_entries}[kernel]()
+                "_entry": hammer_entry, "_batcher": hammer_batcher, "_grouping": hammer_entries,
+                "_producer": hammer_entries}[kernel]()
     if isinstance(failures, dict):  # the hammer could not run here
         print(json.dumps(failures))
         sys.exit(0)
