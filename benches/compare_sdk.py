@@ -1,10 +1,12 @@
 """Per-call cost of the streaming objects an SDK or broker holds, side by side with Python baselines.
 
-    python benches/compare_sdk.py [--calls 20000] [--repeat 5] [--clock wall|thread] [ROW ...]
-    python benches/compare_sdk.py --callgrind [--calls 2000] [ROW ...]
-    python benches/compare_sdk.py --before OTHER_SRC [--callgrind] [ROW ...]
-    python benches/compare_sdk.py --fixed [--callgrind] [SxN ...]
-    python benches/compare_sdk.py --pairs [--calls 20000] [--repeat 25] [--clock wall|thread]
+    python benches/compare.py sdk [--calls 20000] [--repeat 5] [--clock wall|thread] [ROW ...]
+    python benches/compare.py sdk --callgrind [--calls 2000] [ROW ...]
+    python benches/compare.py sdk --before OTHER_SRC [--callgrind] [ROW ...]
+    python benches/compare.py sdk --fixed [--callgrind] [SxN ...]
+    python benches/compare.py sdk --pairs [--calls 20000] [--repeat 25] [--clock wall|thread]
+
+(``python benches/compare_sdk.py ...`` is the same group.)
 
 Wall mode prints, per row, ns per call of bucketcore and of its baseline measured in the same
 process (best of ``--repeat`` each, one after the other) and their ratio. ``--pairs`` measures the
@@ -79,7 +81,8 @@ from collections.abc import Callable
 import bucketcore as bc
 from bucketcore.harness import CLOCKS, best_of, best_of_rounds
 from bucketcore.harness.baselines import PyDispatcher, reference_batches
-from bucketcore.harness.workloads import tiled_layout, uuid_keys
+from bucketcore.harness.callgrind import CHILD_ENV, collected
+from bucketcore.harness.workloads import spread_stamps, tiled_layout, uuid_keys
 
 ROWS = (
     "consumer",
@@ -105,10 +108,6 @@ TOPIC = "segment://t/ns/topic/0000-ffff-7"
 def _boundaries(n: int) -> bc.Buckets:
     # N=65535: bucket 0 is [0, 1] so it can hold its canonical hash 1, every other bucket one hash
     return bc.Buckets(range(2, 65536)) if n == 65535 else bc.Buckets.equal_width(n)
-
-
-def _stamps(count: int) -> list[int]:
-    return [(i * 40503) % 65535 + 1 for i in range(count)]
 
 
 # Each maker returns (operation, baseline or None): operation(i0, n) performs calls i0..i0+n-1.
@@ -161,7 +160,7 @@ def dispatch_row(n_buckets: int, n_consumers: int) -> tuple[Op, Op | None]:
         py.members.append((f"consumer-{c:04d}", c))
     py.members.sort()
     py._spread()
-    stamps = _stamps(4096)
+    stamps = spread_stamps(4096)
     offer, poll, ack = d.offer, d.poll, d.ack
 
     def run(i0: int, n: int) -> None:
@@ -183,7 +182,7 @@ def membership_row() -> tuple[Op, Op | None]:
     d = bc.Dispatcher(_boundaries(65535))
     for c in range(1000):
         d.add_consumer(f"consumer-{c:04d}", c)
-    stamps = _stamps(4096)
+    stamps = spread_stamps(4096)
     for i in range(20000):  # entries in flight, so moved buckets pause
         d.offer(i, stamps[i & 4095])
 
@@ -344,7 +343,7 @@ def make(row: str) -> tuple[Op, Op | None]:
 
 def _env(src: str | None) -> dict[str, str]:
     """The children's environment; ``src`` first on PYTHONPATH (another build of bucketcore)."""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
+    env = dict(os.environ, **CHILD_ENV)
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
@@ -353,16 +352,8 @@ def _env(src: str | None) -> dict[str, str]:
 def callgrind(row: str, calls: int, src: str | None = None) -> float:
     """Instructions of one call of ``row``: a run counting only the calls, per call."""
     calls = calls_for(row, calls)
-    done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--collect-atstart=no"]
-        + ["--toggle-collect=_operator_call", sys.executable, __file__, "--count", row, str(calls)],
-        env=_env(src),
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode:
-        raise SystemExit(f"{row}: the run of {calls} calls failed:\n{done.stderr[-2000:]}")
-    return int(re.search(r"Collected : (\d+)", done.stderr).group(1)) / calls  # type: ignore[union-attr]
+    argv = [__file__, "--count", row, str(calls)]
+    return collected(argv, toggle="_operator_call", env=_env(src)) / calls
 
 
 def time_row(row: str, calls: int, repeat: int, clock: str = "wall") -> tuple[float, float | None]:
@@ -488,8 +479,11 @@ def _timed(fn: Op, counter: list[int], n: int) -> Callable[[], None]:
     return go
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> None:
+    """The sdk group (``benches/compare.py sdk``); ``argv`` as the command line's."""
+    parser = argparse.ArgumentParser(
+        prog="compare.py sdk", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("rows", nargs="*", default=[])
     parser.add_argument("--calls", type=int, default=None)
     parser.add_argument("--repeat", type=int, default=5)
@@ -500,7 +494,7 @@ def main() -> None:
     parser.add_argument("--fixed", action="store_true", help="per-message and fixed cost of the short calls")
     parser.add_argument("--pairs", action="store_true", help="the issue's ratio targets, each pair alternating")
     parser.add_argument("--clock", choices=("wall", "thread"), default="wall", help="what a call's time is")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.pairs:
         time_pairs(args.calls or 20000, args.repeat, args.clock)
         return

@@ -233,9 +233,9 @@ def _dispatch_group(n: int, repeat: int) -> list[dict[str, Any]]:
     import bucketcore as bc
     from bucketcore.harness import best_of
     from bucketcore.harness.baselines import PyDispatcherAdapter, py_route, run_churn
+    from bucketcore.harness.workloads import uniform_hashes
 
-    rng = np.random.default_rng(1)
-    hash_min = rng.integers(0, 0x10000, size=n, dtype=np.int64).astype(np.uint16)
+    hash_min = uniform_hashes(n)
     buckets = bc.Buckets.equal_width(256)
     selector = bc.EntryBucketSelector(buckets)
     for i in range(64):
@@ -267,8 +267,9 @@ def _dispatch_per_call_rows(n: int, repeat: int) -> list[dict[str, Any]]:
     import bucketcore as bc
     from bucketcore.harness import best_of
     from bucketcore.harness.baselines import PyDispatcher
+    from bucketcore.harness.workloads import spread_stamps
 
-    stamps = [(i * 40503) % 65535 + 1 for i in range(n)]
+    stamps = spread_stamps(n)
     buckets = bc.Buckets.equal_width(256)
     members = [(f"consumer-{c:04d}", c) for c in range(16)]
 
