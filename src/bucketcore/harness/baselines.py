@@ -260,6 +260,11 @@ class PyDispatcher:
         self.pending: dict[int, tuple[Consumer, int]] = {}
         self.outbox: dict[Consumer, list[int]] = {}
 
+    def set_members(self, members: list[Consumer]) -> None:
+        """Start with these sharers (one spread, instead of one per join)."""
+        self.members = sorted(members)
+        self._spread()
+
     def _spread(self) -> None:
         k = len(self.members)
         self.owner = [None] * self.n
