@@ -26,7 +26,7 @@ child processes, this tree's and one with ``OTHER_SRC`` (e.g. a built checkout o
 ``src``) first on ``PYTHONPATH``, alternating round by round (wall: best of the rounds); the
 table shows both and the ratio before / after. ``--time ROW N REPEAT`` is the timing child.
 
-Rows: see the list below (:mod:`bucketcore.harness.percall` defines them).
+Rows: :mod:`bucketcore.harness.percall` defines them (``--help`` lists them after this text).
 
 ``--fixed [SxN ...]`` (wall, or instructions with ``--callgrind``; layouts default to 4x16 and
 256x1024) splits the short calls' cost into per-message and fixed parts, per layout:
