@@ -114,16 +114,15 @@ def bench_keys(workload: str, n: int, key_file: str | None = None, seed: int = 1
         An unreadable or empty key file.
     """
     from bucketcore.harness import WORKLOADS
+    from bucketcore.harness.workloads import read_key_file
 
     if key_file is None:
         make = WORKLOADS[workload]
         return make(n) if workload == "short" else make(n, seed=seed)
     try:
-        lines = Path(key_file).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise CommandError(f"argument --keys: cannot read {key_file!r}: {err}") from None
-    if not lines:
-        raise CommandError(f"argument --keys: {key_file!r} holds no keys")
+        lines = read_key_file(key_file)
+    except ValueError as err:
+        raise CommandError(f"argument --keys: {err}") from None
     return [lines[i % len(lines)] for i in range(n)]
 
 

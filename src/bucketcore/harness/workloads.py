@@ -35,6 +35,7 @@ __all__ = [
     "key_workload",
     "payload_entries",
     "prehashed_keys",
+    "read_key_file",
     "short_keys",
     "spread_stamps",
     "stamped_entries",
@@ -342,11 +343,30 @@ class KeyWorkload:
         return seq
 
 
-def _read_key_file(path: Path) -> list[str]:
+def read_key_file(path: str | Path) -> list[str]:
+    """The keys of a key file: one per line, UTF-8.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    list of str
+        The lines, in order (at least one).
+
+    Raises
+    ------
+    ValueError
+        The file is missing, unreadable, not UTF-8 or empty (named in the message).
+    """
+    path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ValueError(f"key file {str(path)!r} does not exist") from None
+    except OSError as err:
+        raise ValueError(f"key file {str(path)!r} cannot be read: {err.strerror}") from None
     except UnicodeDecodeError as err:
         raise ValueError(f"key file {str(path)!r} is not UTF-8 (byte {err.start})") from None
     keys = text.splitlines()
@@ -408,7 +428,7 @@ def key_workload(
     if kind == "file":
         if key_file is None:
             raise ValueError("kind 'file' needs key_file")
-        lines = _read_key_file(Path(key_file))
+        lines = read_key_file(key_file)
         population, inverse = np.unique(np.array(lines, dtype=object), return_inverse=True)
         key_list = [str(k) for k in population.tolist()]
         key_ids = inverse.astype(np.int64)[rng.integers(0, len(lines), size=messages)]
