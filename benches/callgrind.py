@@ -9,9 +9,11 @@ The child's arguments: the step (hash: murmur3_32; entries: bucket_entries on 4 
 max_messages 1000), the Murmur3 path (scalar, interleaved, simd, auto), the input (list, arrow)
 and, for entries, the policy (shared, per_bucket). One thread, 100,000 UUID keys.
 
-The rows (``compare.py callgrind``) count inside the kernel entry point only (``hash_column`` for
-murmur3_32, ``fused_entries`` for bucket_entries), so the set-up and the interpreter's start and
-exit do not blur the count, and divide by the 100,000 keys: instructions per key or message.
+The rows (``compare.py callgrind``) count inside the kernel's work only (``hash_column_into``
+for murmur3_32, ``fused_entries`` for bucket_entries), so the set-up and the interpreter's start
+and exit do not blur the count, and divide by the 100,000 keys: instructions per key or message.
+(Not ``*hash_column*``: that pattern also names ``hash_column``'s Cython wrappers around it, and
+callgrind's toggle flips at each nested match, which left the work itself uncounted.)
 ``OUTDIR`` keeps the last row's callgrind output (``cg.out``) for callgrind_annotate.
 """
 
@@ -63,7 +65,7 @@ def rows_main(argv: list[str] | None = None) -> None:
     os.makedirs(out, exist_ok=True)
     env = dict(os.environ, PYTHONHASHSEED=CHILD_ENV["PYTHONHASHSEED"])
     for row in ROWS:
-        entry = "*hash_column*" if row.startswith("hash") else "*fused_entries*"
+        entry = "*hash_column_into*" if row.startswith("hash") else "*fused_entries*"
         count = collected([__file__, *row.split()], toggle=entry, env=env, out_file=os.path.join(out, "cg.out"))
         print(f"{row:<32} {count / N:7.1f}", flush=True)
 
