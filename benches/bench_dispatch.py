@@ -15,24 +15,19 @@ BUCKETCORE_BENCH_N / BUCKETCORE_BENCH_DISPATCH_N shrink the columns for a quick 
 from __future__ import annotations
 
 import os
-import sys
 
-import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
 import bucketcore as bc
 from bucketcore.harness.baselines import PyDispatcherAdapter, py_route, run_churn
+from bucketcore.harness.workloads import stamped_entries
 
 N = int(os.environ.get("BUCKETCORE_BENCH_N", 1_000_000))
 DISPATCH_N = int(os.environ.get("BUCKETCORE_BENCH_DISPATCH_N", 200_000))
 COUNTS = (64, 256, 4096)
 
-_rng = np.random.default_rng(1)
-HASH_MIN = _rng.integers(0, 0x10000, size=N, dtype=np.int64).astype(np.uint16)
-HASH_MAX = np.minimum(HASH_MIN.astype(np.int64) + _rng.integers(0, 64, N), 0xFFFF).astype(np.uint16)
-STAMPED = _rng.random(N) >= 0.10
-KEY_HASH = _rng.integers(0, 1 << 32, size=N, dtype=np.uint64).astype(np.uint32)
+_ENTRIES = stamped_entries(N)  # compare_dispatch.py's entries
+HASH_MIN, HASH_MAX, STAMPED, KEY_HASH = _ENTRIES.hash_min, _ENTRIES.hash_max, _ENTRIES.stamped, _ENTRIES.key_hash
 
 
 @pytest.fixture(params=COUNTS, ids=[f"N={n}" for n in COUNTS])

@@ -8,25 +8,21 @@ hashes. BUCKETCORE_BENCH_N / BUCKETCORE_BENCH_BALANCED_N shrink the columns for 
 
 from __future__ import annotations
 
-import bisect
 import os
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from compare_layout import python_route
-
 import bucketcore as bc
 from bucketcore.harness import tiled_layout
+from bucketcore.harness.baselines import bisect_all, python_route
+from bucketcore.harness.workloads import prehashed_keys, uniform_hashes
 
 N = int(os.environ.get("BUCKETCORE_BENCH_N", 1_000_000))
 BALANCED_N = int(os.environ.get("BUCKETCORE_BENCH_BALANCED_N", 10_000_000))
 COUNTS = (1, 4, 16, 256, 4096, 65536)
 
-_rng = np.random.default_rng(1)
-HASHES = _rng.integers(0, 0x10000, size=N, dtype=np.int64).astype(np.uint16)
+HASHES = uniform_hashes(N)  # compare_layout.py's hashes
 HASH_LIST = HASHES.tolist()
 
 
@@ -38,7 +34,7 @@ def buckets(request):
 def test_bucket_of_bisect_loop(benchmark, buckets):
     benchmark.group = f"bucket_of N={buckets.count}"
     splits = list(buckets.splits)
-    out = benchmark.pedantic(lambda: [bisect.bisect_right(splits, h) for h in HASH_LIST], rounds=3)
+    out = benchmark.pedantic(bisect_all, args=(splits, HASH_LIST), rounds=3)
     assert len(out) == N
 
 
@@ -65,10 +61,7 @@ def test_bucket_of_int64_input(benchmark, buckets):
     benchmark(buckets.bucket_of, wide)
 
 
-_raw = _rng.integers(0, 1 << 32, size=N, dtype=np.uint64).astype(np.uint32)
-_has_key = _rng.random(N) >= 0.01
-_raw[~_has_key] = 0
-KEY_HASHES = bc.KeyHashes(_raw, *bc.split_hash(_raw), _has_key)
+KEY_HASHES = prehashed_keys(N)  # compare_layout.py's pre-hashed keys, 1% keyless
 LAYOUTS = {
     "1 active": tiled_layout(1),
     "16 active": tiled_layout(16),
@@ -105,7 +98,7 @@ def test_route(benchmark, layout):
     assert ids.dtype == np.int64
 
 
-BALANCED_HASHES = np.random.default_rng(3).integers(0, 0x10000, size=BALANCED_N, dtype=np.int64).astype(np.uint16)
+BALANCED_HASHES = uniform_hashes(BALANCED_N, seed=3)  # compare_layout.py's balanced input
 
 
 @pytest.mark.parametrize("count", [16, 256, 4096, 65535])

@@ -10,32 +10,26 @@ protobuf (group "wire stamps"). ``benches/compare_wire.py`` prints the same rows
 from __future__ import annotations
 
 import os
-import sys
 
-import numpy as np
 import pytest
 
-import bucketcore as bc
 from bucketcore import wire
-
-sys.path.insert(0, os.path.dirname(__file__))
-from compare_wire import message_classes, protobuf_encode, protobuf_stamps  # noqa: E402
+from bucketcore.harness.workloads import wire_batches
 
 N = int(os.environ.get("BUCKETCORE_BENCH_N", 1_000_000))
-_blob = np.random.default_rng(7).integers(0, 256, N * 100, dtype=np.uint8).tobytes()
-PAYLOADS = [_blob[i * 100 : (i + 1) * 100] for i in range(N)]
-ALL_KEYS = [f"key-{i % 10000}" for i in range(N)]
-_batcher = bc.EntryBucketBatcher(bc.Buckets.equal_width(16), max_messages=64, policy="per_bucket")
-ENTRIES = _batcher.add_many(ALL_KEYS, PAYLOADS) + _batcher.flush()
-KEYS = [[ALL_KEYS[i] for i in e.message_indices.tolist()] for e in ENTRIES]
+ENTRIES, KEYS = wire_batches(N)  # compare_wire.py's entries
 WHEN = 1_700_000_000_000
 
 
 @pytest.fixture(scope="module")
 def pb():
+    """The protobuf baseline's encoder and stamp reader (skips without protobuf or google-crc32c)."""
     pytest.importorskip("google.protobuf", reason="protobuf builds the baseline")
-    pytest.importorskip("grpc_tools", reason="grpcio-tools compiles tests/proto for the baseline")
-    return message_classes()
+    pytest.importorskip("google_crc32c", reason="google-crc32c checksums the baseline's batches")
+    from bucketcore.harness import pulsar_protobuf
+
+    pulsar_protobuf.message_classes()
+    return pulsar_protobuf
 
 
 def test_encode_new_bytes(benchmark):
@@ -53,7 +47,7 @@ def test_encode_reused_bytearray(benchmark):
 
 def test_encode_protobuf_joined_in_python(benchmark, pb):
     benchmark.group = "wire encode"
-    out = benchmark(protobuf_encode, ENTRIES, KEYS, "p", WHEN, *pb)
+    out = benchmark(pb.protobuf_encode, ENTRIES, KEYS, "p", WHEN)
     assert out == wire.encode_entries(ENTRIES, producer_name="p", publish_time=WHEN, keys=KEYS).buffer
 
 
@@ -67,4 +61,4 @@ def test_read_stamps(benchmark):
 def test_read_stamps_protobuf(benchmark, pb):
     benchmark.group = "wire stamps"
     enc = wire.encode_entries(ENTRIES, producer_name="p", publish_time=WHEN, keys=KEYS)
-    benchmark(protobuf_stamps, enc.buffer, enc.offsets, pb[0])
+    benchmark(pb.protobuf_stamps, enc.buffer, enc.offsets)

@@ -1,10 +1,12 @@
 """Instructions per key of hash_keys over each data-frame layout of benches/compare_frames.py, under
 callgrind (deterministic on a loaded machine, unlike wall time).
 
-    benches/callgrind_frames.py [ROW ...]          # runs valgrind itself, one child per row
-    benches/callgrind_frames.py --batch [ROW ...]  # one child for all rows (one interpreter start)
-    benches/callgrind_frames.py --cache-sim [ROW ...]  # also D1 and LL misses per key
-    benches/callgrind_frames.py --child ROW [ROW ...]  # the child: one counted call per row
+    benches/compare.py frames-callgrind [ROW ...]          # runs valgrind itself, one child per row
+    benches/compare.py frames-callgrind --batch [ROW ...]  # one child for all rows (one interpreter start)
+    benches/compare.py frames-callgrind --cache-sim [ROW ...]  # also D1 and LL misses per key
+    benches/callgrind_frames.py --child ROW [ROW ...]      # the child: one counted call per row
+
+(``benches/callgrind_frames.py ...`` is the same group.)
 
 Each child builds 100,000 UUID keys in the row's holder, calls ``hash_keys(keys, threads=1)`` once
 uncounted (imports and first-use caches), then once through ``operator.call``, the only function
@@ -28,11 +30,11 @@ import functools
 import operator
 import os
 import re
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from typing import Any
+
+from bucketcore.harness.callgrind import CHILD_ENV, callgrind, totals
 
 N = 100_000
 ROWS = (
@@ -50,16 +52,6 @@ ROWS = (
     "dict_plain",
     "dict",
 )
-
-
-class CapsuleOnly:
-    """An object that exposes nothing but the Arrow PyCapsule stream interface of a column."""
-
-    def __init__(self, column: Any) -> None:
-        self.column = column
-
-    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
-        return self.column.__arrow_c_stream__(requested_schema)
 
 
 @functools.cache
@@ -91,6 +83,7 @@ def make(row: str) -> Any:
     import pyarrow as pa
 
     from bucketcore.harness import uuid_keys
+    from bucketcore.harness.workloads import CapsuleOnly
 
     keys, reference = _keys()
     makers: dict[str, Callable[[], Any]] = {
@@ -124,71 +117,49 @@ def child(rows: list[str]) -> None:
         operator.call(bc.hash_keys, keys, threads=1)
 
 
-def _callgrind(rows: list[str], extra: list[str]) -> subprocess.CompletedProcess[str]:
-    python = sys.executable  # the real interpreter (valgrind cannot start a shim script)
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0", POLARS_MAX_THREADS="1")
-    return subprocess.run(
-        ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=_operator_call", *extra]
-        + [python, __file__, "--child", *rows],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+def _callgrind(rows: list[str], extra: list[str], out_file: str) -> None:
+    env = dict(os.environ, **CHILD_ENV, POLARS_MAX_THREADS="1")
+    callgrind([__file__, "--child", *rows], toggle="_operator_call", options=extra, env=env, out_file=out_file)
 
 
-def _totals(path: str) -> dict[str, int]:
-    """The event totals of one callgrind output file, by event name (Ir, D1mr, DLmr, ...)."""
-    with open(path) as f:
-        text = f.read()
-    events = re.search(r"^events: (.+)$", text, re.M)
-    found = re.search(r"^(?:totals|summary): ([\d ]+)$", text, re.M)
-    if events is None or found is None:
-        return {}
-    return dict(zip(events.group(1).split(), map(int, found.group(1).split())))
-
-
-def _per_key(totals: dict[str, int]) -> tuple[float, ...]:
+def _per_key(counts: dict[str, int]) -> tuple[float, ...]:
     """(instructions, D1 misses, LL misses) per key; the misses only when simulated."""
-    ir = totals.get("Ir", 0) / N
-    if "D1mr" not in totals:
+    ir = counts.get("Ir", 0) / N
+    if "D1mr" not in counts:
         return (ir,)
-    # callgrind leaves trailing zero counts out of its totals line
-    d1 = (totals.get("D1mr", 0) + totals.get("D1mw", 0)) / N
-    ll = (totals.get("DLmr", 0) + totals.get("DLmw", 0)) / N
+    d1 = (counts.get("D1mr", 0) + counts.get("D1mw", 0)) / N
+    ll = (counts.get("DLmr", 0) + counts.get("DLmw", 0)) / N
     return ir, d1, ll
 
 
 def count(row: str, extra: list[str]) -> tuple[float, ...]:
     """Per key of one counted call of the row: instructions (and misses, see _per_key)."""
     with tempfile.TemporaryDirectory() as tmp:
-        done = _callgrind([row], [*extra, f"--callgrind-out-file={tmp}/cg.out"])
-        if done.returncode:
-            raise SystemExit(f"{row}: the callgrind run failed:\n{done.stderr[-2000:]}")
-        return _per_key(_totals(f"{tmp}/cg.out"))
+        _callgrind([row], extra, f"{tmp}/cg.out")
+        return _per_key(totals(f"{tmp}/cg.out"))
 
 
 def count_batch(rows: list[str], extra: list[str]) -> list[tuple[float, ...]]:
     """Per key of one counted call of each row, all in one child."""
     with tempfile.TemporaryDirectory() as tmp:
-        done = _callgrind(rows, [*extra, "--dump-after=_operator_call", f"--callgrind-out-file={tmp}/cg.out"])
-        if done.returncode:
-            raise SystemExit(f"the callgrind run failed:\n{done.stderr[-2000:]}")
+        _callgrind(rows, [*extra, "--dump-after=_operator_call"], f"{tmp}/cg.out")
         dumps = sorted(
             (p for p in os.listdir(tmp) if re.fullmatch(r"cg\.out\.\d+", p)), key=lambda p: int(p.rsplit(".", 1)[1])
         )
-        totals = [_totals(os.path.join(tmp, name)) for name in dumps]
-    if len(totals) < len(rows):  # one dump per counted call, then maybe the (empty) one at exit
-        raise SystemExit(f"expected {len(rows)} dumps, found {len(totals)}")
-    return [_per_key(t) for t in totals[: len(rows)]]
+        counts = [totals(os.path.join(tmp, name)) for name in dumps]
+    if len(counts) < len(rows):  # one dump per counted call, then maybe the (empty) one at exit
+        raise SystemExit(f"expected {len(rows)} dumps, found {len(counts)}")
+    return [_per_key(t) for t in counts[: len(rows)]]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    """The frames-callgrind group (``benches/compare.py frames-callgrind``); ``argv`` as the command line's."""
+    parser = argparse.ArgumentParser(prog="compare.py frames-callgrind", description=__doc__.splitlines()[0])
     parser.add_argument("rows", nargs="*", default=list(ROWS))
     parser.add_argument("--child", action="store_true", help="run the rows' counted calls (under valgrind)")
     parser.add_argument("--batch", action="store_true", help="one valgrind child for every row")
     parser.add_argument("--cache-sim", action="store_true", help="also D1 and LL misses per key (slower)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     for row in args.rows:
         if row not in ROWS:
             raise SystemExit(f"unknown row {row!r}; rows: {', '.join(ROWS)}")

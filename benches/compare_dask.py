@@ -1,7 +1,9 @@
 """Side by side in one run: plan_layout on a local Dask cluster vs the single-process plan, same Parquet data.
 
-    python benches/compare_dask.py [--keys 50000000] [--files 50] [--workers 2] [--buckets 64]
+    python benches/compare.py dask [--keys 50000000] [--files 50] [--workers 2] [--buckets 64]
                                    [--segments 4] [--dir /tmp] [--keep]
+
+(``python benches/compare_dask.py ...`` is the same group.)
 
 Generates a Parquet dataset of ``--keys`` Zipf-skewed keys (``user-<rank>``, 1% keyless) in
 ``--files`` files, then measures, best of ``--repeat``:
@@ -20,11 +22,14 @@ the engine and the Parquet reading leave to the hashing.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import os
 import shutil
 import tempfile
-import time
+
+from bucketcore.harness.timing import Stopwatch, best_of, best_of_result
 
 
 def generate(root: str, keys: int, files: int, seed: int) -> None:
@@ -59,8 +64,9 @@ def single_process(root: str, layout, n: int):  # type: ignore[no-untyped-def]
     return total.balanced_layout(layout, n)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    """The dask group (``benches/compare.py dask``); ``argv`` as the command line's."""
+    parser = argparse.ArgumentParser(prog="compare.py dask", description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=50_000_000)
     parser.add_argument("--files", type=int, default=50)
     parser.add_argument("--workers", type=int, default=2)
@@ -70,7 +76,7 @@ def main() -> None:
     parser.add_argument("--dir", default=None)
     parser.add_argument("--keep", action="store_true", help="keep the generated dataset")
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     import dask.dataframe as dd
     import pyarrow.parquet as pq
@@ -88,39 +94,31 @@ def main() -> None:
         "segments": args.segments,
     }
     try:
-        t = time.perf_counter()
-        generate(root, args.keys, args.files, 18)
-        result["generate_s"] = round(time.perf_counter() - t, 1)
+        with Stopwatch() as generated:
+            generate(root, args.keys, args.files, 18)
+        result["generate_s"] = round(generated.seconds, 1)
         layout = tiled_layout(args.segments, 1)
 
-        single = []
-        for _ in range(args.repeat):
-            t = time.perf_counter()
-            planned_single = single_process(root, layout, args.buckets)
-            single.append(time.perf_counter() - t)
+        single, planned_single = best_of_result(
+            functools.partial(single_process, root, layout, args.buckets), args.repeat
+        )
 
-        t = time.perf_counter()
-        with bcd.client_for("local", n_workers=args.workers):
-            result["cluster_start_s"] = round(time.perf_counter() - t, 2)
-            cluster = []
-            for _ in range(args.repeat):
-                t = time.perf_counter()
-                planned_cluster = bcd.plan_layout(
-                    dd.read_parquet(root, columns=["key"]), layout, args.buckets, column="key"
-                )
-                cluster.append(time.perf_counter() - t)
+        def plan_on_cluster() -> bc.TopicLayout:
+            return bcd.plan_layout(dd.read_parquet(root, columns=["key"]), layout, args.buckets, column="key")
+
+        with contextlib.ExitStack() as cluster_up:
+            with Stopwatch() as started:
+                cluster_up.enter_context(bcd.client_for("local", n_workers=args.workers))
+            result["cluster_start_s"] = round(started.seconds, 2)
+            cluster, planned_cluster = best_of_result(plan_on_cluster, args.repeat)
         assert planned_cluster.to_dict() == planned_single.to_dict(), "the cluster plan differs from the single one"
 
         first = pq.read_table(os.path.join(root, sorted(os.listdir(root))[0]), columns=["key"]).column("key")
-        hashing = []
-        for _ in range(max(3, args.repeat)):
-            t = time.perf_counter()
-            bc.hash_keys(first, threads=1)
-            hashing.append(time.perf_counter() - t)
-        hash_rate = len(first) / min(hashing)
+        hashing = best_of(functools.partial(bc.hash_keys, first, threads=1), max(3, args.repeat))
+        hash_rate = len(first) / hashing
 
-        single_rate = args.keys / min(single)
-        cluster_rate = args.keys / min(cluster)
+        single_rate = args.keys / single
+        cluster_rate = args.keys / cluster
         per_worker = cluster_rate / args.workers
         result.update(
             {

@@ -1,13 +1,15 @@
 """Side by side in one run: broker dispatch vs a pure-Python per-entry loop, same data, best of N.
 
-    python benches/compare_dispatch.py [--n 1000000] [--repeat 5] [--dispatch-n 200000]
-    python benches/compare_dispatch.py --callgrind [--calls 5000]
+    python benches/compare.py dispatch [--n 1000000] [--repeat 5] [--dispatch-n 200000]
+    python benches/compare.py dispatch --callgrind [--calls 5000]
+
+(``python benches/compare_dispatch.py ...`` is the same group.)
 
 Prints ns per entry and the speed-up over the baseline measured in the same process:
 - route_entries over n stamped entries with 64 consumers for N in {64, 256, 4096, 32768} buckets
   (plain; with hash_max, i.e. stamp checks and straddle counting; 10% unstamped with key hashes);
   baseline: bisect + owner list in a Python loop, the way a per-entry broker hook works;
-- fits_one_bucket over n stamps (baseline: two bisects per entry);
+- fits_one_bucket over the same n stamps, N=256 (baseline: two bisects per entry);
 - Dispatcher throughput with 16 consumers and churn (join / clean leave / crash in turn) every
   10,000 entries, consumers acking each round except 10% held to the next; baseline: the same
   rules written per entry in Python (dicts and deques, as a broker would);
@@ -22,12 +24,7 @@ loaded machine (set-up and interpreter start cancel out). ``--count SIDE N`` is 
 from __future__ import annotations
 
 import argparse
-import bisect
 import functools
-import os
-import re
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 
@@ -35,12 +32,9 @@ import numpy as np
 
 import bucketcore as bc
 from bucketcore.harness import best_of, ns
-from bucketcore.harness.baselines import (
-    PyDispatcher,
-    PyDispatcherAdapter,
-    py_route,
-    run_churn,
-)
+from bucketcore.harness.baselines import PyDispatcher, PyDispatcherAdapter, py_fits, py_route, run_churn
+from bucketcore.harness.callgrind import collected
+from bucketcore.harness.workloads import stamped_entries, uniform_hashes
 
 
 def consumers(k: int) -> list[tuple[str, int]]:
@@ -52,11 +46,8 @@ def consumers(k: int) -> list[tuple[str, int]]:
 
 
 def compare_route(n: int, repeat: int) -> None:
-    rng = np.random.default_rng(1)
-    hash_min = rng.integers(0, 0x10000, size=n, dtype=np.int64).astype(np.uint16)
-    hash_max = np.minimum(hash_min.astype(np.int64) + rng.integers(0, 64, n), 0xFFFF).astype(np.uint16)
-    stamped = rng.random(n) >= 0.10
-    key_hash = rng.integers(0, 1 << 32, size=n, dtype=np.uint64).astype(np.uint32)
+    entries = stamped_entries(n)
+    hash_min, hash_max, stamped, key_hash = entries.hash_min, entries.hash_max, entries.stamped, entries.key_hash
     as_list = hash_min.tolist()
     print(
         f"\nroute_entries over {n:,} stamped entries, 64 consumers "
@@ -83,19 +74,12 @@ def compare_route(n: int, repeat: int) -> None:
 
 
 def compare_fits(n: int, repeat: int) -> None:
-    rng = np.random.default_rng(2)
-    lo = rng.integers(0, 0x10000, size=n, dtype=np.int64).astype(np.uint16)
-    hi = np.minimum(lo.astype(np.int64) + rng.integers(0, 512, n), 0xFFFF).astype(np.uint16)
+    entries = stamped_entries(n)
+    lo, hi = entries.hash_min, entries.hash_max
     buckets = bc.Buckets.equal_width(256)
-    splits, lo_l, hi_l = list(buckets.splits), lo.tolist(), hi.tolist()
-
-    def py_fits() -> list[bool]:
-        return [
-            bisect.bisect_right(splits, a) == bisect.bisect_right(splits, b) for a, b in zip(lo_l, hi_l, strict=False)
-        ]
-
-    assert bc.fits_one_bucket(buckets, lo, hi).tolist() == py_fits()
-    baseline = best_of(py_fits, max(1, repeat // 2))
+    baseline_fits = functools.partial(py_fits, list(buckets.splits), lo.tolist(), hi.tolist())
+    assert bc.fits_one_bucket(buckets, lo, hi).tolist() == baseline_fits()
+    baseline = best_of(baseline_fits, max(1, repeat // 2))
     fast = best_of(lambda: bc.fits_one_bucket(buckets, lo, hi), repeat)
     print(
         f"\nfits_one_bucket over {n:,} stamps, N=256: py loop {ns(baseline, n):.1f} ns, "
@@ -128,8 +112,7 @@ def _scalar_side(side: str, n: int) -> Callable[[], None]:
     """One call per entry and per ack (a broker handing entries over one by one), no churn: 16
     consumers, N=256, ``n`` random stamps; ``side`` is ``"bc"`` or ``"py"``. Each side's loop calls
     its own methods directly (no wrapper in between), so the driver costs the same on both."""
-    rng = np.random.default_rng(4)
-    hs = rng.integers(0, 0x10000, n).tolist()
+    hs = uniform_hashes(n, seed=4).tolist()
     buckets = bc.Buckets.equal_width(256)
 
     def run_bc() -> None:
@@ -170,31 +153,20 @@ def compare_scalar(n: int) -> None:
 
 def callgrind(side: str, calls: int) -> float:
     """Instructions of one offer + ack of ``side``: the difference of two runs' totals, per entry."""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
-    totals = []
-    for n in (calls, 2 * calls):
-        done = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
-            + ["--count", side, str(n)],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode:
-            raise SystemExit(f"{side}: the run of {n} entries failed:\n{done.stderr[-2000:]}")
-        totals.append(int(re.search(r"Collected : (\d+)", done.stderr).group(1)))  # type: ignore[union-attr]
-    return (totals[1] - totals[0]) / calls
+    runs = [collected([__file__, "--count", side, str(n)]) for n in (calls, 2 * calls)]
+    return (runs[1] - runs[0]) / calls
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    """The dispatch group (``benches/compare.py dispatch``); ``argv`` as the command line's."""
+    parser = argparse.ArgumentParser(prog="compare.py dispatch", description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000, help="entries for route/fits (default 1M)")
     parser.add_argument("--repeat", type=int, default=5, help="best of this many runs")
     parser.add_argument("--dispatch-n", type=int, default=200_000, help="entries for the Dispatcher run")
     parser.add_argument("--callgrind", action="store_true", help="instructions per offer + ack instead")
     parser.add_argument("--calls", type=int, default=5000, help="entries of the smaller callgrind run")
     parser.add_argument("--count", nargs=2, metavar=("SIDE", "N"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.count:
         _scalar_side(args.count[0], int(args.count[1]))()
         return

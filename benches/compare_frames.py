@@ -1,7 +1,9 @@
 """Side by side in one run: hash_keys over the same UUID keys held by every data-frame library.
 
-    python benches/compare_frames.py [--n 1000000] [--repeat 5] [--distinct 10000] [--keys uuid|short]
+    python benches/compare.py frames [--n 1000000] [--repeat 5] [--distinct 10000] [--keys uuid|short]
                                      [--clock wall|thread]
+
+(``python benches/compare_frames.py ...`` is the same group.)
 
 Each row hashes the same n keys (UUIDs, 36 bytes each, or ``user-<i>`` of 6 to 12 bytes) with
 hash_keys on one thread, from another holder: pyarrow ``string`` (the reference row), the same
@@ -56,16 +58,7 @@ import numpy as np
 import bucketcore as bc
 from bucketcore.harness import CLOCKS, best_of_rounds, short_keys, uuid_keys
 from bucketcore.harness.timing import cpu_check, format_cpu_check, ns
-
-
-class CapsuleOnly:
-    """An object that exposes nothing but the Arrow PyCapsule stream interface of a column."""
-
-    def __init__(self, column: Any) -> None:
-        self.column = column
-
-    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
-        return self.column.__arrow_c_stream__(requested_schema)
+from bucketcore.harness.workloads import CapsuleOnly
 
 
 def _peak_rss_kib() -> int | None:
@@ -207,14 +200,15 @@ def verdict(row: Row, ratio: float) -> str:
     return "-"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    """The frames group (``benches/compare.py frames``); ``argv`` as the command line's."""
+    parser = argparse.ArgumentParser(prog="compare.py frames", description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--distinct", type=int, default=10_000, help="distinct values of the dictionary rows")
     parser.add_argument("--keys", choices=("uuid", "short"), default="uuid", help="the key workload")
     parser.add_argument("--clock", choices=("wall", "thread"), default="wall", help="what a call's time is")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     import pyarrow as pa  # the reference row needs it
 
     from bucketcore.arrow import import_keys

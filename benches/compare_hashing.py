@@ -1,9 +1,11 @@
 """Side by side in one run: bucketcore hashing vs a list comprehension over mmh3.hash.
 
-    python benches/compare_hashing.py [--n 1000000] [--repeat 5] [--plot hashing.png]
-    python benches/compare_hashing.py --scalar [--calls 200000] [--repeat 5]
-    python benches/compare_hashing.py --scalar --callgrind [--calls 20000]
-    python benches/compare_hashing.py --short [--repeat 5]
+    python benches/compare.py hashing [--n 1000000] [--repeat 5] [--plot hashing.png]
+    python benches/compare.py hashing --scalar [--calls 200000] [--repeat 5]
+    python benches/compare.py hashing --scalar --callgrind [--calls 20000]
+    python benches/compare.py hashing --short [--repeat 5]
+
+(``python benches/compare_hashing.py ...`` is the same group.)
 
 Prints ns per key for each workload and input kind (one thread unless the row says otherwise),
 and the ratio to the mmh3 baseline.
@@ -26,10 +28,6 @@ from __future__ import annotations
 import argparse
 import functools
 import operator
-import os
-import re
-import subprocess
-import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -37,6 +35,7 @@ import numpy as np
 import bucketcore as bc
 from bucketcore.harness import best_of, best_of_rounds, short_keys, uuid_keys
 from bucketcore.harness.baselines import mmh3_hashes
+from bucketcore.harness.callgrind import collected
 from bucketcore.harness.timing import cpu_check, format_cpu_check
 
 SCALAR_ROWS = ("mmh3 str", "murmur3_32 str", "mmh3 bytes", "murmur3_32 bytes", "hash_keys str")
@@ -70,18 +69,7 @@ def scalar_callgrind(row: str, calls: int) -> float:
     """Instructions of one call of ``row``: the loop of ``calls`` calls is run through
     ``operator.call``, the only function callgrind counts, so set-up and interpreter start and exit
     are left out."""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
-    done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=_operator_call"]
-        + ["--callgrind-out-file=/dev/null", sys.executable, __file__, "--scalar-child", row, str(calls)],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode or found is None:
-        raise SystemExit(f"{row}: the callgrind run failed:\n{done.stderr[-2000:]}")
-    return int(found.group(1)) / calls
+    return collected([__file__, "--scalar-child", row, str(calls)], toggle="_operator_call") / calls
 
 
 def scalar_main(args: argparse.Namespace) -> None:
@@ -133,8 +121,9 @@ def short_main(args: argparse.Namespace) -> None:
         print(f"{n:>6}{times[0]:11.2f}{times[1]:12.2f}{times[2]:20.2f}{times[2] / times[0]:18.1f}x")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    """The hashing group (``benches/compare.py hashing``); ``argv`` as the command line's."""
+    parser = argparse.ArgumentParser(prog="compare.py hashing", description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--plot", help="write a bar chart of ns per key to this PNG")
@@ -143,7 +132,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=None, help="with --scalar: calls per round or run")
     parser.add_argument("--short", action="store_true", help="one short list per call against mmh3")
     parser.add_argument("--scalar-child", nargs=2, metavar=("ROW", "N"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.short:
         short_main(args)
         return

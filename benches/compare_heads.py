@@ -1,6 +1,8 @@
 """Side by side in one run: appends per second through the SQLite and the PostgreSQL head store.
 
-    python benches/compare_heads.py [--seconds 2] [--writers 1,4,16] [--pg-url URL] [--dir /tmp]
+    python benches/compare.py heads [--seconds 2] [--writers 1,4,16] [--pg-url URL] [--dir /tmp]
+
+(``python benches/compare_heads.py ...`` is the same group.)
 
 Each writer is its own process with its own store handle on one shared store directory (the WAL),
 the way brokers share a store. Every append is one 1 KiB stamped entry. Two shapes:
@@ -12,8 +14,8 @@ the way brokers share a store. Every append is one 1 KiB stamped entry. Two shap
 
 Durability is on for both: SQLite ``synchronous=FULL`` and fsynced WAL objects; PostgreSQL with
 ``fsync=on`` and ``synchronous_commit=on`` for the head CAS. Without ``--pg-url`` a throw-away
-server is started from the system's PostgreSQL (as tests/pg_fixture.py does) and removed at the
-end. Reports committed appends per second for each store, writer count and shape, and the
+server is started from the system's PostgreSQL (:class:`bucketcore.harness.postgres.PgServer`)
+and removed at the end. Reports committed appends per second for each store, writer count and shape, and the
 PostgreSQL/SQLite ratio.
 """
 
@@ -26,11 +28,12 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from typing import Any
 
+from bucketcore.harness.postgres import PgServer, find_bindir
+from bucketcore.harness.timing import run_for
+
 PAYLOAD = 1024
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _open(path: str, url: str | None) -> tuple[Any, Any]:
@@ -53,16 +56,19 @@ def _writer(
     sess = Session(**session) if session else store.open_session(stream, f"w-{os.getpid()}", ttl=600)
     payload = os.urandom(PAYLOAD)
     entry = [EntryPayload(payload, 1, b"", 100, 300)]
-    done = conflicts = 0
-    out.put("ready")
-    go.wait()  # every writer is started and connected
-    deadline = time.time() + seconds
-    while time.time() < deadline:
+    conflicts = 0
+
+    def append(_: int) -> None:
+        nonlocal conflicts
         try:
             store.append(stream, entry, session=sess)
-            done += 1
         except OffsetMismatchError:
             conflicts += 1
+
+    out.put("ready")
+    go.wait()  # every writer is started and connected
+    calls, _ = run_for(append, seconds)
+    done = calls - conflicts
     store.close()
     if heads is not None:
         heads.close()
@@ -115,22 +121,20 @@ def run(path: str, url: str | None, writers: int, shared: bool, seconds: float) 
     return committed / seconds, sum(r[1] for r in results)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    """The heads group (``benches/compare.py heads``); ``argv`` as the command line's."""
+    parser = argparse.ArgumentParser(prog="compare.py heads", description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--writers", default="1,4,16")
     parser.add_argument("--pg-url", default=None, help="an existing PostgreSQL (default: a throw-away server)")
     parser.add_argument("--dir", default=None, help="where the store directories go (default: a temp dir)")
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     counts = [int(x) for x in args.writers.split(",")]
     root = tempfile.mkdtemp(prefix="bc-heads-", dir=args.dir)
     server = None
     url = args.pg_url
     if url is None:
-        sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-        from pg_fixture import PgServer, find_bindir
-
         bindir = find_bindir()
         if bindir is None:
             sys.exit("no PostgreSQL found: apt-get install -y postgresql, or pass --pg-url")

@@ -1,6 +1,8 @@
 """Side by side in one run: bucket and segment lookup vs ``bisect`` in a Python loop, and balanced boundaries.
 
-    python benches/compare_layout.py [--n 1000000] [--repeat 5] [--balanced-n 10000000]
+    python benches/compare.py layout [--n 1000000] [--repeat 5] [--balanced-n 10000000]
+
+(``python benches/compare_layout.py ...`` is the same group.)
 
 Prints ns per hash (per key for routing) and the speed-up over the baseline measured in the same
 process on the same data:
@@ -16,7 +18,6 @@ process on the same data:
 from __future__ import annotations
 
 import argparse
-import bisect
 import functools
 from typing import Any
 
@@ -25,11 +26,8 @@ import numpy as np
 import bucketcore as bc
 from _bucketcore import _layout
 from bucketcore.harness import best_of, ns, tiled_layout
-
-
-def bisect_all(splits: list[int], hashes: list[int]) -> list[int]:
-    """The baseline: each hash's bucket by bisect in a Python loop."""
-    return [bisect.bisect_right(splits, h) for h in hashes]
+from bucketcore.harness.baselines import bisect_all, python_route
+from bucketcore.harness.workloads import prehashed_keys, uniform_hashes
 
 
 def _next_bucket_of(fresh: Any, hashes: np.ndarray) -> np.ndarray:
@@ -37,8 +35,7 @@ def _next_bucket_of(fresh: Any, hashes: np.ndarray) -> np.ndarray:
 
 
 def compare_bucket_of(n: int, repeat: int) -> None:
-    rng = np.random.default_rng(1)
-    hashes = rng.integers(0, 0x10000, size=n, dtype=np.int64).astype(np.uint16)
+    hashes = uniform_hashes(n)
     wide = hashes.astype(np.int64)
     as_list = hashes.tolist()
     print(f"\nbucket_of over {n:,} uniform hashes (ns per hash; x = speed-up over bisect in a Python loop)")
@@ -69,38 +66,9 @@ def compare_bucket_of(n: int, repeat: int) -> None:
         )
 
 
-def python_route(layout: bc.TopicLayout, raw: list[int], segment_hash: list[int], has_key: list[bool]) -> list[int]:
-    """The baseline: route each pre-hashed key in a Python loop (bisect over the active
-    segments' starts; v4 signSafeMod for an all-legacy layout; keyless round-robin)."""
-    ids = [s.segment_id for s in layout.active_segments]
-    starts = [s.hash_start for s in layout.active_segments]
-    parts = len(ids)
-    out, rr = [], 0
-    if layout.is_legacy:
-        for r, k in zip(raw, has_key, strict=False):
-            if k:
-                out.append(ids[(r & 0x7FFFFFFF) % parts])
-            else:
-                out.append(ids[rr])
-                rr = (rr + 1) % parts
-        return out
-    for h, k in zip(segment_hash, has_key, strict=False):
-        if k:
-            out.append(ids[bisect.bisect_right(starts, h) - 1])
-        else:
-            out.append(ids[rr])
-            rr = (rr + 1) % parts
-    return out
-
-
 def compare_route(n: int, repeat: int) -> None:
-    rng = np.random.default_rng(2)
-    raw = rng.integers(0, 1 << 32, size=n, dtype=np.uint64).astype(np.uint32)
-    has_key = rng.random(n) >= 0.01
-    raw[~has_key] = 0
-    segment_hash, bucket_hash = bc.split_hash(raw)
-    kh = bc.KeyHashes(raw, segment_hash, bucket_hash, has_key)
-    seg_list, key_list, raw_list = segment_hash.tolist(), has_key.tolist(), raw.tolist()
+    kh = prehashed_keys(n)
+    seg_list, key_list, raw_list = kh.segment_hash.tolist(), kh.has_key.tolist(), kh.raw.tolist()
     print(f"\nroute over {n:,} pre-hashed keys, 1% keyless (ns per key; x = speed-up over a Python bisect loop)")
     print(f"{'layout':>14} {'bisect loop':>12} {'route_index':>12} {'x':>6} {'route':>7} {'x':>6}")
     layouts = [(f"{c} active", tiled_layout(c)) for c in (1, 16, 256)]
@@ -152,12 +120,13 @@ def compare_balanced(n: int, repeat: int) -> None:
         )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    """The layout group (``benches/compare.py layout``); ``argv`` as the command line's."""
+    parser = argparse.ArgumentParser(prog="compare.py layout", description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--balanced-n", type=int, default=10_000_000)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print(f"bucketcore {bc.__version__}, best of {args.repeat} (baselines best of {max(2, args.repeat // 2)})")
     compare_bucket_of(args.n, args.repeat)
     compare_route(args.n, args.repeat)

@@ -1,6 +1,8 @@
 """Side by side in one run: bucketcore.bucket_entries vs a pure-Python reference batcher.
 
-    python benches/compare_producer.py [--n 1000000] [--repeat 5] [--segments 4] [--buckets 16]
+    python benches/compare.py producer [--n 1000000] [--repeat 5] [--segments 4] [--buckets 16]
+
+(``python benches/compare_producer.py ...`` is the same group.)
 
 Workload: n UUID keys, a layout of ``--segments`` equal segments with ``--buckets`` equal-width
 buckets each, both policies, list[str] and Arrow string input, on one and on two threads. The
@@ -57,15 +59,16 @@ def _append_reference(out: list[Any], keys: list[str], layout: Any, max_messages
     out.append(reference_batches(keys, layout, max_messages, policy))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    """The producer group (``benches/compare.py producer``); ``argv`` as the command line's."""
+    parser = argparse.ArgumentParser(prog="compare.py producer", description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--ref-repeat", type=int, default=2)
     parser.add_argument("--segments", type=int, default=4)
     parser.add_argument("--buckets", type=int, default=16)
     parser.add_argument("--max-messages", type=int, default=1000)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     try:
         import pyarrow as pa
     except ImportError:

@@ -1,10 +1,12 @@
 """Per-call cost of the streaming objects an SDK or broker holds, side by side with Python baselines.
 
-    python benches/compare_sdk.py [--calls 20000] [--repeat 5] [--clock wall|thread] [ROW ...]
-    python benches/compare_sdk.py --callgrind [--calls 2000] [ROW ...]
-    python benches/compare_sdk.py --before OTHER_SRC [--callgrind] [ROW ...]
-    python benches/compare_sdk.py --fixed [--callgrind] [SxN ...]
-    python benches/compare_sdk.py --pairs [--calls 20000] [--repeat 25] [--clock wall|thread]
+    python benches/compare.py sdk [--calls 20000] [--repeat 5] [--clock wall|thread] [ROW ...]
+    python benches/compare.py sdk --callgrind [--calls 2000] [ROW ...]
+    python benches/compare.py sdk --before OTHER_SRC [--callgrind] [ROW ...]
+    python benches/compare.py sdk --fixed [--callgrind] [SxN ...]
+    python benches/compare.py sdk --pairs [--calls 20000] [--repeat 25] [--clock wall|thread]
+
+(``python benches/compare_sdk.py ...`` is the same group.)
 
 Wall mode prints, per row, ns per call of bucketcore and of its baseline measured in the same
 process (best of ``--repeat`` each, one after the other) and their ratio. ``--pairs`` measures the
@@ -24,31 +26,7 @@ child processes, this tree's and one with ``OTHER_SRC`` (e.g. a built checkout o
 ``src``) first on ``PYTHONPATH``, alternating round by round (wall: best of the rounds); the
 table shows both and the ratio before / after. ``--time ROW N REPEAT`` is the timing child.
 
-Rows (one call = one message or one entry):
-
-- ``consumer``: ``StreamConsumerState.delivered`` + ``.acked`` of one message (baseline: two
-  calls of a Python method doing a set add and a set discard, the least such bookkeeping costs);
-- ``dispatch256`` / ``dispatch65535``: ``Dispatcher`` offer one stamped entry, ``poll()``, ack
-  what was delivered, with N=256 and 16 consumers / N=65535 and 1000 consumers (baseline: the
-  harness's per-entry ``PyDispatcher`` driven the same way);
-- ``membership65535``: a join and a leave at N=65535 with 1000 consumers (per operation);
-- ``add`` / ``add10``: ``EntryBucketBatcher.add(key, payload)`` over UUID keys on 4 segments x
-  N=16, ``max_messages`` 1000 / 10 (baseline: the harness's per-message Python batcher
-  ``reference_batches``, per message; the ``mmh3`` row is a bare ``mmh3.hash`` call);
-- ``many100`` / ``many100big``: ``add_many`` of 100 messages per call at 4 x 16 and 256 x 1024
-  buckets (per call);
-- ``entries100`` / ``entries100big`` / ``entries10``: ``bucket_entries`` of 100 keys per call at
-  4 x 16 and 256 x 1024 buckets, and of 10 keys at 4 x 16 (per call);
-- ``many100eq`` / ``many100bigeq`` / ``entries100eq`` / ``entries100bigeq``: the same calls given
-  the same work at both layouts: the keys are drawn from a pool of 64 keys, one in each of 16
-  buckets of 4 segments (``same_work_keys``), in one sequence, so both layouts hold the same
-  messages pending and emit the same entries per call, and only the layout's size differs (the
-  rows above give the big layout more: most keys an entry of their own, and ``add_many`` a
-  window of 1000 messages in each of 256 segments);
-- ``manyK@SxN`` / ``entriesK@SxN``: ``add_many`` / ``bucket_entries`` of K messages per call at
-  S segments x N buckets (e.g. ``many100@16x256``, ``entries100@64x1024``): the per-call cost
-  should not depend on the layout's size. ``entries65536@SxN`` / ``many65536@SxN`` give the
-  per-message cost (below).
+Rows: :mod:`bucketcore.harness.percall` defines them (``--help`` lists them after this text).
 
 ``--fixed [SxN ...]`` (wall, or instructions with ``--callgrind``; layouts default to 4x16 and
 256x1024) splits the short calls' cost into per-message and fixed parts, per layout:
@@ -70,281 +48,17 @@ from __future__ import annotations
 import argparse
 import operator
 import os
-import random
-import re
 import subprocess
 import sys
-from collections.abc import Callable
 
-import bucketcore as bc
-from bucketcore.harness import CLOCKS, best_of, best_of_rounds
-from bucketcore.harness.baselines import PyDispatcher, reference_batches
-from bucketcore.harness.workloads import tiled_layout, uuid_keys
-
-ROWS = (
-    "consumer",
-    "dispatch256",
-    "dispatch65535",
-    "membership65535",
-    "add",
-    "add10",
-    "mmh3",
-    "many100",
-    "many100big",
-    "entries100",
-    "entries100big",
-    "entries10",
-    "many100eq",
-    "many100bigeq",
-    "entries100eq",
-    "entries100bigeq",
-)
-TOPIC = "segment://t/ns/topic/0000-ffff-7"
-
-
-def _boundaries(n: int) -> bc.Buckets:
-    # N=65535: bucket 0 is [0, 1] so it can hold its canonical hash 1, every other bucket one hash
-    return bc.Buckets(range(2, 65536)) if n == 65535 else bc.Buckets.equal_width(n)
-
-
-def _stamps(count: int) -> list[int]:
-    return [(i * 40503) % 65535 + 1 for i in range(count)]
-
-
-# Each maker returns (operation, baseline or None): operation(i0, n) performs calls i0..i0+n-1.
-Op = Callable[[int, int], object]
-
-
-def consumer_row() -> tuple[Op, Op | None]:
-    state = bc.StreamConsumerState()
-    ranges = ((0, 0x7FFF), (0x8000, 0xFFFF))
-    state.apply(bc.Assignment(1, (bc.AssignedSegment(7, 0, 0xFFFF, TOPIC, ranges),)))
-    delivered, acked = state.delivered, state.acked
-
-    def run(i0: int, n: int) -> None:
-        for i in range(i0, i0 + n):
-            delivered(7, i)
-            acked(7, i)
-
-    class Bookkeeping:
-        def __init__(self) -> None:
-            self.live: set[int] = set()
-
-        def delivered(self, segment_id: int, message_id: int) -> bool:
-            live = self.live
-            if message_id in live:
-                return False
-            live.add(message_id)
-            return True
-
-        def acked(self, segment_id: int, message_id: int) -> list[tuple[int, tuple[int, ...]]]:
-            self.live.remove(message_id)
-            return [(segment_id, (message_id,))]
-
-    book = Bookkeeping()
-    b_delivered, b_acked = book.delivered, book.acked
-
-    def base(i0: int, n: int) -> None:
-        for i in range(i0, i0 + n):
-            b_delivered(7, i)
-            b_acked(7, i)
-
-    return run, base
-
-
-def dispatch_row(n_buckets: int, n_consumers: int) -> tuple[Op, Op | None]:
-    buckets = _boundaries(n_buckets)
-    d = bc.Dispatcher(buckets)
-    py = PyDispatcher(list(buckets.splits))
-    for c in range(n_consumers):
-        d.add_consumer(f"consumer-{c:04d}", c)
-        py.members.append((f"consumer-{c:04d}", c))
-    py.members.sort()
-    py._spread()
-    stamps = _stamps(4096)
-    offer, poll, ack = d.offer, d.poll, d.ack
-
-    def run(i0: int, n: int) -> None:
-        for i in range(i0, i0 + n):
-            offer(i, stamps[i & 4095])
-            for (name, cid), batch in poll().items():
-                ack(name, cid, batch.entry_ids)
-
-    def base(i0: int, n: int) -> None:
-        for i in range(i0, i0 + n):
-            py.offer([i], [stamps[i & 4095]])
-            for consumer, ids in py.poll().items():
-                py.ack(consumer, ids)
-
-    return run, base
-
-
-def membership_row() -> tuple[Op, Op | None]:
-    d = bc.Dispatcher(_boundaries(65535))
-    for c in range(1000):
-        d.add_consumer(f"consumer-{c:04d}", c)
-    stamps = _stamps(4096)
-    for i in range(20000):  # entries in flight, so moved buckets pause
-        d.offer(i, stamps[i & 4095])
-
-    def run(i0: int, n: int) -> None:
-        for i in range(i0, i0 + n):
-            if i % 2 == 0:
-                d.add_consumer("joiner", 10_000 + i)
-            else:
-                d.remove_consumer("joiner", 10_000 + i - 1)
-
-    return run, None
-
-
-def batcher_row(max_messages: int) -> tuple[Op, Op | None]:
-    keys = uuid_keys(65536)
-    layout = tiled_layout(4, 16)
-    payload = b"x" * 100
-    batcher = bc.EntryBucketBatcher(layout, max_messages=max_messages)
-    add = batcher.add
-
-    def run(i0: int, n: int) -> None:
-        for i in range(i0, i0 + n):
-            add(keys[i & 65535], payload)
-
-    def base(i0: int, n: int) -> None:
-        reference_batches([keys[i & 65535] for i in range(i0, i0 + n)], layout, max_messages)
-
-    return run, base
-
-
-def mmh3_row() -> tuple[Op, Op | None]:
-    import mmh3
-
-    keys = uuid_keys(65536)
-    h = mmh3.hash
-
-    def run(i0: int, n: int) -> None:
-        for i in range(i0, i0 + n):
-            h(keys[i & 65535], 0, False)
-
-    return run, None
-
-
-def same_work_keys(segments: int, buckets: int, count: int = 100, calls: int = 64) -> list[list[str]]:
-    """``calls`` lists of ``count`` keys for ``tiled_layout(segments, buckets)`` whose messages go
-    to the same number of segments and buckets at every layout: a pool of 64 UUID keys, one in
-    each of the first 16 buckets (holding any of the UUID keys) of the first 4 segments, drawn in
-    one fixed sequence of pool positions. Pool position p is the same (segment, bucket) rank at
-    every layout, so the grouping (pending messages, entries, their sizes) is the same too."""
-    keys = uuid_keys(65536)
-    table = bc.bucket_entries(keys, tiled_layout(segments, buckets), policy="per_bucket", max_messages=65536)
-    first: dict[int, list[tuple[int, int]]] = {}
-    for seg, bucket, start in zip(table.segment_id.tolist(), table.bucket.tolist(), table.start.tolist()):
-        first.setdefault(seg, []).append((bucket, int(table.order[start])))
-    pool = []
-    for seg in sorted(first)[:4]:
-        pool += [keys[i] for _, i in sorted(first[seg])[:16]]
-    if len(pool) != 64:
-        raise SystemExit(f"{segments}x{buckets}: the UUID keys do not cover 16 buckets of 4 segments")
-    draw = random.Random(7).randrange  # a fixed, layout-independent sequence of pool positions
-    return [[pool[draw(64)] for _ in range(count)] for _ in range(calls)]
-
-
-def call_keys(segments: int, buckets: int, count: int, same_work: bool) -> list[list[str]]:
-    """The key lists of a row's calls of ``count`` keys: consecutive runs of UUID keys, or the same
-    work at every layout (same_work_keys)."""
-    if same_work:
-        return same_work_keys(segments, buckets, count)
-    keys = uuid_keys(max(65536, 2 * count))
-    return [keys[j : j + count] for j in range(0, len(keys) - count + 1, count)]
-
-
-def many_row(segments: int, buckets: int, count: int = 100, same_work: bool = False) -> tuple[Op, Op | None]:
-    payloads = [b"x" * 100] * count
-    batcher = bc.EntryBucketBatcher(tiled_layout(segments, buckets), max_messages=1000)
-    add_many = batcher.add_many
-    chunks = call_keys(segments, buckets, count, same_work)
-
-    def run(i0: int, n: int) -> None:
-        for i in range(i0, i0 + n):
-            add_many(chunks[i % len(chunks)], payloads)
-
-    return run, None
-
-
-def entries_row(count: int, segments: int, buckets: int, same_work: bool = False) -> tuple[Op, Op | None]:
-    layout = tiled_layout(segments, buckets)
-    chunks = call_keys(segments, buckets, count, same_work)
-    entries = bc.bucket_entries
-
-    def run(i0: int, n: int) -> None:
-        for i in range(i0, i0 + n):
-            entries(chunks[i % len(chunks)], layout, max_messages=1000)
-
-    return run, None
-
-
-def _layout_of(row: str) -> tuple[int, int]:
-    segments, buckets = row.split("@", 1)[1].split("x")
-    return int(segments), int(buckets)
-
-
-_SIZED = re.compile(r"(many|entries)(\d+)@(\d+)x(\d+)$")
-
-
-def messages_per_call(row: str) -> int:
-    """Messages (keys) one call of a row takes: K of ``manyK@..`` / ``entriesK@..``, else the
-    named rows' own (1 for the per-message rows)."""
-    sized = _SIZED.match(row)
-    if sized:
-        return int(sized.group(2))
-    if row.startswith(("many100", "entries100")):
-        return 100
-    return {"entries10": 10}.get(row, 1)
-
-
-def calls_for(row: str, calls: int) -> int:
-    """Calls of a row to measure: ``calls`` for calls of up to 100 messages, fewer for larger."""
-    return max(3, calls * 100 // max(100, messages_per_call(row)))
-
-
-def make(row: str) -> tuple[Op, Op | None]:
-    """The operation and baseline of a row."""
-    sized = _SIZED.match(row)
-    if sized:
-        kind, count, segments, buckets = sized.group(1), *(int(g) for g in sized.groups()[1:])
-        if kind == "many":
-            return many_row(segments, buckets, count)
-        return entries_row(count, segments, buckets)
-    if row == "consumer":
-        return consumer_row()
-    if row == "dispatch256":
-        return dispatch_row(256, 16)
-    if row == "dispatch65535":
-        return dispatch_row(65535, 1000)
-    if row == "membership65535":
-        return membership_row()
-    if row in ("add", "add10"):
-        return batcher_row(1000 if row == "add" else 10)
-    if row == "mmh3":
-        return mmh3_row()
-    if row == "many100":
-        return many_row(4, 16)
-    if row == "many100big":
-        return many_row(256, 1024)
-    if row == "entries100":
-        return entries_row(100, 4, 16)
-    if row == "entries100big":
-        return entries_row(100, 256, 1024)
-    if row == "entries10":
-        return entries_row(10, 4, 16)
-    if row in ("many100eq", "many100bigeq"):
-        return many_row(*((4, 16) if row == "many100eq" else (256, 1024)), same_work=True)
-    if row in ("entries100eq", "entries100bigeq"):
-        return entries_row(100, *((4, 16) if row == "entries100eq" else (256, 1024)), same_work=True)
-    raise SystemExit(f"unknown row {row!r}; rows: {', '.join(ROWS)}")
+from bucketcore.harness import CLOCKS, best_of, best_of_rounds, percall
+from bucketcore.harness.callgrind import CHILD_ENV, collected
+from bucketcore.harness.percall import PAIRS, ROWS, calls_for, make, timed_calls
 
 
 def _env(src: str | None) -> dict[str, str]:
     """The children's environment; ``src`` first on PYTHONPATH (another build of bucketcore)."""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
+    env = dict(os.environ, **CHILD_ENV)
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
@@ -353,16 +67,8 @@ def _env(src: str | None) -> dict[str, str]:
 def callgrind(row: str, calls: int, src: str | None = None) -> float:
     """Instructions of one call of ``row``: a run counting only the calls, per call."""
     calls = calls_for(row, calls)
-    done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--collect-atstart=no"]
-        + ["--toggle-collect=_operator_call", sys.executable, __file__, "--count", row, str(calls)],
-        env=_env(src),
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode:
-        raise SystemExit(f"{row}: the run of {calls} calls failed:\n{done.stderr[-2000:]}")
-    return int(re.search(r"Collected : (\d+)", done.stderr).group(1)) / calls  # type: ignore[union-attr]
+    argv = [__file__, "--count", row, str(calls)]
+    return collected(argv, toggle="_operator_call", env=_env(src)) / calls
 
 
 def time_row(row: str, calls: int, repeat: int, clock: str = "wall") -> tuple[float, float | None]:
@@ -375,19 +81,10 @@ def time_row(row: str, calls: int, repeat: int, clock: str = "wall") -> tuple[fl
     if base is not None:
         base(0, min(n, 1000))
     counter = [1000]
-    t = best_of(_timed(run, counter, n), repeat, read) / n * 1e9
+    t = best_of(timed_calls(run, counter, n), repeat, read) / n * 1e9
     if base is None:
         return t, None
-    return t, best_of(_timed(base, counter, n), repeat, read) / n * 1e9
-
-
-# The issue's ratio targets: (row, row it is compared with, the largest ratio allowed)
-PAIRS = (
-    ("add10", "add", 1.5),
-    ("entries100big", "entries100", 1.2),
-    ("entries100bigeq", "entries100eq", 1.2),
-    ("many100bigeq", "many100eq", 1.2),
-)
+    return t, best_of(timed_calls(base, counter, n), repeat, read) / n * 1e9
 
 
 def time_pairs(calls: int, repeat: int, clock: str = "wall") -> None:
@@ -400,7 +97,7 @@ def time_pairs(calls: int, repeat: int, clock: str = "wall") -> None:
         na, nb = calls_for(row, calls), calls_for(other, calls)
         run_a(0, min(na, 1000))  # warm
         run_b(0, min(nb, 1000))
-        ta, tb = best_of_rounds([_timed(run_a, [1000], na), _timed(run_b, [1000], nb)], repeat, read)
+        ta, tb = best_of_rounds([timed_calls(run_a, [1000], na), timed_calls(run_b, [1000], nb)], repeat, read)
         a, b = ta / na * 1e9, tb / nb * 1e9
         met = "yes" if a / b <= most else "NO"
         print(f"{row + ' / ' + other:<32}{a:>9.0f}{b:>9.0f}{a / b:>7.2f}x{most:>7.2f}x{met:>5}", flush=True)
@@ -478,18 +175,13 @@ def fixed_costs(layouts: list[str], calls: int | None, repeat: int, use_callgrin
             )
 
 
-def _timed(fn: Op, counter: list[int], n: int) -> Callable[[], None]:
-    """``n`` calls of ``fn`` from ``counter[0]`` on (ids keep increasing across rounds)."""
-
-    def go() -> None:
-        fn(counter[0], n)
-        counter[0] += n
-
-    return go
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> None:
+    """The sdk group (``benches/compare.py sdk``); ``argv`` as the command line's."""
+    parser = argparse.ArgumentParser(
+        prog="compare.py sdk",
+        description=f"{__doc__}\n{percall.__doc__}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("rows", nargs="*", default=[])
     parser.add_argument("--calls", type=int, default=None)
     parser.add_argument("--repeat", type=int, default=5)
@@ -500,7 +192,7 @@ def main() -> None:
     parser.add_argument("--fixed", action="store_true", help="per-message and fixed cost of the short calls")
     parser.add_argument("--pairs", action="store_true", help="the issue's ratio targets, each pair alternating")
     parser.add_argument("--clock", choices=("wall", "thread"), default="wall", help="what a call's time is")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.pairs:
         time_pairs(args.calls or 20000, args.repeat, args.clock)
         return

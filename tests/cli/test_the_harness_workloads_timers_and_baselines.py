@@ -143,3 +143,113 @@ def test_baselines_agree_with_bucketcore() -> None:
         == bc.route_entries(sel, hashes).tolist()
     )
     assert run_churn(bc.Dispatcher, 3000, churn_every=500) == run_churn(PyDispatcherAdapter, 3000, churn_every=500)
+
+
+def test_best_of_result_hands_back_the_last_result_and_run_for_numbers_the_calls() -> None:
+    from bucketcore.harness.timing import Stopwatch, best_of_result, run_for
+
+    results = iter(range(3))
+    seconds, last = best_of_result(lambda: next(results), 3)
+    assert last == 2 and seconds >= 0
+    with pytest.raises(ValueError, match="repeat"):
+        best_of_result(lambda: None, 0)
+    seen: list[int] = []
+    calls, elapsed = run_for(seen.append, 0.0, start=5)
+    assert calls == 1 and seen == [5] and elapsed >= 0  # at least one call, numbered from start
+    with Stopwatch() as sw:
+        sum(range(1000))
+    assert sw.seconds > 0
+
+
+def test_loop_baselines_agree_with_bucketcore() -> None:
+    from bucketcore.harness.baselines import bisect_all, py_fits, python_route
+    from bucketcore.harness.workloads import prehashed_keys, stamped_entries, uniform_hashes
+
+    hashes = uniform_hashes(3000)
+    buckets = bc.Buckets.equal_width(16)
+    assert bisect_all(list(buckets.splits), hashes.tolist()) == buckets.bucket_of(hashes).tolist()
+    entries = stamped_entries(3000)
+    assert np.array_equal(entries.hash_min, hashes)  # the same first draw
+    fits = py_fits(list(buckets.splits), entries.hash_min.tolist(), entries.hash_max.tolist())
+    assert fits == bc.fits_one_bucket(buckets, entries.hash_min, entries.hash_max).tolist()
+    assert not all(fits) and any(fits)
+    kh = prehashed_keys(3000, keyless=0.1)
+    assert 0 < int((~kh.has_key).sum()) < 3000
+    for layout in (tiled_layout(16), tiled_layout(16, legacy=True)):
+        routed = python_route(layout, kh.raw.tolist(), kh.segment_hash.tolist(), kh.has_key.tolist())
+        assert routed == layout.route(kh).tolist()
+
+
+def test_workloads_of_the_wire_store_and_capsule_rows() -> None:
+    from bucketcore.harness.workloads import CapsuleOnly, payload_entries, wire_batches
+
+    entries, keys = wire_batches(500, payload=10, per_entry=8)
+    assert sum(e.count for e in entries) == 500 and all(e.count <= 8 for e in entries)
+    assert [len(k) for k in keys] == [e.count for e in entries]
+    assert keys[0][0] == f"key-{int(entries[0].message_indices[0]) % 10000}"
+    stored = payload_entries(np.random.default_rng(1), 20, size=64)
+    assert len(stored) == 20 and all(len(e.payload) == 64 and e.hash_max - e.hash_min == 200 for e in stored)
+    pa = pytest.importorskip("pyarrow")
+    keys_ = uuid_keys(100)
+    capsule = CapsuleOnly(pa.chunked_array([pa.array(keys_)]))
+    assert not hasattr(capsule, "to_pylist")
+    assert np.array_equal(bc.hash_keys(capsule).raw, bc.murmur3_32(keys_))
+
+
+def test_protobuf_baseline_writes_bucketcores_bytes() -> None:
+    pytest.importorskip("google.protobuf", reason="protobuf builds the wire baseline")
+    pytest.importorskip("google_crc32c", reason="google-crc32c checksums the wire baseline")
+    from bucketcore import wire
+    from bucketcore.harness.pulsar_protobuf import protobuf_encode, protobuf_stamps
+    from bucketcore.harness.workloads import wire_batches
+
+    entries, keys = wire_batches(2000)
+    encoded = wire.encode_entries(entries, producer_name="p", publish_time=1_700_000_000_000, keys=keys)
+    assert protobuf_encode(entries, keys, "p", 1_700_000_000_000) == encoded.buffer
+    lo, hi = protobuf_stamps(encoded.buffer, encoded.offsets)
+    stamps = wire.read_stamps(encoded)
+    assert lo == stamps.hash_min.tolist() and hi == stamps.hash_max.tolist()
+
+
+def test_naive_log_reads_back_what_it_appended(tmp_path: Path) -> None:
+    from bucketcore.harness.baselines import NaiveLog
+    from bucketcore.harness.workloads import payload_entries
+
+    entries = payload_entries(np.random.default_rng(2), 30, size=16)
+    log = NaiveLog(str(tmp_path / "naive.sqlite3"))
+    for e in entries[:10]:
+        log.append(e)
+    log.fill(entries[10:])
+    stamps = log.read_stamps()
+    assert stamps[:, 0].tolist() == list(range(30))
+    assert stamps[:, 1].tolist() == [e.hash_min for e in entries]
+    assert log.read_all() == 30 * 16
+    log.close()
+
+
+def test_callgrind_totals_are_read_by_event_name(tmp_path: Path) -> None:
+    from bucketcore.harness.callgrind import totals
+
+    out = tmp_path / "cg.out"
+    out.write_text("version: 1\nevents: Ir D1mr D1mw\nfn=x\n0 5 1\ntotals: 1234 7\n")
+    assert totals(str(out)) == {"Ir": 1234, "D1mr": 7}  # trailing zero counts are left out
+    (tmp_path / "empty.out").write_text("version: 1\n")
+    assert totals(str(tmp_path / "empty.out")) == {}
+
+
+def test_per_call_rows_run_and_the_dispatcher_row_agrees_with_its_baseline() -> None:
+    pytest.importorskip("mmh3", reason="the baselines need mmh3 (the bench extra)")
+    from bucketcore.harness import percall
+
+    assert percall.dispatch_agrees(256, 16, 600)
+    for row in ("consumer", "dispatch256", "add", "add10", "mmh3", "many100", "entries10", "entries100@2x8"):
+        run, base = percall.make(row)
+        counter = [0]
+        percall.timed_calls(run, counter, 3)()
+        assert counter == [3]
+        if base is not None:
+            base(3, 3)
+    assert percall.messages_per_call("entries100@2x8") == 100 and percall.messages_per_call("add") == 1
+    assert percall.calls_for("many65536@4x16", 20000) == 30
+    with pytest.raises(ValueError, match="unknown row"):
+        percall.make("nope")

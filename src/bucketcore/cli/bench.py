@@ -12,7 +12,8 @@ once in turn, so a slow spell of the machine hits every row alike):
   loop, and the ``Dispatcher`` under churn against the same rules written per entry; the SDK's
   per-call path (``offer`` of one entry, ``poll``, ``ack``; N=256, 16 consumers) against that
   per-entry dispatcher driven the same way, and a membership change at N=65535 with 1000
-  consumers (as ``benches/compare_sdk.py``'s ``dispatch256`` and ``membership65535`` rows).
+  consumers (:mod:`bucketcore.harness.percall`'s ``dispatch256`` and ``membership65535`` rows,
+  which ``benches/compare.py sdk`` times too).
 
 Every fast row is checked against its baseline's result before it is timed. The per-CPU calm
 check runs before and after (see :func:`bucketcore.harness.timing.cpu_check`).
@@ -113,16 +114,15 @@ def bench_keys(workload: str, n: int, key_file: str | None = None, seed: int = 1
         An unreadable or empty key file.
     """
     from bucketcore.harness import WORKLOADS
+    from bucketcore.harness.workloads import read_key_file
 
     if key_file is None:
         make = WORKLOADS[workload]
         return make(n) if workload == "short" else make(n, seed=seed)
     try:
-        lines = Path(key_file).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise CommandError(f"argument --keys: cannot read {key_file!r}: {err}") from None
-    if not lines:
-        raise CommandError(f"argument --keys: {key_file!r} holds no keys")
+        lines = read_key_file(key_file)
+    except ValueError as err:
+        raise CommandError(f"argument --keys: {err}") from None
     return [lines[i % len(lines)] for i in range(n)]
 
 
@@ -233,9 +233,9 @@ def _dispatch_group(n: int, repeat: int) -> list[dict[str, Any]]:
     import bucketcore as bc
     from bucketcore.harness import best_of
     from bucketcore.harness.baselines import PyDispatcherAdapter, py_route, run_churn
+    from bucketcore.harness.workloads import uniform_hashes
 
-    rng = np.random.default_rng(1)
-    hash_min = rng.integers(0, 0x10000, size=n, dtype=np.int64).astype(np.uint16)
+    hash_min = uniform_hashes(n)
     buckets = bc.Buckets.equal_width(256)
     selector = bc.EntryBucketSelector(buckets)
     for i in range(64):
@@ -261,94 +261,31 @@ def _dispatch_group(n: int, repeat: int) -> list[dict[str, Any]]:
 
 
 def _dispatch_per_call_rows(n: int, repeat: int) -> list[dict[str, Any]]:
-    """The broker's per-call paths: offer one stamped entry, poll, ack what was delivered (N=256,
-    16 consumers), against the per-entry Python dispatcher driven the same way; and a join or a
+    """The broker's per-call paths, :mod:`bucketcore.harness.percall`'s ``dispatch256`` and
+    ``membership65535`` rows: offer one stamped entry, poll, ack what was delivered (N=256, 16
+    consumers), against the per-entry Python dispatcher driven the same way; and a join or a
     leave at N=65535 with 1000 consumers (per membership change)."""
-    import bucketcore as bc
-    from bucketcore.harness import best_of
-    from bucketcore.harness.baselines import PyDispatcher
+    from bucketcore.harness import best_of, percall
 
-    stamps = [(i * 40503) % 65535 + 1 for i in range(n)]
-    buckets = bc.Buckets.equal_width(256)
-    members = [(f"consumer-{c:04d}", c) for c in range(16)]
-
-    def fast(record: bool) -> dict[tuple[str, int], list[int]]:
-        d = bc.Dispatcher(buckets)
-        for c in members:
-            d.add_consumer(*c)
-        offer, poll, ack = d.offer, d.poll, d.ack
-        got: dict[tuple[str, int], list[int]] = {}
-        for i in range(n):
-            offer(i, stamps[i])
-            for (name, cid), batch in poll().items():
-                ack(name, cid, batch.entry_ids)
-                if record:
-                    got.setdefault((name, cid), []).extend(batch.entry_ids.tolist())
-        return got
-
-    def slow(record: bool) -> dict[tuple[str, int], list[int]]:
-        py = PyDispatcher(list(buckets.splits))
-        py.members = sorted(members)
-        py._spread()
-        got: dict[tuple[str, int], list[int]] = {}
-        for i in range(n):
-            py.offer([i], [stamps[i]])
-            for consumer, ids in py.poll().items():
-                py.ack(consumer, ids)
-                if record:
-                    got.setdefault(consumer, []).extend(ids)
-        return got
-
-    if fast(True) != slow(True):
+    if not percall.dispatch_agrees(256, 16, n):
         raise RuntimeError("Dispatcher's per-call path and the per-entry dispatcher deliver differently")
-    per_call_base = best_of(functools.partial(slow, False), max(1, repeat // 2))
-    per_call = best_of(functools.partial(fast, False), repeat)
-
-    big = bc.Buckets(range(2, 65536))  # N=65535: bucket 0 is [0, 1], to hold its canonical hash 1
-    crowd = [(f"consumer-{c:04d}", c) for c in range(1000)]
-    d = bc.Dispatcher(big)
-    for c in crowd:
-        d.add_consumer(*c)
-    py = PyDispatcher(list(big.splits))
-    py.members = sorted(crowd)
-    py._spread()
-    ids = list(range(20_000))  # entries in flight, so that moved buckets pause
-    d.offer(ids, [stamps[i % n] for i in ids])
-    py.offer(ids, [stamps[i % n] for i in ids])
-    changes = 10
-
-    def membership(join: Any, leave: Any) -> None:
-        for _ in range(changes // 2):
-            join("joiner", 10_000)
-            leave("joiner", 10_000)
-
-    change_base = best_of(functools.partial(membership, py.add_consumer, py.remove_consumer), max(1, repeat // 2))
-    change = best_of(functools.partial(membership, d.add_consumer, d.remove_consumer), repeat)
+    changes = 10  # even: every timed call leaves the sharers as they were
     what = "N=65535, 1000 consumers"
-    return [
-        _row("dispatch", "python dispatcher per call", "int", 1, "entry", n, per_call_base, None),
-        _row(
-            "dispatch",
-            "Dispatcher offer+poll+ack per call",
-            "int",
-            1,
-            "entry",
-            n,
-            per_call,
-            "python dispatcher per call",
-        ),
-        _row("dispatch", "python dispatcher join or leave", what, 1, "change", changes, change_base, None),
-        _row(
-            "dispatch",
-            "Dispatcher join or leave",
-            what,
-            1,
-            "change",
-            changes,
-            change,
-            "python dispatcher join or leave",
-        ),
-    ]
+    rows = []
+    for (run, base), label, inputs, unit, calls in (
+        (percall.dispatch_row(256, 16), "offer+poll+ack per call", "int", "entry", n),
+        (percall.membership_row(), "join or leave", what, "change", changes),
+    ):
+        assert base is not None
+        counter = [0]  # call numbers keep increasing across the rounds: fresh entry ids
+        base_time = best_of(percall.timed_calls(base, counter, calls), max(1, repeat // 2))
+        fast_time = best_of(percall.timed_calls(run, counter, calls), repeat)
+        base_what = "python dispatcher " + ("per call" if unit == "entry" else label)
+        rows += [
+            _row("dispatch", base_what, inputs, 1, unit, calls, base_time, None),
+            _row("dispatch", f"Dispatcher {label}", inputs, 1, unit, calls, fast_time, base_what),
+        ]
+    return rows
 
 
 def measure(

@@ -4,12 +4,14 @@ Each is written the way code without bucketcore does the job: a list comprehensi
 ``mmh3.hash``; a producer batcher with a dict of per-bucket lists per segment window (the Java
 reference's shape, around ``mmh3.hash`` and ``bisect``); a broker routing and dispatching entry by
 entry. They double as cross-checks: the benchmarks verify bucketcore's result equals theirs.
+The stream store's baseline (:class:`NaiveLog`) is an SQLite log of one transaction per entry.
 ``mmh3`` (the ``bench`` extra) is imported on first use.
 """
 
 from __future__ import annotations
 
 import bisect
+import sqlite3
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -19,10 +21,14 @@ import numpy as np
 import bucketcore as bc
 
 __all__ = [
+    "NaiveLog",
     "PyDispatcher",
     "PyDispatcherAdapter",
+    "bisect_all",
     "mmh3_hashes",
+    "py_fits",
     "py_route",
+    "python_route",
     "reference_batches",
     "run_churn",
     "same_entries",
@@ -161,6 +167,79 @@ def py_route(splits: list[int], owner: list[int], hash_min: list[int]) -> list[i
     return [owner[bisect.bisect_right(splits, h)] for h in hash_min]
 
 
+def bisect_all(splits: list[int], hashes: list[int]) -> list[int]:
+    """The bucket lookup baseline: each hash's bucket by ``bisect`` in a Python loop.
+
+    Parameters
+    ----------
+    splits : list of int
+        The boundary list.
+    hashes : list of int
+        Bucket hashes.
+
+    Returns
+    -------
+    list of int
+        Bucket per hash (as :meth:`bucketcore.Buckets.bucket_of`).
+    """
+    return [bisect.bisect_right(splits, h) for h in hashes]
+
+
+def py_fits(splits: list[int], hash_min: list[int], hash_max: list[int]) -> list[bool]:
+    """The stamp check baseline: whether each entry's stamp lies in one bucket, by two bisects.
+
+    Parameters
+    ----------
+    splits : list of int
+        The boundary list.
+    hash_min, hash_max : list of int
+        Stamps.
+
+    Returns
+    -------
+    list of bool
+        As :func:`bucketcore.fits_one_bucket`.
+    """
+    right = bisect.bisect_right
+    return [right(splits, a) == right(splits, b) for a, b in zip(hash_min, hash_max)]
+
+
+def python_route(layout: bc.TopicLayout, raw: list[int], segment_hash: list[int], has_key: list[bool]) -> list[int]:
+    """The segment routing baseline: route each pre-hashed key in a Python loop (bisect over the
+    active segments' starts; v4 signSafeMod for an all-legacy layout; keyless round-robin).
+
+    Parameters
+    ----------
+    layout : TopicLayout
+    raw, segment_hash, has_key : list
+        The key hashes' columns (as :class:`bucketcore.KeyHashes` holds them).
+
+    Returns
+    -------
+    list of int
+        Segment id per key (as :meth:`bucketcore.TopicLayout.route`).
+    """
+    ids = [s.segment_id for s in layout.active_segments]
+    starts = [s.hash_start for s in layout.active_segments]
+    parts = len(ids)
+    out, rr = [], 0
+    if layout.is_legacy:
+        for r, k in zip(raw, has_key):
+            if k:
+                out.append(ids[(r & 0x7FFFFFFF) % parts])
+            else:
+                out.append(ids[rr])
+                rr = (rr + 1) % parts
+        return out
+    for h, k in zip(segment_hash, has_key):
+        if k:
+            out.append(ids[bisect.bisect_right(starts, h) - 1])
+        else:
+            out.append(ids[rr])
+            rr = (rr + 1) % parts
+    return out
+
+
 class PyDispatcher:
     """The Dispatcher's rules written per entry in plain Python: the baseline and a cross-check.
 
@@ -180,6 +259,11 @@ class PyDispatcher:
         self.queue: list[deque[int]] = [deque() for _ in range(self.n)]
         self.pending: dict[int, tuple[Consumer, int]] = {}
         self.outbox: dict[Consumer, list[int]] = {}
+
+    def set_members(self, members: list[Consumer]) -> None:
+        """Start with these sharers (one spread, instead of one per join)."""
+        self.members = sorted(members)
+        self._spread()
 
     def _spread(self) -> None:
         k = len(self.members)
@@ -371,3 +455,62 @@ def run_churn(
                 d.ack(*c, held)
     outstanding = (d.pending_entries + d.queued_entries) if hasattr(d, "pending_entries") else d.outstanding
     return {"delivered": delivered, "checksum": checksum, "pending": outstanding}
+
+
+class NaiveLog:
+    """The stream store's baseline: an SQLite log (WAL journal, ``synchronous=FULL``) of one
+    transaction per entry, its payload a BLOB, the way a naive log stores entries.
+
+    Parameters
+    ----------
+    path : str
+        The database file (created).
+    """
+
+    def __init__(self, path: str) -> None:
+        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute(
+            "CREATE TABLE log (offset INTEGER PRIMARY KEY, record_count INTEGER, "
+            "hash_min INTEGER, hash_max INTEGER, metadata BLOB, payload BLOB)"
+        )
+        self.next = 0
+
+    def append(self, e: Any) -> None:
+        """Append one entry (a :class:`bucketcore.stream.EntryPayload`) in its own transaction."""
+        self.db.execute("BEGIN IMMEDIATE")
+        self.db.execute(
+            "INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)",
+            (self.next, e.record_count, e.hash_min, e.hash_max, e.metadata, e.payload),
+        )
+        self.db.execute("COMMIT")
+        self.next += e.record_count
+
+    def fill(self, entries: list[Any]) -> None:
+        """Append entries of one record each in one transaction (filling a log whose reads are
+        measured, not its appends)."""
+        self.db.execute("BEGIN")
+        for e in entries:
+            self.db.execute(
+                "INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)",
+                (self.next, 1, e.hash_min, e.hash_max, e.metadata, e.payload),
+            )
+            self.next += 1
+        self.db.execute("COMMIT")
+
+    def read_stamps(self) -> np.ndarray:
+        """(offset, hash_min, hash_max) of every entry, in offset order (int64)."""
+        rows = self.db.execute("SELECT offset, hash_min, hash_max FROM log ORDER BY offset").fetchall()
+        return np.array(rows, dtype=np.int64)
+
+    def read_all(self) -> int:
+        """Read every payload in offset order; their total size."""
+        n = 0
+        for (payload,) in self.db.execute("SELECT payload FROM log ORDER BY offset"):
+            n += len(payload)
+        return n
+
+    def close(self) -> None:
+        """Close the database."""
+        self.db.close()

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 # The clocks a bench may time calls by: wall time, or the calling thread's CPU time (which leaves
 # out the time the process waits for a core on a shared machine).
@@ -15,6 +18,8 @@ CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "thread": t
 
 def best_of(fn: Callable[[], object], repeat: int = 5, clock: Callable[[], float] = time.perf_counter) -> float:
     """Smallest time of ``repeat`` calls of ``fn`` (wall time unless ``clock`` says otherwise).
+
+    :func:`best_of_result` is the same and also hands back the last call's result.
 
     Parameters
     ----------
@@ -32,12 +37,82 @@ def best_of(fn: Callable[[], object], repeat: int = 5, clock: Callable[[], float
     float
         Seconds.
     """
+    return best_of_result(fn, repeat, clock)[0]
+
+
+def best_of_result(
+    fn: Callable[[], T], repeat: int = 5, clock: Callable[[], float] = time.perf_counter
+) -> tuple[float, T]:
+    """:func:`best_of`, and the result of the last call (for the check against a baseline's).
+
+    Parameters
+    ----------
+    fn, repeat, clock
+        As in :func:`best_of` (``repeat`` >= 1).
+
+    Returns
+    -------
+    tuple
+        (seconds of the fastest call, the last call's result).
+    """
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat}")
     best = float("inf")
     for _ in range(repeat):
         start = clock()
-        fn()
+        result = fn()
         best = min(best, clock() - start)
-    return best
+    return best, result
+
+
+def run_for(
+    fn: Callable[[int], object], seconds: float, start: int = 0, clock: Callable[[], float] = time.perf_counter
+) -> tuple[int, float]:
+    """Call ``fn(start)``, ``fn(start + 1)``, ... until ``seconds`` have passed (at least once): a
+    rate where one call's time is too uneven for a best-of (an fsynced append, a contended CAS).
+
+    Parameters
+    ----------
+    fn : callable
+        Takes the call's number (to pick its input round-robin from a pool); its result is dropped.
+    seconds : float
+        How long to keep calling.
+    start : int
+        The first call's number (a later slice of the same row goes on from where the last stopped).
+    clock : callable
+        As in :func:`best_of`.
+
+    Returns
+    -------
+    tuple
+        (calls made, seconds they took).
+    """
+    calls = 0
+    begin = clock()
+    deadline = begin + seconds
+    while True:
+        fn(start + calls)
+        calls += 1
+        now = clock()
+        if now >= deadline:
+            return calls, now - begin
+
+
+class Stopwatch:
+    """Seconds spent inside a ``with`` block, for a step that runs once (a data set's generation, a
+    cluster's start): ``with Stopwatch() as sw: ...`` then ``sw.seconds``."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self.seconds = 0.0
+        self._start = 0.0
+
+    def __enter__(self) -> Stopwatch:
+        self._start = self.clock()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = self.clock() - self._start
 
 
 def best_of_rounds(

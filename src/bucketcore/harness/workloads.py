@@ -1,9 +1,14 @@
 """Deterministic workloads of the README's Speed section and of the ``bucketcore`` commands.
 
-Two kinds of thing live here:
+Three kinds of thing live here:
 
 * key lists for the kernels' benchmarks (:func:`uuid_keys`, :func:`short_keys`,
   :func:`zipf_keys`) and the equal-range layouts they run on (:func:`tiled_layout`);
+* the other inputs of the benchmarks, the same for ``benches/compare_*.py`` and the
+  pytest-benchmark suites: bucket hashes (:func:`uniform_hashes`), pre-hashed keys
+  (:func:`prehashed_keys`), stamped entries (:func:`stamped_entries`, :func:`spread_stamps`),
+  encoded batches' entries (:func:`wire_batches`), store entries (:func:`payload_entries`) and
+  a key column seen through the Arrow PyCapsule stream interface alone (:class:`CapsuleOnly`);
 * :class:`KeyWorkload`, a stream of keyed messages (with a share of keyless ones) drawn from a
   key population: uniform UUIDs, Zipf over K keys with exponent s, or the lines of a file. The
   same seed always gives the same stream.
@@ -15,12 +20,31 @@ import itertools
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import bucketcore as bc
+from bucketcore.stream import EntryPayload
 
-__all__ = ["WORKLOADS", "KeyWorkload", "key_workload", "short_keys", "tiled_layout", "uuid_keys", "zipf_keys"]
+__all__ = [
+    "WORKLOADS",
+    "CapsuleOnly",
+    "KeyWorkload",
+    "StampedEntries",
+    "key_workload",
+    "payload_entries",
+    "prehashed_keys",
+    "read_key_file",
+    "short_keys",
+    "spread_stamps",
+    "stamped_entries",
+    "tiled_layout",
+    "uniform_hashes",
+    "uuid_keys",
+    "wire_batches",
+    "zipf_keys",
+]
 
 
 def uuid_keys(n: int, seed: int = 1) -> list[str]:
@@ -113,6 +137,145 @@ def tiled_layout(segments: int, buckets: int = 1, legacy: bool = False) -> bc.To
 WORKLOADS = {"uuid": uuid_keys, "short": short_keys, "zipf": zipf_keys}
 
 
+def uniform_hashes(n: int, seed: int = 1) -> np.ndarray:
+    """``n`` uniform 16-bit bucket hashes (uint16): the bucket lookup's and the balancer's input.
+
+    Parameters
+    ----------
+    n : int
+    seed : int
+        Generator seed (the hashes are its first draw).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    return np.random.default_rng(seed).integers(0, 0x10000, size=n, dtype=np.int64).astype(np.uint16)
+
+
+def prehashed_keys(n: int, seed: int = 2, keyless: float = 0.01) -> bc.KeyHashes:
+    """``n`` uniform raw key hashes, a ``keyless`` share of them keyless: the routing input.
+
+    Parameters
+    ----------
+    n : int
+    seed : int
+    keyless : float
+        Share of keyless messages (raw hash 0, ``has_key`` False).
+
+    Returns
+    -------
+    KeyHashes
+    """
+    rng = np.random.default_rng(seed)
+    raw = rng.integers(0, 1 << 32, size=n, dtype=np.uint64).astype(np.uint32)
+    has_key = rng.random(n) >= keyless
+    raw[~has_key] = 0
+    return bc.KeyHashes(raw, *bc.split_hash(raw), has_key)
+
+
+@dataclass(frozen=True, eq=False)
+class StampedEntries:
+    """Committed entries as a broker routes them.
+
+    Attributes
+    ----------
+    hash_min, hash_max : numpy.ndarray
+        Each entry's stamp (uint16; ``hash_max`` 0..63 above ``hash_min``).
+    stamped : numpy.ndarray
+        Whether the entry carries its stamp (bool, 90%); the others are routed by ``key_hash``.
+    key_hash : numpy.ndarray
+        The raw key hash of each entry's first message (uint32).
+    """
+
+    hash_min: np.ndarray
+    hash_max: np.ndarray
+    stamped: np.ndarray
+    key_hash: np.ndarray
+
+
+def stamped_entries(n: int, seed: int = 1) -> StampedEntries:
+    """``n`` entries with uniform stamps: the input of ``route_entries`` and ``fits_one_bucket``.
+
+    Parameters
+    ----------
+    n : int
+    seed : int
+        Generator seed (``hash_min`` is its first draw, the same column as
+        ``uniform_hashes(n, seed)``).
+
+    Returns
+    -------
+    StampedEntries
+    """
+    rng = np.random.default_rng(seed)
+    hash_min = rng.integers(0, 0x10000, size=n, dtype=np.int64).astype(np.uint16)
+    hash_max = np.minimum(hash_min.astype(np.int64) + rng.integers(0, 64, n), 0xFFFF).astype(np.uint16)
+    stamped = rng.random(n) >= 0.10
+    key_hash = rng.integers(0, 1 << 32, size=n, dtype=np.uint64).astype(np.uint32)
+    return StampedEntries(hash_min, hash_max, stamped, key_hash)
+
+
+def spread_stamps(count: int) -> list[int]:
+    """``count`` stamps 1..65535 spread over the ring by a fixed stride (no generator): the
+    per-call dispatcher rows offer one at a time."""
+    return [(i * 40503) % 65535 + 1 for i in range(count)]
+
+
+def wire_batches(
+    messages: int, payload: int = 100, per_entry: int = 64, seed: int = 7
+) -> tuple[list[bc.Entry], list[list[str]]]:
+    """Entries of ``messages`` random payloads with str keys ``key-<i mod 10000>``, batched by an
+    :class:`bucketcore.EntryBucketBatcher` (one segment of 16 buckets, ``per_bucket`` policy,
+    ``max_messages=per_entry``), and each entry's keys: what a producer encodes.
+
+    Parameters
+    ----------
+    messages : int
+    payload : int
+        Bytes per message.
+    per_entry : int
+        Most messages per entry.
+    seed : int
+        Generator seed of the payload bytes.
+
+    Returns
+    -------
+    tuple
+        (entries, per entry the list of its messages' keys).
+    """
+    blob = np.random.default_rng(seed).integers(0, 256, messages * payload, dtype=np.uint8).tobytes()
+    payloads = [blob[i * payload : (i + 1) * payload] for i in range(messages)]
+    all_keys = [f"key-{i % 10000}" for i in range(messages)]
+    batcher = bc.EntryBucketBatcher(bc.Buckets.equal_width(16), max_messages=per_entry, policy="per_bucket")
+    entries = batcher.add_many(all_keys, payloads) + batcher.flush()
+    return entries, [[all_keys[i] for i in e.message_indices.tolist()] for e in entries]
+
+
+def payload_entries(rng: np.random.Generator, n: int, size: int = 1024) -> list[EntryPayload]:
+    """``n`` stamped store entries of one record each, ``size`` random payload bytes, stamps of
+    200 hashes from a uniform start, publisher slots 0..15 in turn.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Drawn from (a row's successive batches continue the same generator).
+    n : int
+    size : int
+        Payload bytes per entry.
+
+    Returns
+    -------
+    list of EntryPayload
+    """
+    lo = rng.integers(0, 0xFF00, size=n)
+    blob = rng.bytes(size * n)
+    return [
+        EntryPayload(blob[i * size : (i + 1) * size], 1, b"", int(lo[i]), int(lo[i]) + 200, 0, int(i % 16))
+        for i in range(n)
+    ]
+
+
 @dataclass(frozen=True, eq=False)
 class KeyWorkload:
     """A message stream over a key population.
@@ -180,11 +343,30 @@ class KeyWorkload:
         return seq
 
 
-def _read_key_file(path: Path) -> list[str]:
+def read_key_file(path: str | Path) -> list[str]:
+    """The keys of a key file: one per line, UTF-8.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    list of str
+        The lines, in order (at least one).
+
+    Raises
+    ------
+    ValueError
+        The file is missing, unreadable, not UTF-8 or empty (named in the message).
+    """
+    path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ValueError(f"key file {str(path)!r} does not exist") from None
+    except OSError as err:
+        raise ValueError(f"key file {str(path)!r} cannot be read: {err.strerror}") from None
     except UnicodeDecodeError as err:
         raise ValueError(f"key file {str(path)!r} is not UTF-8 (byte {err.start})") from None
     keys = text.splitlines()
@@ -246,7 +428,7 @@ def key_workload(
     if kind == "file":
         if key_file is None:
             raise ValueError("kind 'file' needs key_file")
-        lines = _read_key_file(Path(key_file))
+        lines = read_key_file(key_file)
         population, inverse = np.unique(np.array(lines, dtype=object), return_inverse=True)
         key_list = [str(k) for k in population.tolist()]
         key_ids = inverse.astype(np.int64)[rng.integers(0, len(lines), size=messages)]
@@ -274,3 +456,20 @@ def key_workload(
         description += f", {keyless:.0%} keyless"
     sizes = rng.integers(mean_size // 2, 3 * mean_size // 2 + 1, size=messages, dtype=np.int64)
     return KeyWorkload(key_list, key_ids, sizes, description)
+
+
+class CapsuleOnly:
+    """A key column that exposes nothing but the Arrow PyCapsule stream interface of another
+    (``__arrow_c_stream__``): the input of a producer bucketcore knows only by that interface.
+
+    Parameters
+    ----------
+    column : object
+        Anything with ``__arrow_c_stream__`` (a pyarrow ``ChunkedArray``).
+    """
+
+    def __init__(self, column: Any) -> None:
+        self.column = column
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        return self.column.__arrow_c_stream__(requested_schema)
