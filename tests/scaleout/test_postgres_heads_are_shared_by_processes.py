@@ -28,7 +28,7 @@ HERE = os.path.abspath(__file__)
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 
 if TYPE_CHECKING:  # only a type here: the child process, run as a script, has no tests/ on sys.path
-    from pg_fixture import PgServer
+    from bucketcore.harness.postgres import PgServer
 
 
 def _heads(url: str) -> Any:
