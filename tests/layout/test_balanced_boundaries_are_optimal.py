@@ -19,9 +19,11 @@ from bucketcore.layout import Buckets
 
 def brute_force_best_max(hashes, weights, n):
     """Least possible heaviest bucket: cut the sorted distinct observed hashes into <= n
-    contiguous groups every way there is (the ring has room for the rest of the buckets)."""
+    contiguous groups every way there is (the ring has room for the rest of the buckets), never
+    between hashes 0 and 1 (a dispatchable list's bucket 0 keeps both: docs/design.md)."""
     loads = {}
     for h, w in zip(hashes, weights, strict=False):
+        h = 0 if h == 1 else h
         loads[h] = loads.get(h, 0) + w
     values = [loads[h] for h in sorted(loads)]
     if not values:
