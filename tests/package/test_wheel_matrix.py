@@ -29,8 +29,8 @@ IDENTIFIER = re.compile(r"^cp3(\d+)(t?)-")
 
 if not WORKFLOW.exists():
     pytest.skip(f"no wheels workflow at {WORKFLOW} (a copy of tests/ outside the source tree)", allow_module_level=True)
-yaml = pytest.importorskip("yaml", reason="PyYAML (the test extra) reads the wheels workflow")
-tomllib = pytest.importorskip("tomllib", reason="tomllib (Python 3.11+) reads pyproject.toml")
+yaml = pytest.importorskip("yaml", reason="PyYAML (the test extra) reads the wheels workflow", exc_type=ImportError)
+tomllib = pytest.importorskip("tomllib", reason="tomllib (Python 3.11+) reads pyproject.toml", exc_type=ImportError)
 
 
 def cibuildwheel() -> list[str]:
