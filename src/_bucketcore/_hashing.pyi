@@ -1,8 +1,7 @@
 """Type stub of _hashing.pyx: Murmur3 hashing kernels over key columns. Called by bucketcore.hashing,
 which validates input first. Statuses returned are bc_status values (_bucketcore._status) as ints."""
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -14,19 +13,29 @@ def cpu_has_simd() -> bool: ...
 def resolved_path() -> str: ...
 def set_path(name: str) -> None: ...
 def hash_one(key: object, replace: bool) -> tuple[int, int]: ...
-def install_general_paths(
-    murmur3_32: Callable[[Any, str, int | None, str | int | None], Any],
-    hash_keys: Callable[[Any, str, int | None, str | int | None], Any],
-    key_hashes: type,
-    one_thread: int,
-) -> None: ...
-def murmur3_32(
-    keys: Any, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None
-) -> Any:
-    """Raw Murmur3_32 of a key (an int) or of a key column (uint32 array); see bucketcore.murmur3_32."""
 
-def hash_keys(keys: Any, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None) -> Any:
-    """Raw, segment and bucket hashes and has_key of a key or key column (a KeyHashes); see bucketcore.hash_keys."""
+AUTO_THREADS_MIN_KEYS: int
+
+class HashColumns:
+    """The four read-only columns of hashed keys: the base of bucketcore.hashing.KeyHashes."""
+
+    def __init__(self, raw: Any, segment_hash: Any, bucket_hash: Any, has_key: Any) -> None: ...
+    @property
+    def raw(self) -> Any: ...
+    @property
+    def segment_hash(self) -> Any: ...
+    @property
+    def bucket_hash(self) -> Any: ...
+    @property
+    def has_key(self) -> Any: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: Any) -> Self: ...
+
+def short_murmur3_32(keys: Any, errors: Any, threads: Any, column: Any) -> Any:
+    """bucketcore.murmur3_32 of a str/bytes key or a short list or 1-D array; None: declined."""
+
+def short_hash_keys(cls: type[HashColumns], keys: Any, errors: Any, threads: Any, column: Any) -> Any:
+    """bucketcore.hash_keys of what short_murmur3_32 takes, as a cls; None: declined."""
 
 class KeyColumn:
     """A key column read a chunk at a time as C key descriptors (zero copy)."""

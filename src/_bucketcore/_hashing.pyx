@@ -12,19 +12,18 @@ cimport cython
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.list cimport PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_New
+from cpython.type cimport PyType_IsSubtype
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
+import numpy as np
 cimport numpy as cnp
 
 cnp.import_array()
 
 cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS(object seq)
-
-cdef extern from "Python.h":
-    PyTypeObject PyBaseObject_Type
 
 # Whether this is a free-threaded CPython build (no GIL to keep other threads out).
 # BC_TEST_FREE_THREADED_PATHS (a C define, for testing) takes the free-threaded paths under the GIL
@@ -87,30 +86,6 @@ cdef extern from *:
     """
     object bc_uint32_scalar(uint32_t v)
     object bc_uint16_scalar(uint16_t v)
-
-# The slots of the KeyHashes class: a field's place in the instance, as its member descriptor
-# (what ``__slots__`` makes) gives it; a field stored there is what ``object.__setattr__`` stores.
-cdef extern from *:
-    """
-    #include <structmember.h>
-    static Py_ssize_t bc_slot_offset(PyObject *descr, Py_ssize_t basicsize)
-    {
-        if (!PyObject_TypeCheck(descr, &PyMemberDescr_Type))
-            return -1;
-        PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
-        if (m->type != T_OBJECT_EX || (m->flags & READONLY) || m->offset < (Py_ssize_t)sizeof(PyObject) ||
-            m->offset + (Py_ssize_t)sizeof(PyObject *) > basicsize)
-            return -1;
-        return m->offset;
-    }
-    static void bc_store_slot(PyObject *o, Py_ssize_t offset, PyObject *v)
-    {
-        Py_INCREF(v);
-        Py_XSETREF(*(PyObject **)((char *)o + offset), v);
-    }
-    """
-    Py_ssize_t bc_slot_offset(object descr, Py_ssize_t basicsize)
-    void bc_store_slot(object o, Py_ssize_t offset, object v)
 
 cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1
@@ -336,65 +311,60 @@ def hash_one(object key, bint replace):
     return BC_OK, h
 
 
-# The general paths of murmur3_32 and hash_keys (key columns, tables, and every error message),
-# written in Python in bucketcore.hashing and installed by it; and the type of hash_keys' result.
-cdef object general_murmur3_32 = None
-cdef object general_hash_keys = None
-cdef object key_hashes_type = None
-cdef Py_ssize_t slot_raw, slot_segment_hash, slot_bucket_hash, slot_has_key
-cdef tuple no_args = ()
-cdef Py_ssize_t one_thread_objects = 0  # shorter columns: threads=None hashes them on this thread
+# Below this many keys a second thread costs more than it saves: threads=None hashes a column
+# shorter than this on the calling thread (bucketcore.hashing reads it from here).
+AUTO_THREADS_MIN_KEYS = 1 << 18
+cdef Py_ssize_t auto_threads_min_keys = AUTO_THREADS_MIN_KEYS
 cdef object numpy_true = PyArray_Scalar(<char *>b"\x01", cnp.PyArray_DescrFromType(cnp.NPY_BOOL), NULL)
+cdef tuple no_args = ()
 
 
-def install_general_paths(object murmur3_32, object hash_keys, object key_hashes, Py_ssize_t one_thread):
-    """Install what murmur3_32 and hash_keys call for everything but a scalar key or a short column
-    they hash themselves: ``murmur3_32(keys, errors, threads, column)``, ``hash_keys(keys,
-    errors, threads, column)`` (bucketcore.hashing's column paths, which also raise every
-    error), the KeyHashes class their results are, and how long a list of keys must be for
-    ``threads=None`` to use a second thread (bucketcore.hashing.objects_on_one_thread; shorter
-    lists, and numpy key arrays shorter than it, which also take one thread below it, are hashed
-    here on the calling thread, as the general path would). Installed once (bucketcore.hashing's
-    import): installing the same again changes nothing, anything else raises RuntimeError, so a
-    call reading them without the GIL never sees one replaced and freed."""
-    global general_murmur3_32, general_hash_keys, key_hashes_type, one_thread_objects
-    global slot_raw, slot_segment_hash, slot_bucket_hash, slot_has_key
-    if key_hashes_type is not None:
-        if (murmur3_32 is general_murmur3_32 and hash_keys is general_hash_keys and key_hashes is key_hashes_type
-                and one_thread == one_thread_objects):
-            return
-        raise RuntimeError("the general paths are installed already; they cannot be replaced")
-    if one_thread < 1:
-        raise ValueError(f"one_thread must be at least 1, not {one_thread}")
-    if not isinstance(key_hashes, type):
-        raise TypeError("key_hashes must be the KeyHashes class")
-    cdef Py_ssize_t basicsize = (<PyTypeObject *>key_hashes).tp_basicsize
-    offsets = [bc_slot_offset(key_hashes.__dict__.get(name), basicsize)
-               for name in ("raw", "segment_hash", "bucket_hash", "has_key")]
-    if min(offsets) < 0:
-        raise TypeError("key_hashes must keep raw, segment_hash, bucket_hash and has_key in __slots__")
-    slot_raw, slot_segment_hash, slot_bucket_hash, slot_has_key = offsets
-    general_murmur3_32 = murmur3_32
-    general_hash_keys = hash_keys
-    key_hashes_type = key_hashes
-    one_thread_objects = one_thread
+cdef class HashColumns:
+    """The four columns of hashed keys: the fields of bucketcore.hashing.KeyHashes (its base),
+    set once at construction and read-only after (KeyHashes is frozen)."""
+    cdef readonly object raw
+    cdef readonly object segment_hash
+    cdef readonly object bucket_hash
+    cdef readonly object has_key
+
+    def __init__(self, raw, segment_hash, bucket_hash, has_key):
+        self.raw = raw
+        self.segment_hash = segment_hash
+        self.bucket_hash = bucket_hash
+        self.has_key = has_key
+
+    def __len__(self):
+        return len(self.raw)
+
+    def __getitem__(self, index):
+        return type(self)(self.raw[index], self.segment_hash[index], self.bucket_hash[index], self.has_key[index])
+
+    def __repr__(self):
+        n = self.raw.size
+        return f"{type(self).__name__}(n={n}, keyless={int(n - np.count_nonzero(self.has_key))})"
 
 
-cdef object short_column_hashes(object keys, object errors, object threads, object column, bint split):
-    """The hashes of a short key column with threads=None and no column: a list, or a 1-D numpy
-    array of dtype object, S, U (native order) or StringDType, of fewer than one_thread_objects
-    keys (the general path's own work for it, one kernel call on this thread): raw alone, or the
-    KeyHashes of all four columns (split). None sends the call to the general path: any other
-    input or argument, or a key the kernel refuses (the general path raises its error)."""
+cdef object new_hash_columns(object cls, object raw, object segment_hash, object bucket_hash, object has_key):
+    """An instance of cls (HashColumns or a subclass of it) of these four columns, made as cls()
+    makes one but without the argument parsing."""
+    cdef HashColumns result = <HashColumns>(<PyTypeObject *>cls).tp_new(<type>cls, <PyObject *>no_args, NULL)
+    result.raw = raw
+    result.segment_hash = segment_hash
+    result.bucket_hash = bucket_hash
+    result.has_key = has_key
+    return result
+
+
+cdef object short_column_hashes(object keys, int replace, bint split, object cls):
+    """The hashes of a short key column: a list, or a 1-D numpy array of dtype object, S, U
+    (native order) or StringDType, of fewer than AUTO_THREADS_MIN_KEYS keys (the general path's
+    own work for it, one kernel call on this thread): raw alone, or a cls of all four columns
+    (split). None declines: any other input, or a key the kernel refuses (the general path raises
+    its error)."""
     cdef Py_ssize_t n, err_index = -1
     cdef cnp.npy_intp dims[1]
-    cdef int replace, st
+    cdef int st
     cdef HashOut out
-    if threads is not None or column is not None:
-        return None
-    replace = replace_flag(errors)
-    if replace < 0:
-        return None
     if type(keys) is list:
         n = PyList_GET_SIZE(keys)
     elif (type(keys) is cnp.ndarray and cnp.PyArray_NDIM(<cnp.ndarray>keys) == 1
@@ -402,7 +372,7 @@ cdef object short_column_hashes(object keys, object errors, object threads, obje
         n = cnp.PyArray_DIM(<cnp.ndarray>keys, 0)
     else:
         return None
-    if n >= one_thread_objects:
+    if n >= auto_threads_min_keys:
         return None
     if type(keys) is list:
         col = objects_column(keys)
@@ -419,17 +389,7 @@ cdef object short_column_hashes(object keys, object errors, object threads, obje
     # hash_keys takes missing keys as keyless, murmur3_32 refuses them (the general path says which)
     if n and hash_column_into(col, &out, replace, split, 0, n, &err_index) != BC_OK:
         return None
-    return new_key_hashes(raw, segment_hash, bucket_hash, has_key) if split else raw
-
-
-cdef object new_key_hashes(object raw, object segment_hash, object bucket_hash, object has_key):
-    """A KeyHashes of these four fields, stored in its slots as its (frozen) __init__ stores them."""
-    result = PyBaseObject_Type.tp_new(<type>key_hashes_type, <PyObject *>no_args, NULL)  # object.__new__
-    bc_store_slot(result, slot_raw, raw)
-    bc_store_slot(result, slot_segment_hash, segment_hash)
-    bc_store_slot(result, slot_bucket_hash, bucket_hash)
-    bc_store_slot(result, slot_has_key, has_key)
-    return result
+    return new_hash_columns(cls, raw, segment_hash, bucket_hash, has_key) if split else raw
 
 
 cdef inline int replace_flag(object errors):
@@ -444,119 +404,44 @@ cdef inline int replace_flag(object errors):
     return -1
 
 
-cdef inline bint hash_scalar(object keys, object errors, object column, uint32_t *h) except -1:
-    """Whether ``keys`` is a str or bytes key hashed here (into *h), without column machinery;
-    False sends the call to the general path (a column, a table, a bad argument, or a key that
-    cannot be hashed, whose error the general path raises)."""
+@cython.binding(False)
+def short_murmur3_32(object keys, object errors, object threads, object column):
+    """bucketcore.murmur3_32 of what it hashes here, without column machinery: a str or bytes key
+    (an int), or a short list or 1-D numpy array of keys (short_column_hashes) with threads=None.
+    None declines: a table, a long column, a bad argument, a key that cannot be hashed (the
+    general path raises its error)."""
+    cdef uint32_t h
     cdef int replace
     if column is not None:
-        return False
+        return None
     replace = replace_flag(errors)
-    return replace >= 0 and bc_hash_scalar(<PyObject *>keys, replace, h) == BC_OK
-
-
-@cython.binding(False)
-@cython.embedsignature(False)  # the docstring's first lines are its text signature
-def murmur3_32(keys, *, errors="strict", threads=None, column=None):
-    """murmur3_32(keys, *, errors='strict', threads=None, column=None)
---
-
-Raw (unmasked) Murmur3_32, seed 0, of each key's UTF-8 bytes.
-
-Parameters
-----------
-keys : str, bytes or a key column
-    A single key, or a list/tuple of str/bytes/bytearray/memoryview, a numpy array of dtype
-    U, S, object or StringDType, or any column exporting the Arrow PyCapsule interface
-    (``__arrow_c_stream__`` / ``__arrow_c_array__``: pyarrow, polars, duckdb, nanoarrow,
-    arro3, pandas' Arrow-backed columns; string, binary, their large and view layouts,
-    dictionary-encoded), read in place; or a table of such columns with ``column=``.
-errors : {"strict", "replace"}
-    What a str with an unpaired surrogate does: raise, or encode each as ``?`` like Java's
-    ``String.getBytes(UTF_8)``.
-threads : int or None
-    How many threads share a large column (None: Arrow and numpy keys one thread per core
-    from ``AUTO_THREADS_MIN_KEYS`` keys each; Python objects two from that many). Python
-    objects take two threads at most; the calling thread keeps the GIL until the worker is
-    done, so nothing can change them. The result never depends on it.
-column : str, int or None
-    For a table (pandas or polars DataFrame, pyarrow Table or RecordBatch, a duckdb result,
-    any Arrow struct stream): the key column's name or index. A one-column table needs none.
-
-Returns
--------
-int or numpy.ndarray of uint32
-    A Python int for a single key; an array of the column's shape otherwise.
-
-Raises
-------
-TypeError
-    A key that is not str or bytes (a missing key has no hash here: use :func:`hash_keys`),
-    naming its index; or an input that is not a key column.
-KeyEncodingError
-    A str with a surrogate under ``errors="strict"``, naming its index.
-ValueError
-    A bad ``errors``, ``threads`` or ``column``, a key too long to hash, or a malformed
-    Arrow array (offsets, views or dictionary indexes out of range), naming the index.
-
-Notes
------
-A single str or bytes key is hashed by this C function itself (an ASCII str straight from its
-characters, bytes from its buffer), and so is a list or a 1-D numpy array of keys too short for a
-second thread (with ``threads=None`` and no ``column``); everything else takes the column path.
-"""
-    cdef uint32_t h
-    if hash_scalar(keys, errors, column, &h):
+    if replace < 0:
+        return None
+    if bc_hash_scalar(<PyObject *>keys, replace, &h) == BC_OK:
         return h
-    if general_murmur3_32 is None:
-        raise RuntimeError("bucketcore.hashing did not install the general paths (import bucketcore)")
-    hashes = short_column_hashes(keys, errors, threads, column, False)
-    if hashes is not None:
-        return hashes
-    return general_murmur3_32(keys, errors, threads, column)
+    if threads is not None:
+        return None
+    return short_column_hashes(keys, replace, False, None)
 
 
 @cython.binding(False)
-@cython.embedsignature(False)  # the docstring's first lines are its text signature
-def hash_keys(keys, *, errors="strict", threads=None, column=None):
-    """hash_keys(keys, *, errors='strict', threads=None, column=None)
---
-
-Raw hash plus its segment (high 16 bits) and bucket (low 16 bits) halves, and ``has_key``.
-
-Parameters
-----------
-keys : str, bytes or a key column
-    As :func:`murmur3_32` takes them; missing keys are keyless (``has_key=False``, every
-    hash 0): ``None``, a float NaN, ``pandas.NA``, Arrow nulls (also a null dictionary
-    value), a StringDType's missing items.
-errors : {"strict", "replace"}
-    As in :func:`murmur3_32`.
-threads : int or None
-    As in :func:`murmur3_32`.
-column : str, int or None
-    As in :func:`murmur3_32`.
-
-Returns
--------
-KeyHashes
-    Arrays of the column's shape, or numpy scalars for a single key.
-
-Raises
-------
-TypeError, KeyEncodingError, ValueError
-    As :func:`murmur3_32`, except that missing keys are accepted.
-"""
+def short_hash_keys(object cls, object keys, object errors, object threads, object column):
+    """bucketcore.hash_keys of what it hashes here (as short_murmur3_32), as a cls (a subclass of
+    HashColumns: KeyHashes) of numpy scalars for a single key, of arrays for a column. None
+    declines."""
     cdef uint32_t h
-    if key_hashes_type is None:
-        raise RuntimeError("bucketcore.hashing did not install the general paths (import bucketcore)")
-    if not hash_scalar(keys, errors, column, &h):
-        result = short_column_hashes(keys, errors, threads, column, True)
-        if result is not None:
-            return result
-        return general_hash_keys(keys, errors, threads, column)
-    return new_key_hashes(bc_uint32_scalar(h), bc_uint16_scalar(<uint16_t>(h >> 16)),
-                          bc_uint16_scalar(<uint16_t>(h & 0xFFFF)), numpy_true)  # of numpy scalars
+    cdef int replace
+    if column is not None or not isinstance(cls, type) or not PyType_IsSubtype(<type>cls, HashColumns):
+        return None
+    replace = replace_flag(errors)
+    if replace < 0:
+        return None
+    if bc_hash_scalar(<PyObject *>keys, replace, &h) == BC_OK:
+        return new_hash_columns(cls, bc_uint32_scalar(h), bc_uint16_scalar(<uint16_t>(h >> 16)),
+                                bc_uint16_scalar(<uint16_t>(h & 0xFFFF)), numpy_true)
+    if threads is not None:
+        return None
+    return short_column_hashes(keys, replace, True, cls)
 
 
 cdef inline bint all_valid(const uint8_t *bits, Py_ssize_t first, Py_ssize_t m) noexcept nogil:

@@ -11,7 +11,6 @@ import math
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Union
 
 import numpy as np
@@ -42,8 +41,7 @@ _ARROW_KEY_TYPES = ("string", "large_string", "binary", "large_binary")
 KeyInput = Union[str, bytes, "list[str | bytes | None]", "tuple[str | bytes | None, ...]", np.ndarray, Any]
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class KeyHashes(ArrowColumns):
+class KeyHashes(_hashing.HashColumns, ArrowColumns):
     """Hashes of a key column, as :func:`hash_keys` returns them.
 
     A keyless message (a missing key: ``None``, NaN, ``pandas.NA``, an Arrow null, a missing
@@ -61,21 +59,11 @@ class KeyHashes(ArrowColumns):
         ``raw & 0xFFFF``: what selects its bucket and stamps its entry.
     has_key : numpy.ndarray of bool
         False for a keyless message.
+
+    Built as ``KeyHashes(raw, segment_hash, bucket_hash, has_key)``; the fields are read-only.
     """
 
-    raw: Any  # np.ndarray, or a numpy scalar for a single key
-    segment_hash: Any
-    bucket_hash: Any
-    has_key: Any
-
-    def __len__(self) -> int:
-        return len(self.raw)
-
-    def __getitem__(self, index: Any) -> KeyHashes:
-        return KeyHashes(self.raw[index], self.segment_hash[index], self.bucket_hash[index], self.has_key[index])
-
-    def __repr__(self) -> str:
-        return f"KeyHashes(n={self.raw.size}, keyless={int(self.raw.size - np.count_nonzero(self.has_key))})"
+    __slots__ = ()
 
     def _arrow_columns(self) -> list[tuple[str, np.ndarray]]:
         """``raw`` (uint32), ``segment_hash`` and ``bucket_hash`` (uint16) as the numpy arrays
@@ -314,8 +302,9 @@ def key_columns(source: Any) -> list[_hashing.KeyColumn]:
     return [column]
 
 
-# Below this many keys a second thread costs more than it saves.
-AUTO_THREADS_MIN_KEYS = 1 << 18
+# Below this many keys a second thread costs more than it saves (the kernel's short path hashes
+# shorter columns itself, so the number is declared there).
+AUTO_THREADS_MIN_KEYS = _hashing.AUTO_THREADS_MIN_KEYS
 # Keys per block that the threads hashing a column take in turn (BlockStage, HashStage): small
 # enough that a slowed thread takes fewer, large enough that taking one costs nothing in comparison.
 HASH_BLOCK = 1 << 14
@@ -496,8 +485,8 @@ def _hash_scalar(key: str | bytes, errors: str) -> int:
 
 
 def _murmur3_32_general(keys: KeyInput, errors: str, threads: int | None, column: str | int | None) -> Any:
-    """:func:`murmur3_32` of everything its C function does not hash itself: key columns, tables,
-    a scalar it declined (so this raises its error: a bad ``errors``, a surrogate, a wrong type)."""
+    """:func:`murmur3_32` of everything its kernel short path declines: key columns, tables, and a
+    scalar it declined (so this raises its error: a bad ``errors``, a surrogate, a wrong type)."""
     if column is None and isinstance(keys, (str, bytes)):
         return _hash_scalar(keys, errors)
     keys = select_column(keys, column)
@@ -508,8 +497,7 @@ def _murmur3_32_general(keys: KeyInput, errors: str, threads: int | None, column
 
 
 def _hash_keys_general(keys: KeyInput, errors: str, threads: int | None, column: str | int | None) -> KeyHashes:
-    """:func:`hash_keys` of everything its C function does not hash itself (as
-    :func:`_murmur3_32_general`)."""
+    """:func:`hash_keys` of everything its kernel short path declines (as :func:`_murmur3_32_general`)."""
     if column is not None or not isinstance(keys, (str, bytes)):
         keys = select_column(keys, column)
     if isinstance(keys, (str, bytes)):
@@ -525,14 +513,98 @@ def _hash_keys_general(keys: KeyInput, errors: str, threads: int | None, column:
     )
 
 
-_hashing.install_general_paths(_murmur3_32_general, _hash_keys_general, KeyHashes, objects_on_one_thread())
+# The kernel's short paths: a single str or bytes key, and a list or 1-D numpy array of keys too
+# short for a second thread (threads=None, no column), hashed by one C call; None: declined.
+_short_murmur3_32 = _hashing.short_murmur3_32
+_short_hash_keys = _hashing.short_hash_keys
 
-# The public functions are the kernel's C functions (METH_FASTCALL): a single str or bytes key, and a
-# list or 1-D numpy array of keys short enough for one thread with plain options, are hashed there
-# without a Python frame; everything else goes to the general paths above. Their signatures and
-# numpydoc docstrings are in _bucketcore/_hashing.pyx (and its stub).
-murmur3_32 = _hashing.murmur3_32
-hash_keys = _hashing.hash_keys
+
+def murmur3_32(
+    keys: KeyInput, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None
+) -> Any:
+    """Raw (unmasked) Murmur3_32, seed 0, of each key's UTF-8 bytes.
+
+    Parameters
+    ----------
+    keys : str, bytes or a key column
+        A single key, or a list/tuple of str/bytes/bytearray/memoryview, a numpy array of dtype
+        U, S, object or StringDType, or any column exporting the Arrow PyCapsule interface
+        (``__arrow_c_stream__`` / ``__arrow_c_array__``: pyarrow, polars, duckdb, nanoarrow,
+        arro3, pandas' Arrow-backed columns; string, binary, their large and view layouts,
+        dictionary-encoded), read in place; or a table of such columns with ``column=``.
+    errors : {"strict", "replace"}
+        What a str with an unpaired surrogate does: raise, or encode each as ``?`` like Java's
+        ``String.getBytes(UTF_8)``.
+    threads : int or None
+        How many threads share a large column (None: Arrow and numpy keys one thread per core
+        from ``AUTO_THREADS_MIN_KEYS`` keys each; Python objects two from that many). Python
+        objects take two threads at most; the calling thread keeps the GIL until the worker is
+        done, so nothing can change them. The result never depends on it.
+    column : str, int or None
+        For a table (pandas or polars DataFrame, pyarrow Table or RecordBatch, a duckdb result,
+        any Arrow struct stream): the key column's name or index. A one-column table needs none.
+
+    Returns
+    -------
+    int or numpy.ndarray of uint32
+        A Python int for a single key; an array of the column's shape otherwise.
+
+    Raises
+    ------
+    TypeError
+        A key that is not str or bytes (a missing key has no hash here: use :func:`hash_keys`),
+        naming its index; or an input that is not a key column.
+    KeyEncodingError
+        A str with a surrogate under ``errors="strict"``, naming its index.
+    ValueError
+        A bad ``errors``, ``threads`` or ``column``, a key too long to hash, or a malformed
+        Arrow array (offsets, views or dictionary indexes out of range), naming the index.
+
+    Notes
+    -----
+    A single str or bytes key is hashed by one C call (an ASCII str straight from its
+    characters, bytes from its buffer), and so is a list or a 1-D numpy array of keys too short
+    for a second thread (with ``threads=None`` and no ``column``); everything else takes the
+    column path.
+    """
+    hashes = _short_murmur3_32(keys, errors, threads, column)
+    if hashes is not None:
+        return hashes
+    return _murmur3_32_general(keys, errors, threads, column)
+
+
+def hash_keys(
+    keys: KeyInput, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None
+) -> KeyHashes:
+    """Raw hash plus its segment (high 16 bits) and bucket (low 16 bits) halves, and ``has_key``.
+
+    Parameters
+    ----------
+    keys : str, bytes or a key column
+        As :func:`murmur3_32` takes them; missing keys are keyless (``has_key=False``, every
+        hash 0): ``None``, a float NaN, ``pandas.NA``, Arrow nulls (also a null dictionary
+        value), a StringDType's missing items.
+    errors : {"strict", "replace"}
+        As in :func:`murmur3_32`.
+    threads : int or None
+        As in :func:`murmur3_32`.
+    column : str, int or None
+        As in :func:`murmur3_32`.
+
+    Returns
+    -------
+    KeyHashes
+        Arrays of the column's shape, or numpy scalars for a single key.
+
+    Raises
+    ------
+    TypeError, KeyEncodingError, ValueError
+        As :func:`murmur3_32`, except that missing keys are accepted.
+    """
+    hashes = _short_hash_keys(KeyHashes, keys, errors, threads, column)
+    if hashes is not None:
+        return hashes
+    return _hash_keys_general(keys, errors, threads, column)
 
 
 def _path_from_environment() -> None:
