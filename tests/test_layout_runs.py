@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import bucketcore as bc
-from _bucketcore import _hashing
+from _bucketcore import _hashing, _keycolumns
 from bucketcore.status import Status
 
-CHUNK = 1024  # keys per kernel step (_hashing.pxd); runs are checked per step
+CHUNK = 1024  # keys per kernel step (_keycolumns.pxd); runs are checked per step
 
 
 def oracle(keys: list[object]) -> list[int]:
@@ -102,18 +102,18 @@ def test_int64_offsets_that_step_but_lie_outside_the_values_are_refused() -> Non
     data = np.frombuffer(b"k" * 64, dtype=np.uint8)
     # offsets stepping by 16 from far past the end of the values: the run check must not read them
     big = np.array([2**62 + 16 * i for i in range(5)], dtype=np.int64)
-    col = _hashing.arrow_column(big, data, None, 0, 4)
+    col = _keycolumns.arrow_column(big, data, None, 0, 4)
     out = np.empty(4, dtype=np.uint32)
     status, index = _hashing.hash_column(col, out, None, None, None, False, True)
     assert (status, index) == (Status.BC_ERR_ARROW_OFFSETS, 0)
     # a progression from a negative offset
     negative = np.array([-16 + 16 * i for i in range(5)], dtype=np.int64)
-    col = _hashing.arrow_column(negative, data, None, 0, 4)
+    col = _keycolumns.arrow_column(negative, data, None, 0, 4)
     status, index = _hashing.hash_column(col, out, None, None, None, False, True)
     assert (status, index) == (Status.BC_ERR_ARROW_OFFSETS, 0)
     # int32 offsets stepping past the values' end
     past = np.array([0, 32, 64, 96], dtype=np.int32)
-    col = _hashing.arrow_column(past, data, None, 0, 3)
+    col = _keycolumns.arrow_column(past, data, None, 0, 3)
     status, index = _hashing.hash_column(col, out[:3], None, None, None, False, True)
     assert (status, index) == (Status.BC_ERR_ARROW_OFFSETS, 2)
 

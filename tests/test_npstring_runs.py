@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import bucketcore as bc
-from _bucketcore import _hashing
+from _bucketcore import _hashing, _keycolumns
 from bucketcore import hashing
 
-CHUNK = 1024  # keys per kernel step (_hashing.pxd); a run is found per step
+CHUNK = 1024  # keys per kernel step (_keycolumns.pxd); a run is found per step
 PATHS = ["scalar", "interleaved"] + (["simd"] if _hashing.cpu_has_simd() else [])
 
 pytestmark = pytest.mark.skipif(
@@ -53,7 +53,7 @@ def keys_of(n: int, length: int, seed: int = 0) -> list[str]:
 
 def run_of(arr: np.ndarray, pos: int, m: int) -> tuple[int, int] | None:
     [column] = hashing.key_columns(arr)
-    return _hashing.described_keys(column, pos, m)[3]
+    return _keycolumns.described_keys(column, pos, m)[3]
 
 
 def string_array(keys: list[str | None]) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import bucketcore as bc
-from _bucketcore import _hashing
+from _bucketcore import _hashing, _keycolumns
 from bucketcore import hashing
 from bucketcore.hashing import classify_keys, key_columns
 
@@ -25,7 +25,7 @@ mmh3 = pytest.importorskip("mmh3", reason="mmh3 is the reference hash of these t
 
 from test_arrow_capsule import Producer, _views_in_buffers  # noqa: E402
 
-CHUNK = 1024  # keys per kernel step (_hashing.pxd); a run is found and checked per step
+CHUNK = 1024  # keys per kernel step (_keycolumns.pxd); a run is found and checked per step
 N = 2 * CHUNK + 21  # not a multiple of 16: a tail of 5 keys after the last whole group
 PATHS = ["scalar", "interleaved"] + (["simd"] if _hashing.cpu_has_simd() else [])
 AT = [0, 1, 15, 16, 17, CHUNK - 1, CHUNK, CHUNK + 1, N - 5, N - 3, N - 1]
@@ -58,7 +58,7 @@ def run_in(keys: Any, pos: int, m: int) -> tuple[int, int] | None:
     """The run the describer finds in keys [pos, pos+m), or None."""
     _, source = classify_keys(keys)
     [column] = key_columns(source)
-    return _hashing.described_keys(column, pos, m)[3]
+    return _keycolumns.described_keys(column, pos, m)[3]
 
 
 # ----------------------------------------------------------------------------------------------

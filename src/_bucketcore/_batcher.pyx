@@ -32,7 +32,7 @@ from _bucketcore._grouping cimport GroupState, empty_column, gs_finish, gs_free,
 from _bucketcore._producer cimport KeyChunks
 from _bucketcore._routing cimport Router, bc_route, bc_route_parts
 
-from _bucketcore._hashing import objects_column
+from _bucketcore._keycolumns import objects_column
 
 cnp.import_array()
 

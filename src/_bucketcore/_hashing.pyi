@@ -1,10 +1,14 @@
-"""Type stub of _hashing.pyx: Murmur3 hashing kernels over key columns. Called by bucketcore.hashing,
-which validates input first. Statuses returned are bc_status values (_bucketcore._status) as ints."""
+"""Type stub of _hashing.pyx: Murmur3 hashing kernels over key columns described by _keycolumns. Called by
+bucketcore.hashing, which validates input first. Statuses returned are bc_status values (_bucketcore._status)
+as ints."""
 
+from collections.abc import Callable
 from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
+
+from _bucketcore._keycolumns import KeyColumn
 
 PATHS: dict[str, int]
 
@@ -31,29 +35,17 @@ class HashColumns:
     def __len__(self) -> int: ...
     def __getitem__(self, index: Any) -> Self: ...
 
-def short_murmur3_32(keys: Any, errors: Any, threads: Any, column: Any) -> Any:
-    """bucketcore.murmur3_32 of a str/bytes key or a short list or 1-D array; None: declined."""
+def murmur3_32(keys: Any, *, errors: Any = "strict", threads: Any = None, column: Any = None) -> Any:
+    """bucketcore.murmur3_32's short path (a str/bytes key, a short list or 1-D array); None: declined."""
 
-def short_hash_keys(cls: type[HashColumns], keys: Any, errors: Any, threads: Any, column: Any) -> Any:
-    """bucketcore.hash_keys of what short_murmur3_32 takes, as a cls; None: declined."""
+def hash_keys(
+    cls: type[HashColumns], keys: Any, *, errors: Any = "strict", threads: Any = None, column: Any = None
+) -> Any:
+    """bucketcore.hash_keys' short path (what murmur3_32 here takes), as a cls; None: declined."""
 
-class KeyColumn:
-    """A key column read a chunk at a time as C key descriptors (zero copy)."""
+def short_then(short_path: Callable[..., Any], general: Callable[..., Any], bound: object = None) -> Callable[..., Any]:
+    """``short_path([bound,] *args, **kwargs)`` unless it returns None, then ``general(*args, **kwargs)``."""
 
-    @property
-    def length(self) -> int: ...
-    @property
-    def needs_gil(self) -> bool: ...
-
-def objects_column(seq: list[Any] | tuple[Any, ...] | npt.NDArray[np.object_]) -> KeyColumn: ...
-def array_column(arr: npt.NDArray[Any]) -> tuple[int, KeyColumn | None]: ...
-def arrow_column(
-    offsets: npt.NDArray[np.int32] | npt.NDArray[np.int64],
-    data: npt.NDArray[np.uint8] | None,
-    validity: npt.NDArray[np.uint8] | None,
-    array_offset: int,
-    length: int,
-) -> KeyColumn: ...
 def hash_column(
     col: KeyColumn,
     raw: npt.NDArray[np.uint32],
@@ -65,9 +57,6 @@ def hash_column(
     start: int = 0,
     stop: int = -1,
 ) -> tuple[int, int]: ...
-def described_keys(
-    col: KeyColumn, pos: int, m: int
-) -> tuple[int, int, list[bytes | str | None], tuple[int, int] | None]: ...
 def split_raw(
     raw: npt.NDArray[np.uint32], segment_hash: npt.NDArray[np.uint16], bucket_hash: npt.NDArray[np.uint16]
 ) -> None: ...

@@ -17,15 +17,12 @@ from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 cimport numpy as cnp
 
 from _bucketcore._status cimport *
-from _bucketcore._hashing cimport (
-    CHUNK, KeyColumn, bc_key, bc_scratch_free, hash_run, hash_view_run,
-)
+from _bucketcore._keycolumns cimport CHUNK, KeyColumn, bc_key, objects_column
+from _bucketcore._hashing cimport bc_scratch_free, hash_run, hash_view_run
 from _bucketcore._grouping cimport (
     POLICY_PER_BUCKET, POLICY_SHARED, GroupState, WholeStream, chunk_room, gs_scan, optional_i64,
 )
 from _bucketcore._routing cimport BC_ROUTE_LEGACY, Router, bc_fill_keyless, bc_route
-
-from _bucketcore._hashing import objects_column
 
 cnp.import_array()
 

@@ -6,6 +6,7 @@ in :mod:`_bucketcore._hashing`, which hashes with the GIL released and builds no
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
@@ -15,7 +16,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from _bucketcore import _hashing, _pipeline
+from _bucketcore import _hashing, _keycolumns, _pipeline
 
 from . import arrow as _arrow_io
 from .arrow import ArrowColumns, ArrowKeys
@@ -217,7 +218,7 @@ def _arrow_chunks(keys: Any) -> tuple[list[Any], int]:
     return chunks, len(keys)
 
 
-def _pyarrow_columns(keys: Any) -> list[_hashing.KeyColumn]:
+def _pyarrow_columns(keys: Any) -> list[_keycolumns.KeyColumn]:
     """One KeyColumn per non-empty Arrow chunk, over its buffers (zero copy)."""
     chunks, _ = _arrow_chunks(keys)
     wide = str(keys.type).startswith("large_")
@@ -228,7 +229,7 @@ def _pyarrow_columns(keys: Any) -> list[_hashing.KeyColumn]:
         validity, offsets, data = chunk.buffers()
         bits = np.frombuffer(validity, dtype=np.uint8) if validity is not None and chunk.null_count else None
         columns.append(
-            _hashing.arrow_column(
+            _keycolumns.arrow_column(
                 np.frombuffer(offsets, dtype=np.int64 if wide else np.int32),
                 None if data is None else np.frombuffer(data, dtype=np.uint8),
                 bits,
@@ -288,15 +289,15 @@ def classify_keys(keys: Any) -> tuple[tuple[int, ...], Any]:
     return keys.shape, keys.reshape(-1)
 
 
-def key_columns(source: Any) -> list[_hashing.KeyColumn]:
+def key_columns(source: Any) -> list[_keycolumns.KeyColumn]:
     """The kernels' KeyColumns over a classified source, in order (Arrow: one per chunk)."""
     if isinstance(source, ArrowKeys):
         return [column for column, *_ in source.parts(0, source.length)]
     if _is_arrow(source):
         return _pyarrow_columns(source)
     if isinstance(source, (list, tuple)):
-        return [_hashing.objects_column(source)]
-    status, column = _hashing.array_column(source)
+        return [_keycolumns.objects_column(source)]
+    status, column = _keycolumns.array_column(source)
     if status:  # BC_OK is 0: the error path only
         check_status(status, 0, keys=source, shape=source.shape)
     return [column]
@@ -319,7 +320,7 @@ def is_buffer_source(source: Any) -> bool:
     return _is_chunked(source) or (isinstance(source, np.ndarray) and source.dtype.kind in "SUT")
 
 
-def column_parts(source: Any, start: int, stop: int) -> list[tuple[_hashing.KeyColumn, int, int, int]]:
+def column_parts(source: Any, start: int, stop: int) -> list[tuple[_keycolumns.KeyColumn, int, int, int]]:
     """Keys [start, stop) of a classified source as (KeyColumn, first key, end key, position of
     the first key in the source). Each call makes KeyColumns of its own (they keep per-chunk
     state), so threads may read disjoint parts of one source at once."""
@@ -484,41 +485,6 @@ def _hash_scalar(key: str | bytes, errors: str) -> int:
     return value
 
 
-def _murmur3_32_general(keys: KeyInput, errors: str, threads: int | None, column: str | int | None) -> Any:
-    """:func:`murmur3_32` of everything its kernel short path declines: key columns, tables, and a
-    scalar it declined (so this raises its error: a bad ``errors``, a surrogate, a wrong type)."""
-    if column is None and isinstance(keys, (str, bytes)):
-        return _hash_scalar(keys, errors)
-    keys = select_column(keys, column)
-    if isinstance(keys, (str, bytes)):
-        return _hash_scalar(keys, errors)
-    shape, raw, *_ = _hash_column(keys, errors, allow_none=False, split=False, threads=threads)
-    return raw if len(shape) == 1 else raw.reshape(shape)
-
-
-def _hash_keys_general(keys: KeyInput, errors: str, threads: int | None, column: str | int | None) -> KeyHashes:
-    """:func:`hash_keys` of everything its kernel short path declines (as :func:`_murmur3_32_general`)."""
-    if column is not None or not isinstance(keys, (str, bytes)):
-        keys = select_column(keys, column)
-    if isinstance(keys, (str, bytes)):
-        h = _hash_scalar(keys, errors)
-        return KeyHashes(np.uint32(h), np.uint16(h >> 16), np.uint16(h & 0xFFFF), np.bool_(True))
-    shape, raw, segment_hash, bucket_hash, has_key = _hash_column(
-        keys, errors, allow_none=True, split=True, threads=threads
-    )
-    if len(shape) == 1:
-        return KeyHashes(raw, segment_hash, bucket_hash, has_key)
-    return KeyHashes(
-        raw.reshape(shape), segment_hash.reshape(shape), bucket_hash.reshape(shape), has_key.reshape(shape)
-    )
-
-
-# The kernel's short paths: a single str or bytes key, and a list or 1-D numpy array of keys too
-# short for a second thread (threads=None, no column), hashed by one C call; None: declined.
-_short_murmur3_32 = _hashing.short_murmur3_32
-_short_hash_keys = _hashing.short_hash_keys
-
-
 def murmur3_32(
     keys: KeyInput, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None
 ) -> Any:
@@ -564,13 +530,16 @@ def murmur3_32(
     -----
     A single str or bytes key is hashed by one C call (an ASCII str straight from its
     characters, bytes from its buffer), and so is a list or a 1-D numpy array of keys too short
-    for a second thread (with ``threads=None`` and no ``column``); everything else takes the
-    column path.
+    for a second thread (with ``threads=None`` and no ``column``): the kernel's short path, tried
+    first (see the end of this module); everything else takes the column path, here.
     """
-    hashes = _short_murmur3_32(keys, errors, threads, column)
-    if hashes is not None:
-        return hashes
-    return _murmur3_32_general(keys, errors, threads, column)
+    if column is None and isinstance(keys, (str, bytes)):
+        return _hash_scalar(keys, errors)
+    keys = select_column(keys, column)
+    if isinstance(keys, (str, bytes)):
+        return _hash_scalar(keys, errors)
+    shape, raw, *_ = _hash_column(keys, errors, allow_none=False, split=False, threads=threads)
+    return raw if len(shape) == 1 else raw.reshape(shape)
 
 
 def hash_keys(
@@ -601,10 +570,27 @@ def hash_keys(
     TypeError, KeyEncodingError, ValueError
         As :func:`murmur3_32`, except that missing keys are accepted.
     """
-    hashes = _short_hash_keys(KeyHashes, keys, errors, threads, column)
-    if hashes is not None:
-        return hashes
-    return _hash_keys_general(keys, errors, threads, column)
+    if column is not None or not isinstance(keys, (str, bytes)):
+        keys = select_column(keys, column)
+    if isinstance(keys, (str, bytes)):
+        h = _hash_scalar(keys, errors)
+        return KeyHashes(np.uint32(h), np.uint16(h >> 16), np.uint16(h & 0xFFFF), np.bool_(True))
+    shape, raw, segment_hash, bucket_hash, has_key = _hash_column(
+        keys, errors, allow_none=True, split=True, threads=threads
+    )
+    if len(shape) == 1:
+        return KeyHashes(raw, segment_hash, bucket_hash, has_key)
+    return KeyHashes(
+        raw.reshape(shape), segment_hash.reshape(shape), bucket_hash.reshape(shape), has_key.reshape(shape)
+    )
+
+
+# The public functions: the kernel's short path tried first, in C (a single str or bytes key, a
+# list or 1-D numpy array of keys too short for a second thread, with plain options), then, when it
+# declines (returns None), the general path above with the same arguments. Composed here, so the
+# kernel holds nothing of this module; named and documented as the general functions.
+murmur3_32 = functools.update_wrapper(_hashing.short_then(_hashing.murmur3_32, murmur3_32), murmur3_32)
+hash_keys = functools.update_wrapper(_hashing.short_then(_hashing.hash_keys, hash_keys, KeyHashes), hash_keys)
 
 
 def _path_from_environment() -> None:
