@@ -39,6 +39,8 @@ cdef extern from "hashing.h":
     object bc_uint32_scalar(uint32_t v)
     object bc_uint16_scalar(uint16_t v)
 
+from _bucketcore._options cimport bc_errors_values, bc_option_code
+
 cdef extern from "short_then.h":
     int bc_short_then_ready() except -1
     object bc_short_then_new(object short_path, object general, object bound)
@@ -272,18 +274,6 @@ cdef object short_column_hashes(object keys, int replace, bint split, object cls
     return new_hash_columns(cls, raw, segment_hash, bucket_hash, has_key) if split else raw
 
 
-cdef inline int replace_flag(object errors):
-    """The kernels' replace flag of an ``errors=`` argument; -1 for anything but "strict" and
-    "replace" (the general path raises the error)."""
-    if errors is None:
-        return -1
-    if errors == "strict":
-        return 0
-    if errors == "replace":
-        return 1
-    return -1
-
-
 @cython.binding(False)
 def murmur3_32(keys, *, errors="strict", threads=None, column=None):
     """bucketcore.murmur3_32's short path: a str or bytes key (an int), or a short list or 1-D numpy
@@ -294,7 +284,7 @@ def murmur3_32(keys, *, errors="strict", threads=None, column=None):
     cdef int replace
     if column is not None:
         return None
-    replace = replace_flag(errors)
+    replace = bc_option_code(errors, bc_errors_values)  # -1: the general path raises
     if replace < 0:
         return None
     if bc_hash_scalar(<PyObject *>keys, replace, &h) == BC_OK:
@@ -313,7 +303,7 @@ def hash_keys(cls, keys, *, errors="strict", threads=None, column=None):
     cdef int replace
     if column is not None or not isinstance(cls, type) or not PyType_IsSubtype(<type>cls, HashColumns):
         return None
-    replace = replace_flag(errors)
+    replace = bc_option_code(errors, bc_errors_values)  # -1: the general path raises
     if replace < 0:
         return None
     if bc_hash_scalar(<PyObject *>keys, replace, &h) == BC_OK:

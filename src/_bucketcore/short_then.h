@@ -119,6 +119,18 @@ static PyObject *bc_short_then_repr(PyObject *self)
     return r;
 }
 
+/* pickled by reference, as a function is: its __qualname__ in its __module__ (update_wrapper's) */
+static PyObject *bc_short_then_reduce(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static PyMethodDef bc_short_then_methods[] = {
+    {"__reduce__", bc_short_then_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyGetSetDef bc_short_then_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -137,6 +149,7 @@ static PyTypeObject bc_short_then_type = {
     .tp_doc = "A short path tried first, then the general path it declines to (returning None).",
     .tp_traverse = bc_short_then_traverse,
     .tp_clear = bc_short_then_clear,
+    .tp_methods = bc_short_then_methods,
     .tp_getset = bc_short_then_getset,
     .tp_dictoffset = offsetof(bc_short_then, dict),
 };

@@ -21,7 +21,7 @@ from _bucketcore import _hashing, _keycolumns, _pipeline
 from . import arrow as _arrow_io
 from .arrow import ArrowColumns, ArrowKeys
 from .status import Status, check_status
-from .validation import MAX_HASH, index_label, is_int, plain_ints, refuse_arrow_nulls
+from .validation import MAX_HASH, check_option, index_label, is_int, plain_ints, refuse_arrow_nulls
 from .workers import WorkerPool
 from .workers import shared_pool as _workers_pool
 
@@ -109,18 +109,14 @@ def kernel_path() -> str:
 
 def replaces_surrogates(errors: str) -> bool:
     """Whether an ``errors=`` argument asks to replace surrogates ("replace") or to refuse them
-    ("strict"): the kernels' replace flag.
+    ("strict"): the kernels' replace flag (validation.check_option).
 
     Raises
     ------
     ValueError
         ``errors`` is neither "strict" nor "replace".
     """
-    if errors == "strict":
-        return False
-    if errors == "replace":
-        return True
-    raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
+    return bool(check_option(errors, "errors"))
 
 
 def _is_arrow(obj: object) -> bool:

@@ -58,25 +58,17 @@ from .hashing import (
 )
 from .layout import Buckets, TopicLayout
 from .status import Status, check_status
-from .validation import check_bool, check_choice, check_int, plain_ints
+from .validation import check_bool, check_int, check_option, plain_ints
 
 __all__ = ["bucket_entries", "EntryTable", "Entry", "EntryBucketBatcher"]
 
 _INT64_MAX = np.iinfo(np.int64).max
-_POLICIES = {"shared": _grouping.Policy.POLICY_SHARED, "per_bucket": _grouping.Policy.POLICY_PER_BUCKET}
 # Batch states a plan keeps for later calls (one per thread using the plan at the same time).
 _KEPT_STREAMS = 4
 
 
 # ----------------------------------------------------------------------------------------------
 # validation at the edge
-
-
-def _check_policy(policy: Any) -> int:
-    code = _POLICIES.get(policy) if type(policy) is str else None
-    if code is None:
-        return int(_POLICIES[check_choice(policy, "policy", tuple(_POLICIES))])
-    return int(code)
 
 
 def _as_key_hashes(keys: Any, errors: str) -> KeyHashes:
@@ -381,7 +373,7 @@ def bucket_entries(
         keys_or_hashes = select_column(keys_or_hashes, column)
     max_messages = check_int(max_messages, "max_messages", lo=1, hi=_INT64_MAX)
     max_bytes = check_int(max_bytes, "max_bytes", lo=1, hi=_INT64_MAX)
-    code = _check_policy(policy)
+    code = check_option(policy, "policy")
     encrypted = check_bool(encrypted, "encrypted")
     round_robin = check_int(round_robin, "round_robin", lo=0, hi=_INT64_MAX)
     replaces_surrogates(errors)  # checked even when precomputed KeyHashes make it unused
@@ -612,7 +604,7 @@ class EntryBucketBatcher(_batcher.BatcherCore):
         self.max_messages = check_int(max_messages, "max_messages", lo=1, hi=_INT64_MAX)
         self.max_bytes = check_int(max_bytes, "max_bytes", lo=1, hi=_INT64_MAX)
         self.policy = policy
-        code = _check_policy(policy)
+        code = check_option(policy, "policy")
         self.encrypted = check_bool(encrypted, "encrypted")
         round_robin = check_int(round_robin, "round_robin", lo=0, hi=_INT64_MAX)
         replace = replaces_surrogates(errors)
