@@ -7,23 +7,22 @@
 #define BUCKETCORE_OPTIONS_H
 
 #include <Python.h>
+#include <string.h>
 
 static const char *const bc_errors_values[] = {"strict", "replace", NULL};
 static const char *const bc_policy_values[] = {"shared", "per_bucket", NULL};
 
 /* The index of value among values (a NULL-terminated table), or -1 when it is not a str equal to
- * one of them (the general path then raises the error). Never sets a Python error. */
+ * one of them (the general path then raises the error). Every value is ASCII, so a str that is not
+ * compact ASCII matches none; the characters are compared in place. Never sets a Python error. */
 static inline int bc_option_code(PyObject *value, const char *const *values)
 {
-    if (value == NULL || !PyUnicode_CheckExact(value))
+    if (value == NULL || !PyUnicode_CheckExact(value) || !PyUnicode_IS_COMPACT_ASCII(value))
         return -1;
-    const char *text = PyUnicode_AsUTF8(value);
-    if (text == NULL) {
-        PyErr_Clear(); /* a str with a surrogate: no value of a table */
-        return -1;
-    }
+    const char *text = (const char *)PyUnicode_DATA(value);
+    size_t n = (size_t)PyUnicode_GET_LENGTH(value);
     for (int i = 0; values[i] != NULL; i++)
-        if (strcmp(text, values[i]) == 0)
+        if (strlen(values[i]) == n && memcmp(text, values[i], n) == 0)
             return i;
     return -1;
 }
