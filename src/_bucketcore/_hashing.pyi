@@ -46,6 +46,11 @@ def hash_keys(
 def short_then(short_path: Callable[..., Any], general: Callable[..., Any], bound: object = None) -> Callable[..., Any]:
     """``short_path([bound,] *args, **kwargs)`` unless it returns None, then ``general(*args, **kwargs)``."""
 
+def short_then_function(
+    short_path: Callable[..., Any], general: Callable[..., Any], bound: object, name: str, module: str, doc: str
+) -> Callable[..., Any]:
+    """short_then's call as a builtin function named name, of module, with doc (opened by a text signature)."""
+
 def hash_column(
     col: KeyColumn,
     raw: npt.NDArray[np.uint32],

@@ -14,6 +14,8 @@ from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
+import sys
+
 import numpy as np
 cimport numpy as cnp
 
@@ -44,6 +46,9 @@ from _bucketcore._options cimport bc_errors_values, bc_option_code
 cdef extern from "short_then.h":
     int bc_short_then_ready() except -1
     object bc_short_then_new(object short_path, object general, object bound)
+    ctypedef object (*bc_keys_fn)(object bound, object keys)
+    object bc_short_function_new(object short_path, bc_keys_fn short_keys, object general, object bound, object name,
+                                 object module, object doc)
 
 cdef extern from "route.h" nogil:
     void bc_split_hashes(const uint32_t *raw, size_t n, uint16_t *segment, uint16_t *bucket)
@@ -237,6 +242,18 @@ cdef object new_hash_columns(object cls, object raw, object segment_hash, object
     return result
 
 
+# errors='s default value, interned as are Cython's literals and the str constants of every
+# caller's code: the usual call's own object, matched by identity before the table's comparison
+cdef object errors_default = sys.intern(bc_errors_values[0].decode())
+
+
+cdef inline int errors_code(object errors):
+    """errors=' code in bc_errors_values (options.h), or -1."""
+    if errors is errors_default:
+        return 0
+    return bc_option_code(errors, bc_errors_values)
+
+
 cdef object short_column_hashes(object keys, int replace, bint split, object cls):
     """The hashes of a short key column: a list, or a 1-D numpy array of dtype object, S, U
     (native order) or StringDType, of fewer than AUTO_THREADS_MIN_KEYS keys (the general path's
@@ -274,19 +291,8 @@ cdef object short_column_hashes(object keys, int replace, bint split, object cls
     return new_hash_columns(cls, raw, segment_hash, bucket_hash, has_key) if split else raw
 
 
-@cython.binding(False)
-def murmur3_32(keys, *, errors="strict", threads=None, column=None):
-    """bucketcore.murmur3_32's short path: a str or bytes key (an int), or a short list or 1-D numpy
-    array of keys (short_column_hashes) with threads=None, hashed by this one C call. None
-    declines: a table, a long column, a bad argument, a key that cannot be hashed (the general
-    path raises its error)."""
+cdef object short_murmur3_32(object keys, int replace, object threads):
     cdef uint32_t h
-    cdef int replace
-    if column is not None:
-        return None
-    replace = bc_option_code(errors, bc_errors_values)  # -1: the general path raises
-    if replace < 0:
-        return None
     if bc_hash_scalar(<PyObject *>keys, replace, &h) == BC_OK:
         return h
     if threads is not None:
@@ -295,16 +301,28 @@ def murmur3_32(keys, *, errors="strict", threads=None, column=None):
 
 
 @cython.binding(False)
-def hash_keys(cls, keys, *, errors="strict", threads=None, column=None):
-    """bucketcore.hash_keys' short path (what murmur3_32 here takes), as a cls (a subclass of
-    HashColumns: KeyHashes) of numpy scalars for a single key, of arrays for a column. None
-    declines."""
-    cdef uint32_t h
+def murmur3_32(keys, *, errors="strict", threads=None, column=None):
+    """bucketcore.murmur3_32's short path: a str or bytes key (an int), or a short list or 1-D numpy
+    array of keys (short_column_hashes) with threads=None, hashed by this one C call. None
+    declines: a table, a long column, a bad argument, a key that cannot be hashed (the general
+    path raises its error)."""
     cdef int replace
-    if column is not None or not isinstance(cls, type) or not PyType_IsSubtype(<type>cls, HashColumns):
+    if column is not None:
         return None
-    replace = bc_option_code(errors, bc_errors_values)  # -1: the general path raises
+    replace = errors_code(errors)  # -1: the general path raises
     if replace < 0:
+        return None
+    return short_murmur3_32(keys, replace, threads)
+
+
+cdef object murmur3_32_keys(object unused, object keys):
+    """murmur3_32(keys): the keys alone, every option its default."""
+    return short_murmur3_32(keys, errors_code(errors_default), None)
+
+
+cdef object short_hash_keys(object cls, object keys, int replace, object threads):
+    cdef uint32_t h
+    if not isinstance(cls, type) or not PyType_IsSubtype(<type>cls, HashColumns):
         return None
     if bc_hash_scalar(<PyObject *>keys, replace, &h) == BC_OK:
         return new_hash_columns(cls, bc_uint32_scalar(h), bc_uint16_scalar(<uint16_t>(h >> 16)),
@@ -312,6 +330,25 @@ def hash_keys(cls, keys, *, errors="strict", threads=None, column=None):
     if threads is not None:
         return None
     return short_column_hashes(keys, replace, True, cls)
+
+
+@cython.binding(False)
+def hash_keys(cls, keys, *, errors="strict", threads=None, column=None):
+    """bucketcore.hash_keys' short path (what murmur3_32 here takes), as a cls (a subclass of
+    HashColumns: KeyHashes) of numpy scalars for a single key, of arrays for a column. None
+    declines."""
+    cdef int replace
+    if column is not None:
+        return None
+    replace = errors_code(errors)  # -1: the general path raises
+    if replace < 0:
+        return None
+    return short_hash_keys(cls, keys, replace, threads)
+
+
+cdef object hash_keys_keys(object cls, object keys):
+    """hash_keys(cls, keys): the keys alone, every option its default."""
+    return short_hash_keys(cls, keys, errors_code(errors_default), None)
 
 
 bc_short_then_ready()
@@ -325,6 +362,20 @@ def short_then(short_path, general, bound=None):
     the package otherwise. functools.update_wrapper(result, general) gives it the general path's
     name, docstring and signature."""
     return bc_short_then_new(short_path, general, bound)
+
+
+def short_then_function(short_path, general, bound, str name not None, str module not None, str doc not None):
+    """What short_then(short_path, general, bound) calls, as a builtin function: named name, of
+    module (its __module__, where pickle finds it by that name), with doc as its docstring (opened
+    by a text signature, ``name(...)\\n--\\n\\n``, for inspect.signature). The interpreter calls it
+    straight through its C function, as it calls the kernels' own functions; a call of the keys
+    alone, when short_path is this module's murmur3_32 or hash_keys, goes straight to its C body."""
+    cdef bc_keys_fn short_keys = NULL
+    if short_path is murmur3_32:
+        short_keys = murmur3_32_keys
+    elif short_path is hash_keys:
+        short_keys = hash_keys_keys
+    return bc_short_function_new(short_path, short_keys, general, bound, name, module, doc)
 
 
 cdef int gather_dict_run(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bint allow_none, HashOut *out,

@@ -6,7 +6,7 @@ in :mod:`_bucketcore._hashing`, which hashes with the GIL released and builds no
 
 from __future__ import annotations
 
-import functools
+import inspect
 import itertools
 import math
 import os
@@ -581,12 +581,25 @@ def hash_keys(
     )
 
 
+def _short_then(short: Callable[..., Any], general: Callable[..., Any], bound: object = None) -> Callable[..., Any]:
+    """general as a builtin function that tries the kernel's short path first (_hashing's
+    short_then_function): general's name, module and docstring, and its signature (as the text
+    signature builtins carry, which has no annotations)."""
+    signature = inspect.signature(general)
+    plain = signature.replace(
+        parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+        return_annotation=signature.empty,
+    )
+    doc = f"{general.__name__}{plain}\n--\n\n{general.__doc__ or ''}"
+    return _hashing.short_then_function(short, general, bound, general.__name__, general.__module__, doc)
+
+
 # The public functions: the kernel's short path tried first, in C (a single str or bytes key, a
 # list or 1-D numpy array of keys too short for a second thread, with plain options), then, when it
 # declines (returns None), the general path above with the same arguments. Composed here, so the
-# kernel holds nothing of this module; named and documented as the general functions.
-murmur3_32 = functools.update_wrapper(_hashing.short_then(_hashing.murmur3_32, murmur3_32), murmur3_32)
-hash_keys = functools.update_wrapper(_hashing.short_then(_hashing.hash_keys, hash_keys, KeyHashes), hash_keys)
+# kernel holds nothing of this module; named, documented and pickled as the general functions.
+murmur3_32 = _short_then(_hashing.murmur3_32, murmur3_32)
+hash_keys = _short_then(_hashing.hash_keys, hash_keys, KeyHashes)
 
 
 def _path_from_environment() -> None:
