@@ -143,10 +143,11 @@ else:
 #   _consumer  SegmentTrack methods run in a critical section on the track, over exact ints only;
 #              callbacks run outside every section.
 #   _wire      entries' lists read from tuples, property dicts from copies, buffers through exports.
-#   _hashing   list chunks taken (INCREF only) in the list's critical section, every object item
-#              held while read, pinned object columns read from a tuple of held items; the path
-#              knob atomic, the general paths installed once.
-#   _pipeline  per-call stages; object columns pinned as held tuples (_hashing), counts atomic.
+#   _keycolumns list chunks taken (INCREF only) in the list's critical section, every object item
+#              held while read, pinned object columns read from a tuple of held items.
+#   _hashing   hashes what _keycolumns describes; the path knob atomic; the public functions' and
+#              short_then objects' paths are set when made and never changed.
+#   _pipeline  per-call stages; object columns pinned as held tuples (_keycolumns), counts atomic.
 #   _arrow     capsules moved out in their critical sections; imported structs never change; the
 #              dictionary-hash caches only gain entries.
 #   _dispatch  every method on a dispatcher's or selector's state runs in a critical section on it.
@@ -154,7 +155,7 @@ else:
 #   _batcher   a PyMutex held for a whole call and for reading its state; bytearray/memoryview
 #              keys read through exports.
 #   _grouping  stream states are per call, or taken from a plan's list by one call at a time.
-#   _producer  the same; keys read through _hashing's KeyColumn.
+#   _producer  the same; keys read through _keycolumns' KeyColumn.
 FREE_THREADING_COMPATIBLE = frozenset(
     {
         "_status",
@@ -162,6 +163,7 @@ FREE_THREADING_COMPATIBLE = frozenset(
         "_layout",
         "_consumer",
         "_wire",
+        "_keycolumns",
         "_hashing",
         "_pipeline",
         "_arrow",

@@ -23,7 +23,7 @@ from libc.string cimport memcpy, strlen
 
 cimport numpy as cnp
 
-from _bucketcore._hashing cimport *
+from _bucketcore._keycolumns cimport *
 
 from _bucketcore._hashing import hash_column
 

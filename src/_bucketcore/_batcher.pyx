@@ -30,7 +30,7 @@ from _bucketcore._grouping cimport GroupState, gs_finish, gs_free, gs_scan, init
 from _bucketcore._producer cimport KeyChunks
 from _bucketcore._routing cimport Router, bc_route, bc_route_parts
 
-from _bucketcore._hashing import objects_column
+from _bucketcore._keycolumns import objects_column
 
 cdef extern from "pykeys.h":
     int bc_describe_key(PyObject *o, bc_key *k) except -1

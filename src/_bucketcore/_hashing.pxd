@@ -1,21 +1,18 @@
-# Shared declarations of the hashing kernel: the C key descriptor and the per-column hash run.
+# Shared declarations of the hashing kernel: hashing described keys (a chunk, a column's range)
+# into output columns. What describes the keys is _keycolumns' (cimported here for the kernels
+# that hash through these).
 from cpython.object cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 from _bucketcore._status cimport *
+from _bucketcore._keycolumns cimport (
+    BC_KEY_BYTES, BC_KEY_NONE, BC_KEY_UCS1, BC_KEY_UCS2, BC_KEY_UCS4, BC_KEY_MAX_BYTES, CHUNK, COL_ARROW,
+    COL_BYTES, COL_DICT, COL_LIST, COL_NPSTRING, COL_NULLS, COL_OBJECTS, COL_TUPLE, COL_UCS4, COL_VIEW,
+    ColumnView, KeyColumn, bc_arrow_array, bc_arrow_schema, bc_arrow_stream, bc_key, bc_npstr_allocator,
+    describe_view,
+)
 
 cdef extern from "keys.h" nogil:
-    enum:
-        BC_KEY_NONE
-        BC_KEY_BYTES
-        BC_KEY_UCS1
-        BC_KEY_UCS2
-        BC_KEY_UCS4
-        BC_KEY_MAX_BYTES
-    ctypedef struct bc_key:
-        const void *data
-        uint32_t len
-        int32_t kind
     ctypedef struct bc_scratch:
         uint8_t *buf
         size_t cap
@@ -62,118 +59,10 @@ cdef struct HashOut:
     uint16_t *bucket_hash
     uint8_t *has_key
 
-# How a ColumnView's keys are laid out (describe_view reads each).
 cdef enum:
-    COL_LIST = 0        # list of key objects
-    COL_TUPLE = 1       # tuple of key objects
-    COL_OBJECTS = 2     # numpy object array
-    COL_BYTES = 3       # numpy S
-    COL_UCS4 = 4        # numpy U
-    COL_ARROW = 5       # Arrow string/binary (int32 or int64 offsets)
-    COL_VIEW = 6        # Arrow string_view/binary_view
-    COL_DICT = 7        # Arrow dictionary: indices into a dictionary hashed once (gathered)
-    COL_NULLS = 8       # Arrow null type: every value keyless
-    COL_NPSTRING = 9    # numpy 2 StringDType
-
-cdef extern from "arrow_c.h" nogil:
-    ctypedef struct bc_arrow_schema "struct ArrowSchema":
-        const char *format
-        const char *name
-        const char *metadata
-        int64_t flags
-        int64_t n_children
-        bc_arrow_schema **children
-        bc_arrow_schema *dictionary
-        void (*release)(bc_arrow_schema *) noexcept nogil
-        void *private_data
-    ctypedef struct bc_arrow_array "struct ArrowArray":
-        int64_t length
-        int64_t null_count
-        int64_t offset
-        int64_t n_buffers
-        int64_t n_children
-        const void **buffers
-        bc_arrow_array **children
-        bc_arrow_array *dictionary
-        void (*release)(bc_arrow_array *) noexcept nogil
-        void *private_data
-    ctypedef struct bc_arrow_stream "struct ArrowArrayStream":
-        int (*get_schema)(bc_arrow_stream *, bc_arrow_schema *out) noexcept nogil
-        int (*get_next)(bc_arrow_stream *, bc_arrow_array *out) noexcept nogil
-        const char *(*get_last_error)(bc_arrow_stream *) noexcept nogil
-        void (*release)(bc_arrow_stream *) noexcept nogil
-        void *private_data
-    enum:
-        ARROW_FLAG_NULLABLE
-
-cdef enum:
-    CHUNK = 1024        # keys described and hashed per step (their descriptors stay in L1)
     SPINS = 4000        # rounds a pipeline thread spins for the other before it sleeps
 
 
-# What describing a column reads, as plain C: a KeyColumn's own, and the copy a pipeline worker
-# describes from without the GIL (while the calling thread keeps it and runs no Python code).
-cdef struct ColumnView:
-    int mode
-    PyObject **items            # list / tuple items (as of the last describe_objects)
-    const char *base            # object array / numpy S, U: first item
-    Py_ssize_t stride
-    Py_ssize_t width            # numpy S, U: characters per item
-    const int32_t *off32        # Arrow: offsets (one of the two), values, validity bits
-    const int64_t *off64
-    const uint8_t *values
-    int64_t nvalues
-    const uint8_t *bits
-    Py_ssize_t array_offset
-    # the last described run: only byte keys (no None, no str to encode); or keys of one length
-    # from fixed_base on, each fixed_stride bytes after the one before (0: fixed_len, back to back;
-    # no descriptors written)
-    bint plain
-    const uint8_t *fixed_base
-    size_t fixed_len
-    size_t fixed_stride
-    # Arrow string_view / binary_view: the views at values; the variadic data buffers and sizes
-    const uint8_t *const *variadic
-    const int64_t *variadic_sizes
-    int64_t nvariadic
-    # Arrow dictionary: indices at values (index_width bytes each); the dictionary's hashes
-    # (dict_raw, dict_has: dict_len of them) and its values (dict_view: describe_view of a row
-    # describes the value it names)
-    int index_width
-    bint index_signed
-    const uint32_t *dict_raw
-    const uint8_t *dict_has
-    int64_t dict_len
-    ColumnView *dict_view
-    # numpy StringDType: its descriptor (items at base + i * stride)
-    void *npy_descr
-
-
-cdef class KeyColumn:
-    """A key column read CHUNK keys at a time as C key descriptors (zero copy).
-
-    Object columns (list, tuple, object array) are described with the GIL held and their items
-    held (INCREF) until release(); buffer columns (numpy S/U, Arrow) are described without it.
-    """
-    cdef readonly Py_ssize_t length
-    cdef readonly bint needs_gil
-    cdef object source
-    cdef Py_ssize_t list_size
-    cdef ColumnView view
-    cdef void **held
-    cdef Py_ssize_t nheld
-    cdef object pinned_items    # free-threaded builds: the tuple a pinned object column reads
-
-    cdef int describe_objects(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
-                              Py_ssize_t *err_index, bint hold=*) except -2
-    cdef int describe_list_chunk(self, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
-                                 Py_ssize_t *err_index) except -2
-    cdef int pin_items(self, ColumnView *out) except -2
-    cdef void release(self)
-    cdef int pin(self, ColumnView *out) except -2
-
-cdef int describe_view(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys,
-                       Py_ssize_t *err_index) noexcept nogil
 cdef int hash_view_run(ColumnView *v, Py_ssize_t pos, Py_ssize_t m, bc_key *keys, bint replace,
                        bint allow_none, bc_scratch *scratch, HashOut *out, Py_ssize_t base,
                        Py_ssize_t *err_index) noexcept nogil

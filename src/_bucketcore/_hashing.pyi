@@ -1,11 +1,14 @@
-"""Type stub of _hashing.pyx: Murmur3 hashing kernels over key columns. Called by bucketcore.hashing,
-which validates input first. Statuses returned are bc_status values (_bucketcore._status) as ints."""
+"""Type stub of _hashing.pyx: Murmur3 hashing kernels over key columns described by _keycolumns. Called by
+bucketcore.hashing, which validates input first. Statuses returned are bc_status values (_bucketcore._status)
+as ints."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
+
+from _bucketcore._keycolumns import KeyColumn
 
 PATHS: dict[str, int]
 
@@ -14,37 +17,40 @@ def cpu_has_simd() -> bool: ...
 def resolved_path() -> str: ...
 def set_path(name: str) -> None: ...
 def hash_one(key: object, replace: bool) -> tuple[int, int]: ...
-def install_general_paths(
-    murmur3_32: Callable[[Any, str, int | None, str | int | None], Any],
-    hash_keys: Callable[[Any, str, int | None, str | int | None], Any],
-    key_hashes: type,
-    one_thread: int,
-) -> None: ...
-def murmur3_32(
-    keys: Any, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None
+
+AUTO_THREADS_MIN_KEYS: int
+
+class HashColumns:
+    """The four read-only columns of hashed keys: the base of bucketcore.hashing.KeyHashes."""
+
+    def __init__(self, raw: Any, segment_hash: Any, bucket_hash: Any, has_key: Any) -> None: ...
+    @property
+    def raw(self) -> Any: ...
+    @property
+    def segment_hash(self) -> Any: ...
+    @property
+    def bucket_hash(self) -> Any: ...
+    @property
+    def has_key(self) -> Any: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: Any) -> Self: ...
+
+def murmur3_32(keys: Any, *, errors: Any = "strict", threads: Any = None, column: Any = None) -> Any:
+    """bucketcore.murmur3_32's short path (a str/bytes key, a short list or 1-D array); None: declined."""
+
+def hash_keys(
+    cls: type[HashColumns], keys: Any, *, errors: Any = "strict", threads: Any = None, column: Any = None
 ) -> Any:
-    """Raw Murmur3_32 of a key (an int) or of a key column (uint32 array); see bucketcore.murmur3_32."""
+    """bucketcore.hash_keys' short path (what murmur3_32 here takes), as a cls; None: declined."""
 
-def hash_keys(keys: Any, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None) -> Any:
-    """Raw, segment and bucket hashes and has_key of a key or key column (a KeyHashes); see bucketcore.hash_keys."""
+def short_then(short_path: Callable[..., Any], general: Callable[..., Any], bound: object = None) -> Callable[..., Any]:
+    """``short_path([bound,] *args, **kwargs)`` unless it returns None, then ``general(*args, **kwargs)``."""
 
-class KeyColumn:
-    """A key column read a chunk at a time as C key descriptors (zero copy)."""
+def short_then_function(
+    short_path: Callable[..., Any], general: Callable[..., Any], bound: object, name: str, module: str, doc: str
+) -> Callable[..., Any]:
+    """short_then's call as a builtin function named name, of module, with doc (opened by a text signature)."""
 
-    @property
-    def length(self) -> int: ...
-    @property
-    def needs_gil(self) -> bool: ...
-
-def objects_column(seq: list[Any] | tuple[Any, ...] | npt.NDArray[np.object_]) -> KeyColumn: ...
-def array_column(arr: npt.NDArray[Any]) -> tuple[int, KeyColumn | None]: ...
-def arrow_column(
-    offsets: npt.NDArray[np.int32] | npt.NDArray[np.int64],
-    data: npt.NDArray[np.uint8] | None,
-    validity: npt.NDArray[np.uint8] | None,
-    array_offset: int,
-    length: int,
-) -> KeyColumn: ...
 def hash_column(
     col: KeyColumn,
     raw: npt.NDArray[np.uint32],
@@ -56,9 +62,6 @@ def hash_column(
     start: int = 0,
     stop: int = -1,
 ) -> tuple[int, int]: ...
-def described_keys(
-    col: KeyColumn, pos: int, m: int
-) -> tuple[int, int, list[bytes | str | None], tuple[int, int] | None]: ...
 def split_raw(
     raw: npt.NDArray[np.uint32], segment_hash: npt.NDArray[np.uint16], bucket_hash: npt.NDArray[np.uint16]
 ) -> None: ...

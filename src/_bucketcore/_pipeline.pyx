@@ -16,11 +16,11 @@ cimport numpy as cnp
 import numpy as np
 
 from _bucketcore._status cimport *
+from _bucketcore._keycolumns cimport CHUNK, COL_LIST, ColumnView, KeyColumn, bc_key
 from _bucketcore._hashing cimport (
-    CHUNK, COL_LIST, SPINS, ColumnView, HashOut, KeyColumn, PyThread_acquire_lock_timed, PyThread_allocate_lock,
-    PyThread_free_lock, PyThread_release_lock, PyThread_type_lock, bc_key, bc_observe, bc_publish,
-    bc_scratch, bc_scratch_free, bc_spin_for_change, bc_take, hash_range, hash_views_at,
-    make_out,
+    SPINS, HashOut, PyThread_acquire_lock_timed, PyThread_allocate_lock, PyThread_free_lock,
+    PyThread_release_lock, PyThread_type_lock, bc_observe, bc_publish, bc_scratch, bc_scratch_free,
+    bc_spin_for_change, bc_take, hash_range, hash_views_at, make_out,
 )
 from _bucketcore._grouping cimport GroupState, WholeStream, gs_scan, optional_i64
 from _bucketcore._routing cimport BC_ROUTE_ONE, Router, bc_fill_keyless, bc_route

@@ -2,7 +2,8 @@
 # chunk at a time into C key descriptors and raw hashes.
 from libc.stdint cimport uint8_t, uint32_t
 
-from _bucketcore._hashing cimport HashOut, KeyColumn, bc_key, bc_scratch
+from _bucketcore._keycolumns cimport KeyColumn, bc_key
+from _bucketcore._hashing cimport HashOut, bc_scratch
 
 
 cdef class KeyChunks:

@@ -18,15 +18,13 @@ from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 cimport numpy as cnp
 
 from _bucketcore._status cimport *
-from _bucketcore._hashing cimport (
-    CHUNK, KeyColumn, bc_key, bc_scratch_free, hash_run, hash_view_run,
-)
+from _bucketcore._keycolumns cimport CHUNK, KeyColumn, bc_key, objects_column
+from _bucketcore._hashing cimport bc_scratch_free, hash_run, hash_view_run
+from _bucketcore._options cimport bc_errors_values, bc_option_code, bc_policy_values
 from _bucketcore._grouping cimport (
     POLICY_PER_BUCKET, POLICY_SHARED, GroupState, WholeStream, chunk_room, gs_scan, optional_i32, optional_i64,
 )
 from _bucketcore._routing cimport BC_ROUTE_LEGACY, Router, bc_fill_keyless, bc_route
-
-from _bucketcore._hashing import objects_column
 
 cdef extern from "layout_lookup.h" nogil:
     void bc_buckets_search(size_t n, const int32_t *seg, const uint16_t *bucket_hash, const uint16_t *splits,
@@ -279,7 +277,7 @@ cdef class ShortEntries:
         """The EntryTable of ``bucket_entries(keys, layout, max_messages=..., ...)``, or None
         when the call is not of the common shape (or a key is refused): nothing changed then."""
         cdef int64_t maxm, maxb, rr
-        cdef int code
+        cdef int code, code_replace
         cdef bint replace
         cdef Py_ssize_t n, err_index = -1
         cdef int rc = 0, status
@@ -293,26 +291,17 @@ cdef class ShortEntries:
             return None
         if not plain_int(round_robin, 0, &rr):
             return None
-        if type(policy) is not str:
-            return None
-        if policy == "shared":
-            code = POLICY_SHARED
-        elif policy == "per_bucket":
-            code = POLICY_PER_BUCKET
-        else:
+        code = bc_option_code(policy, bc_policy_values)  # the codes of POLICY_SHARED, POLICY_PER_BUCKET
+        if code < 0:
             return None
         if encrypted is True:
             maxm = 1
         elif encrypted is not False:
             return None
-        if type(errors) is not str:
+        code_replace = bc_option_code(errors, bc_errors_values)
+        if code_replace < 0:
             return None
-        if errors == "strict":
-            replace = False
-        elif errors == "replace":
-            replace = True
-        else:
-            return None
+        replace = code_replace
         columns = [objects_column(keys)]
         try:
             stream = <WholeStream>self.streams.pop()

@@ -1,10 +1,27 @@
 # cython: language_level=3
-"""The kernels' status codes (status.h) as Python values: the IntEnum ``bc_status``.
+"""The kernels' status codes (status.h) as Python values: the IntEnum ``bc_status``; and the values
+of their string options (options.h) as ``OPTIONS``.
 
 Kernels return statuses as plain ints (cheap on every call); ``bc_status(code)`` names one.
 """
 
 from enum import IntEnum
+
+from _bucketcore._options cimport bc_errors_values, bc_policy_values
+
+
+cdef tuple option_values(const char *const *values):
+    cdef int i = 0
+    found = []
+    while values[i] != NULL:
+        found.append(values[i].decode("ascii"))
+        i += 1
+    return tuple(found)
+
+
+# Each string option's values, in the order of the kernels' codes for them (a value's index is its
+# code): bucketcore.validation's table of option rules.
+OPTIONS = {"errors": option_values(bc_errors_values), "policy": option_values(bc_policy_values)}
 
 bc_status = IntEnum(
     "bc_status",

@@ -316,4 +316,53 @@ static inline void bc_release_held(void **held, size_t n)
         Py_DECREF((PyObject *)held[j]);
 }
 
+/* Whether this is a free-threaded CPython build (no GIL to keep other threads out).
+ * BC_TEST_FREE_THREADED_PATHS (a C define, for testing) takes the free-threaded paths under the GIL
+ * too, so that their results can be checked on an interpreter with the GIL (docs/hardening.md). */
+#ifndef BC_FREE_THREADED
+#if defined(Py_GIL_DISABLED) || defined(BC_TEST_FREE_THREADED_PATHS)
+#define BC_FREE_THREADED 1
+#else
+#define BC_FREE_THREADED 0
+#endif
+#endif
+
+/* Strong references to n items (items[0..n), or the object pointers at base + j * stride) stored
+ * into out[0..n): only Py_INCREF, nothing that could let a critical section go (free-threaded
+ * builds take a list's items this way inside its critical section). A NULL slot of an object array
+ * (numpy reads it as None) is taken as None. */
+static inline void bc_take_items(PyObject *const *items, const char *base, Py_ssize_t stride, Py_ssize_t n,
+                                 PyObject **out)
+{
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *o;
+        if (items)
+            o = items[j];
+        else
+            memcpy(&o, base + j * stride, sizeof o);
+        if (o == NULL)
+            o = Py_None;
+        Py_INCREF(o);
+        out[j] = o;
+    }
+}
+
+/* A pinned tuple's bytearray and memoryview items replaced by memoryview exports of them (as
+ * bc_hold_item holds them), so no thread can resize or release their bytes while the pinned view is
+ * read; -1 with a Python error set. */
+static inline int bc_export_buffer_items(PyObject *tuple)
+{
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(tuple); j++) {
+        PyObject *o = PyTuple_GET_ITEM(tuple, j), *held = o;
+        void *slot;
+        if (!PyByteArray_Check(o) && !PyMemoryView_Check(o))
+            continue;
+        if (bc_hold_item(&held, &slot) < 0)
+            return -1;
+        PyTuple_SET_ITEM(tuple, j, (PyObject *)slot);
+        Py_DECREF(o);
+    }
+    return 0;
+}
+
 #endif

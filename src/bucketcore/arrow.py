@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from _bucketcore import _arrow, _hashing
+from _bucketcore import _arrow, _keycolumns
 
 __all__ = ["ArrowKeys", "ArrowColumns", "is_arrow_producer", "import_keys", "export_array", "export_stream"]
 
@@ -100,7 +100,7 @@ class ArrowKeys:
     def __repr__(self) -> str:
         return f"ArrowKeys({self.label}, chunks={len(self.arrays)}, n={self.length})"
 
-    def parts(self, start: int, stop: int) -> list[tuple[_hashing.KeyColumn, int, int, int]]:
+    def parts(self, start: int, stop: int) -> list[tuple[_keycolumns.KeyColumn, int, int, int]]:
         """Keys [start, stop) as (KeyColumn, 0, its length, position of its first key), one per
         chunk they touch. Each call makes KeyColumns of its own.
 

@@ -6,22 +6,22 @@ in :mod:`_bucketcore._hashing`, which hashes with the GIL released and builds no
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Union
 
 import numpy as np
 
-from _bucketcore import _hashing, _pipeline
+from _bucketcore import _hashing, _keycolumns, _pipeline
 
 from . import arrow as _arrow_io
 from .arrow import ArrowColumns, ArrowKeys
 from .status import Status, check_status
-from .validation import MAX_HASH, index_label, is_int, plain_ints, refuse_arrow_nulls
+from .validation import MAX_HASH, check_option, index_label, is_int, plain_ints, refuse_arrow_nulls
 from .workers import WorkerPool
 from .workers import shared_pool as _workers_pool
 
@@ -42,8 +42,7 @@ _ARROW_KEY_TYPES = ("string", "large_string", "binary", "large_binary")
 KeyInput = Union[str, bytes, "list[str | bytes | None]", "tuple[str | bytes | None, ...]", np.ndarray, Any]
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class KeyHashes(ArrowColumns):
+class KeyHashes(_hashing.HashColumns, ArrowColumns):
     """Hashes of a key column, as :func:`hash_keys` returns them.
 
     A keyless message (a missing key: ``None``, NaN, ``pandas.NA``, an Arrow null, a missing
@@ -61,21 +60,11 @@ class KeyHashes(ArrowColumns):
         ``raw & 0xFFFF``: what selects its bucket and stamps its entry.
     has_key : numpy.ndarray of bool
         False for a keyless message.
+
+    Built as ``KeyHashes(raw, segment_hash, bucket_hash, has_key)``; the fields are read-only.
     """
 
-    raw: Any  # np.ndarray, or a numpy scalar for a single key
-    segment_hash: Any
-    bucket_hash: Any
-    has_key: Any
-
-    def __len__(self) -> int:
-        return len(self.raw)
-
-    def __getitem__(self, index: Any) -> KeyHashes:
-        return KeyHashes(self.raw[index], self.segment_hash[index], self.bucket_hash[index], self.has_key[index])
-
-    def __repr__(self) -> str:
-        return f"KeyHashes(n={self.raw.size}, keyless={int(self.raw.size - np.count_nonzero(self.has_key))})"
+    __slots__ = ()
 
     def _arrow_columns(self) -> list[tuple[str, np.ndarray]]:
         """``raw`` (uint32), ``segment_hash`` and ``bucket_hash`` (uint16) as the numpy arrays
@@ -120,18 +109,14 @@ def kernel_path() -> str:
 
 def replaces_surrogates(errors: str) -> bool:
     """Whether an ``errors=`` argument asks to replace surrogates ("replace") or to refuse them
-    ("strict"): the kernels' replace flag.
+    ("strict"): the kernels' replace flag (validation.check_option).
 
     Raises
     ------
     ValueError
         ``errors`` is neither "strict" nor "replace".
     """
-    if errors == "strict":
-        return False
-    if errors == "replace":
-        return True
-    raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
+    return bool(check_option(errors, "errors"))
 
 
 def _is_arrow(obj: object) -> bool:
@@ -229,7 +214,7 @@ def _arrow_chunks(keys: Any) -> tuple[list[Any], int]:
     return chunks, len(keys)
 
 
-def _pyarrow_columns(keys: Any) -> list[_hashing.KeyColumn]:
+def _pyarrow_columns(keys: Any) -> list[_keycolumns.KeyColumn]:
     """One KeyColumn per non-empty Arrow chunk, over its buffers (zero copy)."""
     chunks, _ = _arrow_chunks(keys)
     wide = str(keys.type).startswith("large_")
@@ -240,7 +225,7 @@ def _pyarrow_columns(keys: Any) -> list[_hashing.KeyColumn]:
         validity, offsets, data = chunk.buffers()
         bits = np.frombuffer(validity, dtype=np.uint8) if validity is not None and chunk.null_count else None
         columns.append(
-            _hashing.arrow_column(
+            _keycolumns.arrow_column(
                 np.frombuffer(offsets, dtype=np.int64 if wide else np.int32),
                 None if data is None else np.frombuffer(data, dtype=np.uint8),
                 bits,
@@ -300,22 +285,23 @@ def classify_keys(keys: Any) -> tuple[tuple[int, ...], Any]:
     return keys.shape, keys.reshape(-1)
 
 
-def key_columns(source: Any) -> list[_hashing.KeyColumn]:
+def key_columns(source: Any) -> list[_keycolumns.KeyColumn]:
     """The kernels' KeyColumns over a classified source, in order (Arrow: one per chunk)."""
     if isinstance(source, ArrowKeys):
         return [column for column, *_ in source.parts(0, source.length)]
     if _is_arrow(source):
         return _pyarrow_columns(source)
     if isinstance(source, (list, tuple)):
-        return [_hashing.objects_column(source)]
-    status, column = _hashing.array_column(source)
+        return [_keycolumns.objects_column(source)]
+    status, column = _keycolumns.array_column(source)
     if status:  # BC_OK is 0: the error path only
         check_status(status, 0, keys=source, shape=source.shape)
     return [column]
 
 
-# Below this many keys a second thread costs more than it saves.
-AUTO_THREADS_MIN_KEYS = 1 << 18
+# Below this many keys a second thread costs more than it saves (the kernel's short path hashes
+# shorter columns itself, so the number is declared there).
+AUTO_THREADS_MIN_KEYS = _hashing.AUTO_THREADS_MIN_KEYS
 # Keys per block that the threads hashing a column take in turn (BlockStage, HashStage): small
 # enough that a slowed thread takes fewer, large enough that taking one costs nothing in comparison.
 HASH_BLOCK = 1 << 14
@@ -330,7 +316,7 @@ def is_buffer_source(source: Any) -> bool:
     return _is_chunked(source) or (isinstance(source, np.ndarray) and source.dtype.kind in "SUT")
 
 
-def column_parts(source: Any, start: int, stop: int) -> list[tuple[_hashing.KeyColumn, int, int, int]]:
+def column_parts(source: Any, start: int, stop: int) -> list[tuple[_keycolumns.KeyColumn, int, int, int]]:
     """Keys [start, stop) of a classified source as (KeyColumn, first key, end key, position of
     the first key in the source). Each call makes KeyColumns of its own (they keep per-chunk
     state), so threads may read disjoint parts of one source at once."""
@@ -495,9 +481,54 @@ def _hash_scalar(key: str | bytes, errors: str) -> int:
     return value
 
 
-def _murmur3_32_general(keys: KeyInput, errors: str, threads: int | None, column: str | int | None) -> Any:
-    """:func:`murmur3_32` of everything its C function does not hash itself: key columns, tables,
-    a scalar it declined (so this raises its error: a bad ``errors``, a surrogate, a wrong type)."""
+def murmur3_32(
+    keys: KeyInput, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None
+) -> Any:
+    """Raw (unmasked) Murmur3_32, seed 0, of each key's UTF-8 bytes.
+
+    Parameters
+    ----------
+    keys : str, bytes or a key column
+        A single key, or a list/tuple of str/bytes/bytearray/memoryview, a numpy array of dtype
+        U, S, object or StringDType, or any column exporting the Arrow PyCapsule interface
+        (``__arrow_c_stream__`` / ``__arrow_c_array__``: pyarrow, polars, duckdb, nanoarrow,
+        arro3, pandas' Arrow-backed columns; string, binary, their large and view layouts,
+        dictionary-encoded), read in place; or a table of such columns with ``column=``.
+    errors : {"strict", "replace"}
+        What a str with an unpaired surrogate does: raise, or encode each as ``?`` like Java's
+        ``String.getBytes(UTF_8)``.
+    threads : int or None
+        How many threads share a large column (None: Arrow and numpy keys one thread per core
+        from ``AUTO_THREADS_MIN_KEYS`` keys each; Python objects two from that many). Python
+        objects take two threads at most; the calling thread keeps the GIL until the worker is
+        done, so nothing can change them. The result never depends on it.
+    column : str, int or None
+        For a table (pandas or polars DataFrame, pyarrow Table or RecordBatch, a duckdb result,
+        any Arrow struct stream): the key column's name or index. A one-column table needs none.
+
+    Returns
+    -------
+    int or numpy.ndarray of uint32
+        A Python int for a single key; an array of the column's shape otherwise.
+
+    Raises
+    ------
+    TypeError
+        A key that is not str or bytes (a missing key has no hash here: use :func:`hash_keys`),
+        naming its index; or an input that is not a key column.
+    KeyEncodingError
+        A str with a surrogate under ``errors="strict"``, naming its index.
+    ValueError
+        A bad ``errors``, ``threads`` or ``column``, a key too long to hash, or a malformed
+        Arrow array (offsets, views or dictionary indexes out of range), naming the index.
+
+    Notes
+    -----
+    A single str or bytes key is hashed by one C call (an ASCII str straight from its
+    characters, bytes from its buffer), and so is a list or a 1-D numpy array of keys too short
+    for a second thread (with ``threads=None`` and no ``column``): the kernel's short path, tried
+    first (see the end of this module); everything else takes the column path, here.
+    """
     if column is None and isinstance(keys, (str, bytes)):
         return _hash_scalar(keys, errors)
     keys = select_column(keys, column)
@@ -507,9 +538,34 @@ def _murmur3_32_general(keys: KeyInput, errors: str, threads: int | None, column
     return raw if len(shape) == 1 else raw.reshape(shape)
 
 
-def _hash_keys_general(keys: KeyInput, errors: str, threads: int | None, column: str | int | None) -> KeyHashes:
-    """:func:`hash_keys` of everything its C function does not hash itself (as
-    :func:`_murmur3_32_general`)."""
+def hash_keys(
+    keys: KeyInput, *, errors: str = "strict", threads: int | None = None, column: str | int | None = None
+) -> KeyHashes:
+    """Raw hash plus its segment (high 16 bits) and bucket (low 16 bits) halves, and ``has_key``.
+
+    Parameters
+    ----------
+    keys : str, bytes or a key column
+        As :func:`murmur3_32` takes them; missing keys are keyless (``has_key=False``, every
+        hash 0): ``None``, a float NaN, ``pandas.NA``, Arrow nulls (also a null dictionary
+        value), a StringDType's missing items.
+    errors : {"strict", "replace"}
+        As in :func:`murmur3_32`.
+    threads : int or None
+        As in :func:`murmur3_32`.
+    column : str, int or None
+        As in :func:`murmur3_32`.
+
+    Returns
+    -------
+    KeyHashes
+        Arrays of the column's shape, or numpy scalars for a single key.
+
+    Raises
+    ------
+    TypeError, KeyEncodingError, ValueError
+        As :func:`murmur3_32`, except that missing keys are accepted.
+    """
     if column is not None or not isinstance(keys, (str, bytes)):
         keys = select_column(keys, column)
     if isinstance(keys, (str, bytes)):
@@ -525,14 +581,25 @@ def _hash_keys_general(keys: KeyInput, errors: str, threads: int | None, column:
     )
 
 
-_hashing.install_general_paths(_murmur3_32_general, _hash_keys_general, KeyHashes, objects_on_one_thread())
+def _short_then(short: Callable[..., Any], general: Callable[..., Any], bound: object = None) -> Callable[..., Any]:
+    """general as a builtin function that tries the kernel's short path first (_hashing's
+    short_then_function): general's name, module and docstring, and its signature (as the text
+    signature builtins carry, which has no annotations)."""
+    signature = inspect.signature(general)
+    plain = signature.replace(
+        parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+        return_annotation=signature.empty,
+    )
+    doc = f"{general.__name__}{plain}\n--\n\n{general.__doc__ or ''}"
+    return _hashing.short_then_function(short, general, bound, general.__name__, general.__module__, doc)
 
-# The public functions are the kernel's C functions (METH_FASTCALL): a single str or bytes key, and a
-# list or 1-D numpy array of keys short enough for one thread with plain options, are hashed there
-# without a Python frame; everything else goes to the general paths above. Their signatures and
-# numpydoc docstrings are in _bucketcore/_hashing.pyx (and its stub).
-murmur3_32 = _hashing.murmur3_32
-hash_keys = _hashing.hash_keys
+
+# The public functions: the kernel's short path tried first, in C (a single str or bytes key, a
+# list or 1-D numpy array of keys too short for a second thread, with plain options), then, when it
+# declines (returns None), the general path above with the same arguments. Composed here, so the
+# kernel holds nothing of this module; named, documented and pickled as the general functions.
+murmur3_32 = _short_then(_hashing.murmur3_32, murmur3_32)
+hash_keys = _short_then(_hashing.hash_keys, hash_keys, KeyHashes)
 
 
 def _path_from_environment() -> None:

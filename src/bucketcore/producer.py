@@ -58,11 +58,10 @@ from .hashing import (
 )
 from .layout import Buckets, TopicLayout
 from .status import Status, check_status
-from .validation import check_bool, check_choice, check_int, plain_ints
+from .validation import check_bool, check_int, check_option, plain_ints
 
 __all__ = ["bucket_entries", "EntryTable", "Entry", "EntryBucketBatcher"]
 
-_POLICIES = {"shared": _grouping.Policy.POLICY_SHARED, "per_bucket": _grouping.Policy.POLICY_PER_BUCKET}
 _INT64_MAX = np.iinfo(np.int64).max
 # Batch states a plan keeps for later calls (one per thread using the plan at the same time).
 _KEPT_STREAMS = 4
@@ -70,13 +69,6 @@ _KEPT_STREAMS = 4
 
 # ----------------------------------------------------------------------------------------------
 # validation at the edge
-
-
-def _check_policy(policy: Any) -> int:
-    code = _POLICIES.get(policy) if type(policy) is str else None
-    if code is None:
-        return int(_POLICIES[check_choice(policy, "policy", tuple(_POLICIES))])
-    return int(code)
 
 
 def _as_key_hashes(keys: Any, errors: str) -> KeyHashes:
@@ -326,7 +318,6 @@ def bucket_entries(
     errors: str = "strict",
     threads: int | None = None,
     column: str | int | None = None,
-    _pipeline_levels: tuple[str, ...] | None = None,
 ) -> EntryTable:
     """Group a message stream into stamped single-(segment, bucket) entries; see the module doc.
 
@@ -369,12 +360,7 @@ def bucket_entries(
     """
     last, plan = _last_plan  # one read: another thread may replace the pair meanwhile
     if (
-        layout_or_buckets is last
-        and sizes is None
-        and threads is None
-        and column is None
-        and _pipeline_levels is None
-        and plan.short is not None  # type: ignore[union-attr]
+        layout_or_buckets is last and sizes is None and threads is None and column is None and plan.short is not None  # type: ignore[union-attr]
     ):
         # the common call (a list of keys, plain options) in one kernel call; None: any other
         # argument or a refused key, which the general path below checks and raises
@@ -387,7 +373,7 @@ def bucket_entries(
         keys_or_hashes = select_column(keys_or_hashes, column)
     max_messages = check_int(max_messages, "max_messages", lo=1, hi=_INT64_MAX)
     max_bytes = check_int(max_bytes, "max_bytes", lo=1, hi=_INT64_MAX)
-    code = _check_policy(policy)
+    code = check_option(policy, "policy")
     encrypted = check_bool(encrypted, "encrypted")
     round_robin = check_int(round_robin, "round_robin", lo=0, hi=_INT64_MAX)
     replaces_surrogates(errors)  # checked even when precomputed KeyHashes make it unused
@@ -396,9 +382,7 @@ def bucket_entries(
         threads_for(threads, 1, True)  # checks the argument on every path
     limit = 1 if encrypted else max_messages
     if not isinstance(keys_or_hashes, KeyHashes):
-        return _fused_entries(
-            keys_or_hashes, plan, sizes, code, limit, max_bytes, round_robin, errors, threads, _pipeline_levels
-        )
+        return _fused_entries(keys_or_hashes, plan, sizes, code, limit, max_bytes, round_robin, errors, threads)
     kh = _as_key_hashes(keys_or_hashes, errors)
     n = kh.raw.shape[0]
     size_arr = _check_sizes(sizes, n)
@@ -441,7 +425,6 @@ def _fused_entries(
     round_robin: int,
     errors: str,
     threads: int | None,
-    pipeline_levels: tuple[str, ...] | None,
 ) -> EntryTable:
     """Keys to entries with no column of hashes in between. One thread: the fused kernel hashes,
     routes, looks up and groups a chunk at a time. Two (or more for Python objects, which take two
@@ -462,7 +445,7 @@ def _fused_entries(
     parts = threads_for(threads, n, buffers)
     if parts == 2 or (parts > 2 and not buffers):
         status, index, columns, next_rr = _pipelined_entries(
-            source, n, size_arr, plan, router, code, max_messages, max_bytes, round_robin, replace, pipeline_levels
+            source, n, size_arr, plan, router, code, max_messages, max_bytes, round_robin, replace
         )
         if status == Status.BC_ERR_NEEDS_GIL:
             parts = 1  # a legacy str only the GIL holder may ready (before 3.12): one thread
@@ -526,6 +509,9 @@ def _entry_table(plan: _Plan, columns: tuple[np.ndarray, ...], next_rr: int) -> 
 
 # Messages per pipeline step: the worker starts after the first one.
 _PIPELINE_STEP = 1 << 14
+# Tests only (set with monkeypatch, as _PIPELINE_STEP): how far the calling thread of a pipeline
+# takes each step, in turn ("left", "hashed", "routed"), instead of the balancing rule; None: the rule.
+_PIPELINE_LEVELS: tuple[str, ...] | None = None
 
 
 def _pipelined_entries(
@@ -539,15 +525,13 @@ def _pipelined_entries(
     max_bytes: int,
     round_robin: int,
     replace: bool,
-    levels: tuple[str, ...] | None,
 ) -> tuple[int, int, tuple[np.ndarray, ...] | None, int]:
     """Two threads in a pipeline (ScanStage): this one reads the stream step by step while a
     worker, with the GIL released throughout, groups it in stream order, so the entries are those
     of the one-thread kernel. Each step is hashed (and routed) by whichever thread has time for
     it. Python keys are read with the GIL held throughout, so nothing can change them and no item
     is held. Returns (status, failing index, entry columns or None, next round robin);
-    BC_ERR_NEEDS_GIL asks the caller to use one thread. ``levels`` (tests): how far this thread
-    takes each step, in turn ("left", "hashed", "routed"), instead of the balancing rule."""
+    BC_ERR_NEEDS_GIL asks the caller to use one thread."""
     stage = _pipeline.ScanStage(
         router,
         plan.bucket_offsets,
@@ -558,7 +542,7 @@ def _pipelined_entries(
         n,
         round_robin,
         _PIPELINE_STEP,
-        None if levels is None else bytes(_pipeline.STEP_CODES[lv] for lv in levels),
+        None if _PIPELINE_LEVELS is None else bytes(_pipeline.STEP_CODES[lv] for lv in _PIPELINE_LEVELS),
     )
     # a thread of the shared pool (not one started per call); none of the
     # pool's tasks waits for another, so a busy pool only delays the worker, and feed waits for it
@@ -620,7 +604,7 @@ class EntryBucketBatcher(_batcher.BatcherCore):
         self.max_messages = check_int(max_messages, "max_messages", lo=1, hi=_INT64_MAX)
         self.max_bytes = check_int(max_bytes, "max_bytes", lo=1, hi=_INT64_MAX)
         self.policy = policy
-        code = _check_policy(policy)
+        code = check_option(policy, "policy")
         self.encrypted = check_bool(encrypted, "encrypted")
         round_robin = check_int(round_robin, "round_robin", lo=0, hi=_INT64_MAX)
         replace = replaces_surrogates(errors)

@@ -18,6 +18,8 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from _bucketcore._status import OPTIONS
+
 __all__ = [
     "MAX_HASH",
     "MAX_RAW_HASH",
@@ -216,6 +218,32 @@ def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
         allowed = " or ".join(repr(c) for c in choices)
         raise ValueError(f"{name} must be {allowed}, not {value!r}")
     return value
+
+
+def check_option(value: object, name: str) -> int:
+    """The kernels' code of a string option: its index among the values ``OPTIONS[name]`` declares
+    (options.h, the one table of them: ``errors`` "strict" 0 / "replace" 1, ``policy`` "shared" 0
+    / "per_bucket" 1). The kernels' fast paths match a value against the same table in C
+    (bc_option_code) and leave any other to this.
+
+    Parameters
+    ----------
+    value : object
+        The argument as given.
+    name : str
+        The option: a key of ``OPTIONS``.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        ``value`` is not one of the option's values; the message lists them.
+    """
+    values = OPTIONS[name]
+    return values.index(check_choice(value, name, values))
 
 
 def plain_ints(values: list[Any] | tuple[Any, ...]) -> np.ndarray | None:

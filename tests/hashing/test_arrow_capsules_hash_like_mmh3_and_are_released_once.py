@@ -19,7 +19,7 @@ import pytest
 from arrow_producer import ArrowArray, ArrowSchema, Producer, offsets_array, view_array
 
 import bucketcore as bc
-from _bucketcore import _arrow, _hashing
+from _bucketcore import _arrow, _keycolumns
 from bucketcore.arrow import import_keys
 from bucketcore.hashing import classify_keys, key_columns
 from bucketcore.status import Status
@@ -84,7 +84,7 @@ def _run_of_views(p: Producer, views: np.ndarray, buffers: list[np.ndarray], n: 
     pair = p.pair(p.schema("vz"), p.array(n, [None, views, *buffers, sizes]))
     _, source = classify_keys(pair)
     [column] = key_columns(source)
-    return _hashing.described_keys(column, pos, m)[3]
+    return _keycolumns.described_keys(column, pos, m)[3]
 
 
 @pytest.mark.parametrize("at", [0, 1, 7, 8, 9, 15, 16, 500, 1022, 1023])
@@ -607,7 +607,7 @@ def _described(keys: Any) -> list[Any]:
     _, source = classify_keys(keys)
     out: list[Any] = []
     for column in key_columns(source):
-        status, index, values, _ = _hashing.described_keys(column, 0, column.length)
+        status, index, values, _ = _keycolumns.described_keys(column, 0, column.length)
         assert (status, index) == (0, -1)
         out += values
     return out
@@ -639,7 +639,7 @@ def test_describer_gives_dictionary_rows_their_values() -> None:
     assert _described(pair) == [words[0], b"b", None, None, words[0]]
     bad = p.array(2, [None, np.array([1, 5], np.uint8)], dictionary=p.array(3, [bits, offsets, data], null_count=1))
     [(column, *_)] = import_keys(p.pair(p.schema("C", dictionary=p.schema("u")), bad)).parts(0, 2)
-    status, index, _, _ = _hashing.described_keys(column, 0, 2)
+    status, index, _, _ = _keycolumns.described_keys(column, 0, 2)
     assert (Status(status).name, index) == ("BC_ERR_DICT_INDEX", 1)
 
 

@@ -37,12 +37,12 @@ from arrow_producer import Producer
 from test_arrow_capsules_hash_like_mmh3_and_are_released_once import _views_in_buffers
 
 import bucketcore as bc
-from _bucketcore import _hashing
+from _bucketcore import _hashing, _keycolumns
 from bucketcore import hashing
 from bucketcore.hashing import classify_keys, key_columns
 from bucketcore.status import Status
 
-CHUNK = 1024  # keys per kernel step (_hashing.pxd); runs are found and checked per step
+CHUNK = 1024  # keys per kernel step (_keycolumns.pxd); runs are found and checked per step
 N = 2 * CHUNK + 21  # not a multiple of 16: a tail of 5 keys after the last whole group
 PATHS = ["scalar", "interleaved"] + (["simd"] if _hashing.cpu_has_simd() else [])
 AT = [0, 1, 15, 16, 17, CHUNK - 1, CHUNK, CHUNK + 1, N - 5, N - 3, N - 1]
@@ -143,18 +143,18 @@ def test_int64_offsets_that_step_but_lie_outside_the_values_are_refused() -> Non
     data = np.frombuffer(b"k" * 64, dtype=np.uint8)
     # offsets stepping by 16 from far past the end of the values: the run check must not read them
     big = np.array([2**62 + 16 * i for i in range(5)], dtype=np.int64)
-    col = _hashing.arrow_column(big, data, None, 0, 4)
+    col = _keycolumns.arrow_column(big, data, None, 0, 4)
     out = np.empty(4, dtype=np.uint32)
     status, index = _hashing.hash_column(col, out, None, None, None, False, True)
     assert (status, index) == (Status.BC_ERR_ARROW_OFFSETS, 0)
     # a progression from a negative offset
     negative = np.array([-16 + 16 * i for i in range(5)], dtype=np.int64)
-    col = _hashing.arrow_column(negative, data, None, 0, 4)
+    col = _keycolumns.arrow_column(negative, data, None, 0, 4)
     status, index = _hashing.hash_column(col, out, None, None, None, False, True)
     assert (status, index) == (Status.BC_ERR_ARROW_OFFSETS, 0)
     # int32 offsets stepping past the values' end
     past = np.array([0, 32, 64, 96], dtype=np.int32)
-    col = _hashing.arrow_column(past, data, None, 0, 3)
+    col = _keycolumns.arrow_column(past, data, None, 0, 3)
     status, index = _hashing.hash_column(col, out[:3], None, None, None, False, True)
     assert (status, index) == (Status.BC_ERR_ARROW_OFFSETS, 2)
 
@@ -270,7 +270,7 @@ def check_column(arr: np.ndarray, keys: list[str | None]) -> None:
 
 def run_of(arr: np.ndarray, pos: int, m: int) -> tuple[int, int] | None:
     [column] = hashing.key_columns(arr)
-    return _hashing.described_keys(column, pos, m)[3]
+    return _keycolumns.described_keys(column, pos, m)[3]
 
 
 def string_array(keys: list[str | None]) -> np.ndarray:
@@ -405,7 +405,7 @@ def run_in(keys: Any, pos: int, m: int) -> tuple[int, int] | None:
     """The run the describer finds in keys [pos, pos+m), or None."""
     _, source = classify_keys(keys)
     [column] = key_columns(source)
-    return _hashing.described_keys(column, pos, m)[3]
+    return _keycolumns.described_keys(column, pos, m)[3]
 
 
 # ----------------------------------------------------------------------------------------------

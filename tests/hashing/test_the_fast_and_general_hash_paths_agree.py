@@ -155,7 +155,8 @@ def test_public_signatures_and_docstrings():
         assert list(params) == ["keys", "errors", "threads", "column"]
         assert params["errors"].default == "strict" and params["errors"].kind is inspect.Parameter.KEYWORD_ONLY
         assert params["threads"].default is None and params["column"].default is None
-        assert "Parameters\n----------" in fn.__doc__ and "Raises\n------" in fn.__doc__
+        doc = inspect.getdoc(fn)
+        assert "Parameters\n----------" in doc and "Raises\n------" in doc
 
 
 def test_scalar_key_hashes_behave_like_column_ones():

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bucketcore as bc
+from _bucketcore import _grouping
 from bucketcore.layout import Buckets, Segment, TopicLayout
 from bucketcore.producer import Entry, EntryBucketBatcher, EntryTable, bucket_entries
 
@@ -340,6 +341,18 @@ def test_invariants(s: dict[str, Any]) -> None:
         seen[keys[i]] = i
     if s["encrypted"]:
         assert len(table) == n
+
+
+def test_option_table_codes_are_the_kernels_codes() -> None:
+    """validation's option table (options.h, the fast paths' too) gives each value the code the
+    kernels take: a policy's grouping code, errors' replace flag."""
+    from bucketcore.validation import check_option
+
+    assert check_option("shared", "policy") == _grouping.Policy.POLICY_SHARED
+    assert check_option("per_bucket", "policy") == _grouping.Policy.POLICY_PER_BUCKET
+    assert (check_option("strict", "errors"), check_option("replace", "errors")) == (0, 1)
+    with pytest.raises(ValueError, match="policy must be 'shared' or 'per_bucket', not 'Shared'"):
+        check_option("Shared", "policy")
 
 
 def test_policies_entry_sizes_uniform_keys() -> None:

@@ -126,6 +126,7 @@ def test_pipeline_over_many_steps_matches_one_pass(
     from bucketcore import producer
 
     monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)
+    monkeypatch.setattr(producer, "_PIPELINE_LEVELS", levels)
     rng = random.Random(17)
     keys = [None if rng.random() < 0.1 else f"user-{rng.randrange(3000)}" for _ in range(12000)]
     sizes = [rng.randrange(0, 900) for _ in keys]
@@ -139,15 +140,15 @@ def test_pipeline_over_many_steps_matches_one_pass(
     )
     for target in (layout, Buckets.equal_width(6)):
         kw: dict[str, Any] = dict(max_messages=40, max_bytes=5000, policy=policy, round_robin=2, sizes=sizes)
-        one = bucket_entries(keys, target, threads=1, **kw)
+        one = bucket_entries(keys, target, threads=1, **kw)  # no pipeline: the levels do not apply
         for column in (keys, tuple(keys), pa.chunked_array([keys[:5000], keys[5000:5001], keys[5001:]])):
-            two = bucket_entries(column, target, threads=2, _pipeline_levels=levels, **kw)
+            two = bucket_entries(column, target, threads=2, **kw)
             assert as_tuples(two) == as_tuples(one)
             assert two.next_round_robin == one.next_round_robin
     with pytest.raises(bc.KeyEncodingError, match="index 9000"):
-        bucket_entries(keys[:9000] + ["\ud800"] + keys[9000:], layout, threads=2, _pipeline_levels=levels)
+        bucket_entries(keys[:9000] + ["\ud800"] + keys[9000:], layout, threads=2)
     with pytest.raises(TypeError, match="index 5432 has type float"):
-        bucket_entries(keys[:5432] + [1.5] + keys[5432:], layout, threads=2, _pipeline_levels=levels)
+        bucket_entries(keys[:5432] + [1.5] + keys[5432:], layout, threads=2)
 
 
 def test_pipeline_names_first_bad_key_whichever_thread_found_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -156,25 +157,23 @@ def test_pipeline_names_first_bad_key_whichever_thread_found_it(monkeypatch: pyt
     from bucketcore import producer
 
     monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)
-    alternate = ("left", "hashed")
+    monkeypatch.setattr(producer, "_PIPELINE_LEVELS", ("left", "hashed"))  # steps alternate
     keys: list[Any] = [f"k{i}" for i in range(6000)]
     worker_first = list(keys)
     worker_first[2 * 777 + 5] = 1.5  # step 2: the worker describes it
     worker_first[3 * 777 + 5] = "\ud800"  # step 3: the calling thread hashes it
     with pytest.raises(TypeError, match=f"index {2 * 777 + 5} has type float"):
-        bucket_entries(worker_first, Buckets.equal_width(4), threads=2, _pipeline_levels=alternate)
+        bucket_entries(worker_first, Buckets.equal_width(4), threads=2)
     caller_first = list(keys)
     caller_first[1 * 777 + 5] = "\ud800"
     caller_first[2 * 777 + 6] = 1.5
     with pytest.raises(bc.KeyEncodingError, match=f"index {777 + 5}"):
-        bucket_entries(caller_first, Buckets.equal_width(4), threads=2, _pipeline_levels=alternate)
+        bucket_entries(caller_first, Buckets.equal_width(4), threads=2)
     surrogate_in_worker = list(keys)
     surrogate_in_worker[4 * 777 + 1] = "\udfff"
     with pytest.raises(bc.KeyEncodingError, match=f"index {4 * 777 + 1}"):
-        bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=2, _pipeline_levels=alternate)
-    replaced = bucket_entries(
-        surrogate_in_worker, Buckets.equal_width(4), threads=2, errors="replace", _pipeline_levels=alternate
-    )
+        bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=2)
+    replaced = bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=2, errors="replace")
     assert as_tuples(replaced) == as_tuples(
         bucket_entries(surrogate_in_worker, Buckets.equal_width(4), threads=1, errors="replace")
     )
@@ -193,7 +192,8 @@ def test_pipeline_hands_a_legacy_str_to_one_thread(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(producer, "_PIPELINE_STEP", 777)
     keys: list[Any] = [f"k{i}" for i in range(3000)]
     keys[2000] = legacy_str()
-    two = bucket_entries(keys, Buckets.equal_width(4), threads=2, max_messages=30, _pipeline_levels=(level,))
+    monkeypatch.setattr(producer, "_PIPELINE_LEVELS", (level,))
+    two = bucket_entries(keys, Buckets.equal_width(4), threads=2, max_messages=30)
     keys[2000] = TEXT
     assert as_tuples(two) == as_tuples(bucket_entries(keys, Buckets.equal_width(4), threads=1, max_messages=30))
 

@@ -632,6 +632,7 @@ HAMMER_CHILD = textwrap.dedent(
 
     failures = {"_layout": hammer_layout, "_routing": hammer_routing, "_status": hammer_status,
                 "_consumer": hammer_consumer, "_wire": hammer_wire, "_hashing": hammer_hashing,
+                "_keycolumns": hammer_hashing,
                 "_pipeline": hammer_pipeline, "_arrow": hammer_arrow, "_dispatch": hammer_dispatch,
                 "_entry": hammer_entry, "_batcher": hammer_batcher, "_grouping": hammer_entries,
                 "_producer": hammer_entries}[kernel]()
