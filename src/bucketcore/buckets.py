@@ -441,7 +441,7 @@ class Buckets:
             their histogram (one segment of :func:`bucketcore.bucket_histogram`), which gives
             the same list as the hashes it counted.
         n : int
-            Number of buckets, 1..65536.
+            Number of buckets, 1..65535 (bucket 0 keeps the hashes 0 and 1).
         weights : array-like of numbers, optional
             One non-negative weight per hash (same shape); default 1 each. Not with a
             histogram (its bins are the loads already).

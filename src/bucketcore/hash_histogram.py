@@ -492,7 +492,7 @@ class BucketHistogram(Mapping[int, HashHistogram]):
         layout : TopicLayout
             The layout this histogram was made with (same active segment ids).
         n : int
-            Buckets per active segment, 1..65536.
+            Buckets per active segment, 1..65535.
 
         Returns
         -------

@@ -531,17 +531,18 @@ class TopicLayout:
     def rebalanced(self, histogram: BucketHistogram, n: int) -> TopicLayout:
         """This layout with every active segment's boundary list balanced for ``histogram``.
 
-        Each active segment gets ``Buckets.balanced(histogram[segment_id], n)``
-        (``equal_width(n)`` for a segment nothing reached). A plan, not a transition: the epoch,
-        topic, sealed segments and every other field stay as they are, as ``bucketcore plan``
-        writes them; a controller rolls a segment over to its planned list with :meth:`rebucket`.
+        Each active segment gets ``Buckets.balanced(histogram[segment_id], n)`` (for a segment
+        nothing reached, that of an empty sample: ``equal_width(n)`` up to 32768 buckets). A plan,
+        not a transition: the epoch, topic, sealed segments and every other field stay as they
+        are, as ``bucketcore plan`` writes them; a controller rolls a segment over to its planned
+        list with :meth:`rebucket`.
 
         Parameters
         ----------
         histogram : BucketHistogram
             Of this layout's traffic (:func:`bucketcore.bucket_histogram`, same active segments).
         n : int
-            Buckets per active segment, 1..65536.
+            Buckets per active segment, 1..65535.
 
         Returns
         -------
@@ -554,7 +555,7 @@ class TopicLayout:
         InvalidLayoutError
             The layout's active segments are not the histogram's.
         InvalidBoundaryError
-            ``n`` outside 1..65536.
+            ``n`` outside 1..65535.
         """
         if not isinstance(histogram, BucketHistogram):
             raise TypeError(f"histogram must be a BucketHistogram, not {describe(histogram)}")
