@@ -137,7 +137,10 @@ else:
 #   _pipeline  per-call stages; object columns pinned as held tuples (_hashing), counts atomic.
 #   _arrow     capsules moved out in their critical sections; imported structs never change; the
 #              dictionary-hash caches only gain entries.
-#   _dispatch  every method on a dispatcher's or selector's state runs in a critical section on it.
+#   _entry_routing  functions over buffers with the GIL released; no state.
+#   _selector  a SelectorCore's table, owner slots and members read and replaced together in a
+#              critical section on it.
+#   _dispatcher  every method on a DispatchCore's state runs in a critical section on it.
 #   _batcher   a PyMutex held for a whole call and for reading its state; Entry fields in the
 #              entry's critical section; bytearray/memoryview keys read through exports.
 #   _grouping  stream states are per call, or taken from a plan's list by one call at a time.
@@ -152,7 +155,9 @@ FREE_THREADING_COMPATIBLE = frozenset(
         "_hashing",
         "_pipeline",
         "_arrow",
-        "_dispatch",
+        "_entry_routing",
+        "_selector",
+        "_dispatcher",
         "_batcher",
         "_grouping",
         "_producer",
