@@ -20,7 +20,7 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 cimport numpy as cnp
 
-from cpython.list cimport PyList_GET_ITEM
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.ref cimport Py_INCREF
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
@@ -323,8 +323,8 @@ cdef class DispatchCore:
             self.n_listed += 1
         return 0
 
-    cdef Member _member_of_key(self, Py_ssize_t k):
-        cdef PyObject *item = PyList_GET_ITEM(self.by_key, k) if 0 <= k < len(self.by_key) else NULL
+    cdef inline Member _member_of_key(self, Py_ssize_t k):
+        cdef PyObject *item = PyList_GET_ITEM(self.by_key, k) if 0 <= k < PyList_GET_SIZE(self.by_key) else NULL
         return None if item == NULL or <object>item is None else <Member>item
 
     cdef object _take_box(self, int32_t k):
@@ -541,11 +541,14 @@ cdef class DispatchCore:
         cdef int64_t b, end, m = 0
         cdef int32_t o, w
         cdef bc_spread_walk walk
-        cdef Member mem
+        cdef Py_ssize_t nk = PyList_GET_SIZE(self.by_key)
+        cdef int32_t key
+        cdef PyObject *item
         for i in range(kw):
-            mem = self._member_of_key(new_keys[i])
-            if mem is None or mem.leaving:
-                raise ValueError(f"slot {i} of the new spread: consumer key {new_keys[i]} is not an active member")
+            key = new_keys[i]
+            item = PyList_GET_ITEM(self.by_key, key) if 0 <= key < nk else NULL
+            if item == NULL or not isinstance(<object>item, Member) or (<Member>item).leaving:
+                raise ValueError(f"slot {i} of the new spread: consumer key {key} is not an active member")
         bc_walk_begin(&walk, self.n_buckets, &old_keys[0] if ko else NULL, ko, &new_keys[0] if kw else NULL, kw)
         while bc_walk_next(&walk, &b, &end, &o, &w):
             if o != w:
