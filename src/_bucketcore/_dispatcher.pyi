@@ -1,6 +1,7 @@
 """Type stub of _dispatcher.pyx: the dispatcher's per-entry state and its one-call paths. Statuses
 returned are bc_status values (_bucketcore._status) as ints."""
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -70,12 +71,21 @@ class DispatchCore:
         msgs: npt.NDArray[np.int64],
         straddling: int,
     ) -> int: ...
-    def offer_scalar(
-        self, entry_id: Any, hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any, message_count: Any
-    ) -> int: ...
-    def ack_fast(self, name: Any, consumer_id: Any, entry_ids: Any) -> int: ...
+    def offer_fast(
+        self,
+        entry_ids: Any,
+        hash_min: Any = None,
+        *,
+        hash_max: Any = None,
+        key_hash: Any = None,
+        stamped: Any = None,
+        message_count: Any = None,
+    ) -> int | None: ...
+    def ack_fast(self, name: Any, consumer_id: Any, entry_ids: Any) -> int | None: ...
     def ack_keyed(self, m: Member, ids: npt.NDArray[np.int64]) -> tuple[int, int, int]: ...
-    def poll_fast(self, name: Any, consumer_id: Any) -> Deliveries | dict[tuple[str, int], Deliveries] | None: ...
+    def poll_fast(
+        self, name: Any = None, consumer_id: Any = None
+    ) -> Deliveries | dict[tuple[str, int], Deliveries] | None: ...
     def key_stats(self, key: int) -> tuple[int, int, int, int, int, int]: ...
     def bucket_columns(
         self,
@@ -87,3 +97,5 @@ class DispatchCore:
         npt.NDArray[np.int64],
     ]: ...
     def totals(self) -> tuple[int, int]: ...
+
+def fast_then(fast: Callable[..., Any], general: Callable[..., Any]) -> Callable[..., Any]: ...

@@ -4,7 +4,7 @@ shared segment in C arrays, its members, and the one-call paths of ``offer``, ``
 
 bucketcore.dispatcher's ``Dispatcher`` holds a :class:`DispatchCore` and calls down into it: each
 fast path takes the common call shape (exact ``int`` / ``str`` arguments, an ``np.int64`` ack
-column), checks every argument, and otherwise changes nothing and returns a refusal (-1 or None),
+column), checks every argument, and otherwise changes nothing and returns None (a refusal),
 after which the Python layer takes its general path. Nothing here calls back into the package.
 Routing and sticky hashes follow entry_route.h, the spread walk spread.h, outboxes outbox.h.
 
@@ -33,6 +33,18 @@ from _bucketcore._status cimport *
 import numpy as np
 
 cnp.import_array()
+
+cdef extern from "fast_then.h":
+    int bc_fast_then_ready() except -1
+    object bc_fast_then_new(object fast, object general)
+
+bc_fast_then_ready()
+
+
+def fast_then(fast, general):
+    """``fast(*args, **kwargs)``, or ``general(*args, **kwargs)`` when that is None (fast_then.h):
+    composed by bucketcore.dispatcher of a core's fast path and its Python general path."""
+    return bc_fast_then_new(fast, general)
 
 
 @cython.no_gc  # holds a bytearray and arrays over it: nothing that can refer back to it
@@ -650,11 +662,13 @@ cdef class DispatchCore:
         self.straddling_entries += straddling
         return now
 
+    @cython.binding(False)  # a plain builtin once bound: fast_then calls its C function directly
     @cython.critical_section
-    def offer_scalar(self, entry_id, hash_min, hash_max, key_hash, stamped, message_count):
-        """``Dispatcher.offer`` of one entry given as exact ints (``stamped`` a bool): 1 delivered
-        right away, 0 queued; -1 when the arguments are not of that shape or not valid (nothing
-        changed: the caller's general path names what is wrong). The routing is entry_route.h's:
+    def offer_fast(self, entry_ids, hash_min=None, *, hash_max=None, key_hash=None, stamped=None,
+                   message_count=None):
+        """``Dispatcher.offer`` of one entry given as exact ints (``stamped`` a bool), with its
+        signature: 1 delivered right away, 0 queued; None when the arguments are not of that shape
+        or not valid (nothing changed: the caller's general path names what is wrong). The routing is entry_route.h's:
         a stamped entry by the bucket of ``hash_min``, an unstamped one by that of ``key_hash``'s
         low 16 bits, the sticky hash nudged from 0 to 1."""
         cdef long long entry, lo = 0, hi, key = 0, msgs = 1
@@ -662,34 +676,34 @@ cdef class DispatchCore:
         cdef uint32_t h
         cdef uint16_t b
         cdef int now
-        if not exact_int(entry_id, 0, 0x7FFFFFFFFFFFFFFF, &entry) or entry <= self.last_id:
-            return -1
+        if not exact_int(entry_ids, 0, 0x7FFFFFFFFFFFFFFF, &entry) or entry <= self.last_id:
+            return None
         if stamped is not None and type(stamped) is not bool:
-            return -1
+            return None
         if hash_min is None:
             # no stamp at all: the entry routes by its key hash (stamped and hash_max need hash_min)
             if key_hash is None or stamped is not None or hash_max is not None:
-                return -1
+                return None
             is_stamped = False
         else:
             if key_hash is not None and stamped is None:
-                return -1  # key_hash routes only unstamped entries: stamped= says which
+                return None  # key_hash routes only unstamped entries: stamped= says which
             if not exact_int(hash_min, -0x7FFFFFFFFFFFFFFF, 0x7FFFFFFFFFFFFFFF, &lo):
-                return -1
+                return None
             is_stamped = stamped is None or stamped
         if key_hash is not None:
             if not exact_int(key_hash, 0, 0xFFFFFFFF, &key):
-                return -1
+                return None
         elif not is_stamped:
-            return -1  # an unstamped entry without a key hash
+            return None  # an unstamped entry without a key hash
         hi = lo
         if hash_max is not None and not exact_int(hash_max, -0x7FFFFFFFFFFFFFFF, 0x7FFFFFFFFFFFFFFF, &hi):
-            return -1
+            return None
         if message_count is not None and not exact_int(message_count, 1, 0x7FFFFFFFFFFFFFFF, &msgs):
-            return -1
+            return None
         if is_stamped:
             if bc_stamp_status(lo, hi) != BC_OK:
-                return -1
+                return None
             h = <uint32_t>lo
         else:
             h = <uint32_t>key & 0xFFFF
@@ -819,20 +833,23 @@ cdef class DispatchCore:
             m = m.next_of_name
         return None
 
+    @cython.binding(False)
     @cython.critical_section
     def ack_fast(self, name, consumer_id, entry_ids):
         """``Dispatcher.ack`` of an exact ``str`` name and ``int`` id with one exact ``int`` id or
         an ``np.int64`` column, every id pending on that consumer: the count acked (a leaving
-        consumer that holds nothing any more is forgotten); -1 otherwise, nothing changed."""
+        consumer that holds nothing any more is forgotten); None otherwise, nothing changed."""
         cdef Member m = self._find_member(name, consumer_id)
         cdef long long entry
+        cdef Py_ssize_t n
         if m is None:
-            return -1
+            return None
         if type(entry_ids) is int:
             if exact_int(entry_ids, 0, 0x7FFFFFFFFFFFFFFF, &entry) and self._ack_one(m, entry) == BC_OK:
                 return 1
-            return -1
-        return self._ack_array(m, entry_ids)
+            return None
+        n = self._ack_array(m, entry_ids)
+        return None if n < 0 else n
 
     @cython.critical_section
     def ack_keyed(self, Member m not None, const int64_t[::1] ids not None):
@@ -851,8 +868,9 @@ cdef class DispatchCore:
 
     # -- delivery and views ----------------------------------------------------------------------
 
+    @cython.binding(False)
     @cython.critical_section
-    def poll_fast(self, name, consumer_id):
+    def poll_fast(self, name=None, consumer_id=None):
         """``Dispatcher.poll``: of every consumer (both None), or of one given as an exact ``str``
         and ``int`` that is connected; None for any other call (the general path decides)."""
         cdef Member m

@@ -10,6 +10,10 @@ a Dispatcher holds and calls down into; the spread and the general call paths li
 from __future__ import annotations
 
 import bisect
+import functools
+import types
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +106,13 @@ def _entry_id_column(values: Any, name: str = "entry_ids") -> np.ndarray:
     return np.ascontiguousarray(ids, dtype=np.int64)
 
 
+def _fast_then(fast: Callable[..., Any], method: Callable[..., Any], owner: Any) -> Any:
+    """``method`` of ``owner`` with a core's fast path in front of it (``_dispatcher.fast_then``),
+    carrying the method's name, docstring and signature."""
+    general = types.MethodType(method, owner)
+    return functools.update_wrapper(_dispatcher.fast_then(fast, general), general)
+
+
 class Dispatcher:
     """Stateful broker dispatcher of one shared segment (docs/design.md, "Dispatch").
 
@@ -158,10 +169,14 @@ class Dispatcher:
         self._n = self._selector._n
         # Per-entry and per-bucket state and the members live in the compiled core; the spread here.
         self._core = _dispatcher.DispatchCore(self._selector._table, self._n)
-        # the core's one-call paths, bound once (each call saves the attribute lookups)
-        self._offer_fast = self._core.offer_scalar
-        self._ack_fast = self._core.ack_fast
-        self._poll_fast = self._core.poll_fast
+        # The hot calls: this instance's offer, ack and poll are the core's fast path, called with
+        # no Python frame, and behind it (when it returns None) this class's method of the same
+        # name, the general path, which takes every call shape and raises every error. They hold
+        # the dispatcher through a weak proxy, so it makes no reference cycle with them.
+        me = weakref.proxy(self)
+        self.offer = _fast_then(self._core.offer_fast, Dispatcher.offer, me)  # type: ignore[method-assign]
+        self.ack = _fast_then(self._core.ack_fast, Dispatcher.ack, me)  # type: ignore[method-assign]
+        self.poll = _fast_then(self._core.poll_fast, Dispatcher.poll, me)  # type: ignore[method-assign]
         # the consumer key of each active member, in the selector's (sorted) order
         self._slot_keys = np.empty(0, dtype=np.int32)
 
@@ -444,26 +459,17 @@ class Dispatcher:
             above int64, not increasing or not after the last offered id, a ``message_count``
             below 1, and columns whose lengths differ from ``entry_ids`` (each naming the index).
         """
-        now = self._offer_fast(entry_ids, hash_min, hash_max, key_hash, stamped, message_count)
-        if now >= 0:
-            return now  # type: ignore[no-any-return]
-        return self._offer_general(entry_ids, hash_min, hash_max, key_hash, stamped, message_count)
-
-    def _offer_general(
-        self, entry_ids: Any, hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any, message_count: Any
-    ) -> int:
-        """``offer`` of every shape the compiled one-entry path does not take (see ``offer``).
-
-        One entry of numpy scalars goes to the compiled path as Python scalars; any other single
-        entry, and every failing one, becomes columns of one item, so that the column rules below
-        name what is wrong.
-        """
+        # The general path: an instance's offer tries the core's one-entry path first (__init__).
+        # Here one entry of numpy scalars goes to that path as Python scalars; any other single
+        # entry, and every failing one, becomes columns of one item, so that the column rules below
+        # name what is wrong.
         if type(entry_ids) is int or is_int(entry_ids):
             args = (entry_ids, hash_min, hash_max, key_hash, stamped, message_count)
             plain = [_plain_scalar(v) for v in args]
             if any(p is not v for p, v in zip(plain, args, strict=True)):  # some were numpy scalars
-                now = self._offer_fast(*plain)
-                if now >= 0:
+                first, lo, hi, key, flag, msgs = plain
+                now = self._core.offer_fast(first, lo, hash_max=hi, key_hash=key, stamped=flag, message_count=msgs)
+                if now is not None:
                     return int(now)
             stamp = [v for v in (hash_min, hash_max) if v is not None]
             if stamp and (stamped is None or bool(stamped)) and all(is_int(v) for v in stamp):
@@ -560,14 +566,8 @@ class Dispatcher:
             The consumer is not connected, or an id is not pending on it (unknown, already acked,
             queued, held by another consumer, or outside 0..2**63-1), naming the id.
         """
-        acked = self._ack_fast(name, consumer_id, entry_ids)
-        if acked >= 0:
-            return acked  # type: ignore[no-any-return]
-        return self._ack_general(name, consumer_id, entry_ids)
-
-    def _ack_general(self, name: Any, consumer_id: Any, entry_ids: Any) -> int:
-        """``ack`` of every shape the compiled path does not take, and every failing ack (see
-        ``ack``): the errors name the consumer and the id."""
+        # The general path (an instance's ack tries the core's first, see __init__): every shape,
+        # and every failing ack, whose errors name the consumer and the id.
         m = self._member(name, consumer_id)
         if is_int(entry_ids):
             if not 0 <= entry_ids <= INT64_MAX:
@@ -630,10 +630,11 @@ class Dispatcher:
         KeyError
             The consumer is not connected.
         """
-        out = self._poll_fast(name, consumer_id)
-        if out is None:  # any other form of a connected consumer, or the error
-            out = self._poll_fast(*self._member(name, consumer_id).consumer)
-        return out
+        # The general path (an instance's poll tries the core's first, see __init__): any other
+        # form of a connected consumer, or the error.
+        if name is None and consumer_id is None:
+            return self._core.poll_fast()
+        return self._core.poll_fast(*self._member(name, consumer_id).consumer)
 
     def __repr__(self) -> str:
         pending, queued = self._core.totals()
