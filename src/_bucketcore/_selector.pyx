@@ -17,6 +17,8 @@ from libc.string cimport memcpy
 
 cimport numpy as cnp
 
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+
 cnp.import_array()
 
 cdef extern from "spread.h" nogil:
@@ -98,13 +100,20 @@ cdef class SelectorCore:
             self.owner_arr = owner
             self.members = consumers
 
-    def owner_of(self, Py_ssize_t hash):
-        """The owner of the bucket holding ``hash`` (0..0xFFFF, checked by the caller) or None."""
+    @cython.binding(False)  # a plain builtin once bound: _dispatcher.fast_then calls its C function
+    def owner_of(self, hash):
+        """The owner of the bucket holding ``hash``, an exact ``int`` in 0..0xFFFF, or None: no
+        owner, or any other ``hash`` (bucketcore.selector's general path checks it, then asks again)."""
         cdef int32_t slot
-        if not 0 <= hash <= 0xFFFF:
-            raise ValueError(f"hash {hash} outside 0..0xFFFF (bucketcore.selector checks it first)")
+        cdef int overflow = 0
+        cdef long long h
+        if type(hash) is not int:
+            return None
+        h = PyLong_AsLongLongAndOverflow(hash, &overflow)
+        if overflow or not 0 <= h <= 0xFFFF:
+            return None
         with cython.critical_section(self):
-            slot = self.own[self.tab[hash]]
+            slot = self.own[self.tab[h]]
             return None if slot < 0 else self.members[slot]
 
 

@@ -10,10 +10,7 @@ a Dispatcher holds and calls down into; the spread and the general call paths li
 from __future__ import annotations
 
 import bisect
-import functools
-import types
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +21,7 @@ from _bucketcore import _dispatcher, _entry_routing, _selector
 from .buckets import Buckets
 from .entry_routing import _raise_malformed, _route_input
 from .hashing import KeyHashes
-from .selector import NO_MOVES, BucketMoves, BucketsLike, Consumer, EntryBucketSelector, _check_consumer
+from .selector import NO_MOVES, BucketMoves, BucketsLike, Consumer, EntryBucketSelector, _check_consumer, _fast_then
 from .status import Status, check_status
 from .validation import INT64_MAX, describe, first_outside, int_column, is_int, plain_ints
 
@@ -104,13 +101,6 @@ def _entry_id_column(values: Any, name: str = "entry_ids") -> np.ndarray:
         i = int(np.argmax(ids > INT64_MAX))
         raise _entry_id_too_large(i, int(ids[i]))
     return np.ascontiguousarray(ids, dtype=np.int64)
-
-
-def _fast_then(fast: Callable[..., Any], method: Callable[..., Any], owner: Any) -> Any:
-    """``method`` of ``owner`` with a core's fast path in front of it (``_dispatcher.fast_then``),
-    carrying the method's name, docstring and signature."""
-    general = types.MethodType(method, owner)
-    return functools.update_wrapper(_dispatcher.fast_then(fast, general), general)
 
 
 class Dispatcher:

@@ -10,19 +10,22 @@ its canonical hash 1) and checks the list each sharer declares.
 from __future__ import annotations
 
 import bisect
+import functools
 import operator
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+import types
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, SupportsIndex, overload
 
 import numpy as np
 
-from _bucketcore import _selector
+from _bucketcore import _dispatcher, _selector
 
 from .buckets import Buckets
 from .errors import StaleLayoutError
-from .validation import MAX_HASH, UINT64_MAX, check_hash, is_int
+from .validation import UINT64_MAX, check_hash, is_int
 
 __all__ = ["Consumer", "BucketsLike", "BucketMove", "BucketMoves", "NO_MOVES", "EntryBucketSelector"]
 
@@ -315,6 +318,14 @@ def _declared_splits(declared: Any) -> tuple[int, ...]:
     return tuple(check_hash(v, f"declared split {i}") for i, v in enumerate(items))
 
 
+def _fast_then(fast: Callable[..., Any], method: Callable[..., Any], owner: Any) -> Any:
+    """``method`` of ``owner`` with a core's fast path in front of it (``_dispatcher.fast_then``:
+    the fast path's result unless it is None, else the method's), carrying the method's name,
+    docstring and signature."""
+    general = types.MethodType(method, owner)
+    return functools.update_wrapper(_dispatcher.fast_then(fast, general), general)
+
+
 class EntryBucketSelector:
     """Live sharers of one segment and the bucket -> consumer spread of docs/design.md ("Dispatch").
 
@@ -351,6 +362,9 @@ class EntryBucketSelector:
         self._table = self._buckets.lookup_table()  # built once per boundary list, kept by it
         # the table, the owner slots and the members, replaced together (starts with no consumer)
         self._core = _selector.SelectorCore(self._table)
+        # owner_of is the core's, called with no Python frame, with this class's method behind it
+        # for every other hash (and for none owned); held through a weak proxy, so no cycle
+        self.owner_of = _fast_then(self._core.owner_of, EntryBucketSelector.owner_of, weakref.proxy(self))  # type: ignore[method-assign]
         self.routed_entries = 0
         self.straddling_entries = 0
         self.malformed_entries = 0
@@ -501,9 +515,8 @@ class EntryBucketSelector:
         ValueError
             ``hash`` is outside 0..0xFFFF.
         """
-        if type(hash) is not int or not 0 <= hash <= MAX_HASH:
-            hash = check_hash(hash, "hash")  # the one rule: an int in 0..0xFFFF, or its error
-        return self._core.owner_of(hash)
+        # The general path (an instance's owner_of asks the core first, see __init__).
+        return self._core.owner_of(check_hash(hash, "hash"))  # the one rule: an int in 0..0xFFFF, or its error
 
     def owners(self) -> list[Consumer | None]:
         """Per bucket, its owner.

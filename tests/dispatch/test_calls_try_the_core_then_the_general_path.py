@@ -58,3 +58,23 @@ def test_the_general_methods_alone_give_what_the_fast_paths_give() -> None:
         bc.Dispatcher.ack(general, "a", 1, 0)
     with pytest.raises(KeyError):
         fast.ack("a", 1, 0)
+
+
+def test_owner_of_is_the_cores_then_the_selectors() -> None:
+    s = bc.EntryBucketSelector(BUCKETS)
+    assert s.owner_of(5) is None and bc.EntryBucketSelector.owner_of(s, 5) is None  # no sharer yet
+    s.add_consumer("a", 1)
+    s.add_consumer("b", 2)
+    assert inspect.signature(s.owner_of) == inspect.signature(bc.EntryBucketSelector.owner_of.__get__(s))
+    for h in (0, 5, 0x8000, 0xFFFF, np.uint16(0x9000), np.int64(3)):
+        assert s.owner_of(h) == bc.EntryBucketSelector.owner_of(s, h) is not None
+    for bad, exc in ((-1, ValueError), (0x10000, ValueError), (2**70, ValueError), (1.0, TypeError)):
+        with pytest.raises(exc):
+            s.owner_of(bad)
+    alive = weakref.ref(s)
+    gc.disable()
+    try:
+        del s
+        assert alive() is None
+    finally:
+        gc.enable()
