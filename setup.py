@@ -150,7 +150,10 @@ else:
 #   _pipeline  per-call stages; object columns pinned as held tuples (_keycolumns), counts atomic.
 #   _arrow     capsules moved out in their critical sections; imported structs never change; the
 #              dictionary-hash caches only gain entries.
-#   _dispatch  every method on a dispatcher's or selector's state runs in a critical section on it.
+#   _entry_routing  functions over buffers with the GIL released; no state.
+#   _selector  a SelectorCore's table, owner slots and members read and replaced together in a
+#              critical section on it.
+#   _dispatcher  every method on a DispatchCore's state runs in a critical section on it.
 #   _entry     Entry fields in the entry's critical section (its lists and arrays made once).
 #   _batcher   a PyMutex held for a whole call and for reading its state; bytearray/memoryview
 #              keys read through exports.
@@ -167,7 +170,9 @@ FREE_THREADING_COMPATIBLE = frozenset(
         "_hashing",
         "_pipeline",
         "_arrow",
-        "_dispatch",
+        "_entry_routing",
+        "_selector",
+        "_dispatcher",
         "_entry",
         "_batcher",
         "_grouping",

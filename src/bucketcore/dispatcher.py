@@ -3,48 +3,34 @@
 :class:`Dispatcher` delivers committed entries in offset order, each whole to the owner of its
 bucket, tracks what each consumer holds unacknowledged, and drains a bucket before it flows to a
 new owner, so per-key order survives joins, clean leaves and crashes. Per-entry and per-bucket
-state lives in the compiled :class:`_bucketcore._dispatch.DispatchCore`; names and membership
-live here.
+state, and the members, live in the compiled :class:`_bucketcore._dispatcher.DispatchCore` that
+a Dispatcher holds and calls down into; the spread and the general call paths live here.
 """
 
 from __future__ import annotations
 
 import bisect
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from _bucketcore import _dispatch
+from _bucketcore import _dispatcher, _entry_routing, _selector
 
 from .buckets import Buckets
-from .entry_routing import (
-    _check_route_arguments,
-    _key_hash_outside,
-    _raise_malformed,
-    _route_input,
-    _unstamped_without_key_hash,
-)
+from .entry_routing import _raise_malformed, _route_input
 from .hashing import KeyHashes
-from .selector import BucketMoves, BucketsLike, Consumer, EntryBucketSelector, _check_consumer
+from .selector import NO_MOVES, BucketMoves, BucketsLike, Consumer, EntryBucketSelector, _check_consumer, _fast_then
 from .status import Status, check_status
-from .validation import (
-    INT64_MAX,
-    MAX_HASH,
-    MAX_RAW_HASH,
-    describe,
-    first_outside,
-    int_column,
-    is_int,
-    plain_ints,
-)
+from .validation import INT64_MAX, describe, first_outside, int_column, is_int, plain_ints
 
 __all__ = ["Deliveries", "ConsumerStats", "BucketStats", "Dispatcher"]
 
 
 # What a consumer is to be sent (entry ids, sticky hashes, redelivered flags): a compiled type
 # whose columns are built on first access.
-Deliveries = _dispatch.Deliveries
+Deliveries = _dispatcher.Deliveries
 
 
 @dataclass(frozen=True)
@@ -91,15 +77,12 @@ def _one_item(value: Any) -> Any:
     return None if value is None else (value if np.ndim(value) else [value])
 
 
-def _one_entry(hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any, message_count: Any) -> bool:
-    """Whether the arguments of a one-entry ``offer`` are all scalars (or absent)."""
-    return (
-        (hash_min is None or type(hash_min) is int or is_int(hash_min))
-        and (hash_max is None or is_int(hash_max))
-        and (key_hash is None or is_int(key_hash))
-        and (message_count is None or is_int(message_count))
-        and (stamped is None or isinstance(stamped, (bool, np.bool_)))
-    )
+def _plain_scalar(value: Any) -> Any:
+    """A numpy integer or bool scalar as the Python int or bool the compiled path takes (anything
+    else as is)."""
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return int(value) if is_int(value) else value
 
 
 def _negative_entry_id(index: int, value: int) -> ValueError:
@@ -108,18 +91,6 @@ def _negative_entry_id(index: int, value: int) -> ValueError:
 
 def _entry_id_too_large(index: int, value: int) -> ValueError:
     return ValueError(f"entry id at index {index} is {value}, above the int64 range")
-
-
-def _entry_id_not_after(value: int, last: int) -> ValueError:
-    return ValueError(f"entry id at index 0 is {value}, not after the last offered id {last}")
-
-
-def _message_count_below_one(index: int, value: int) -> ValueError:
-    return ValueError(f"message_count at index {index} is {value}; an entry holds >= 1 message")
-
-
-def _message_count_too_large() -> ValueError:
-    return ValueError("message_count above the int64 range")
 
 
 def _entry_id_column(values: Any, name: str = "entry_ids") -> np.ndarray:
@@ -132,7 +103,7 @@ def _entry_id_column(values: Any, name: str = "entry_ids") -> np.ndarray:
     return np.ascontiguousarray(ids, dtype=np.int64)
 
 
-class Dispatcher(_dispatch.DispatcherBase):
+class Dispatcher:
     """Stateful broker dispatcher of one shared segment (docs/design.md, "Dispatch").
 
     Drive it with committed entries in offset order and with acks; every call that can make
@@ -162,11 +133,11 @@ class Dispatcher(_dispatch.DispatcherBase):
     * Acks are strict: acking an entry that is not pending on that consumer is an error naming it.
 
     Not thread-safe as a whole: one dispatcher per segment, driven by one thread (or under one
-    lock). ``offer`` of one entry, ``ack`` and ``poll`` are C methods of the compiled base
-    (:class:`_bucketcore._dispatch.DispatcherBase`); other call shapes take the general paths here.
-    Each C method, and each call into the compiled core, is atomic (a critical section on a
-    free-threaded interpreter), so unsynchronised use never corrupts the per-entry state; the
-    membership steps kept here in Python (joins, leaves, forgetting a consumer that left) are not.
+    lock). ``offer`` of one entry, ``ack`` and ``poll`` call the compiled core's one-call paths
+    (:class:`_bucketcore._dispatcher.DispatchCore`) and take the general paths here for other
+    call shapes. Each call into the compiled core is atomic (a critical section on a free-threaded
+    interpreter), so unsynchronised use never corrupts the per-entry state; the membership steps
+    kept here in Python (joins and leaves, which change the spread) are not.
 
     Membership changes return :class:`BucketMoves` (a sequence of :class:`BucketMove` that behaves
     as their tuple); a poll that delivers nothing returns a shared, unchangeable empty result.
@@ -186,12 +157,28 @@ class Dispatcher(_dispatch.DispatcherBase):
     def __init__(self, buckets: BucketsLike) -> None:
         self._selector = EntryBucketSelector(buckets)
         self._n = self._selector._n
-        # Per-entry and per-bucket state lives in the compiled core; names and membership here.
-        super().__init__(_dispatch.DispatchCore(self._selector._table, self._n))
-        self._members: dict[Consumer, _dispatch.Member] = {}
-        self._next_key = 0
+        # Per-entry and per-bucket state and the members live in the compiled core; the spread here.
+        self._core = _dispatcher.DispatchCore(self._selector._table, self._n)
+        # The hot calls: this instance's offer, ack and poll are the core's fast path, called with
+        # no Python frame, and behind it (when it returns None) this class's method of the same
+        # name, the general path, which takes every call shape and raises every error. They hold
+        # the dispatcher through a weak proxy, so it makes no reference cycle with them.
+        me = weakref.proxy(self)
+        self.offer = _fast_then(self._core.offer_fast, Dispatcher.offer, me)  # type: ignore[method-assign]
+        self.ack = _fast_then(self._core.ack_fast, Dispatcher.ack, me)  # type: ignore[method-assign]
+        self.poll = _fast_then(self._core.poll_fast, Dispatcher.poll, me)  # type: ignore[method-assign]
         # the consumer key of each active member, in the selector's (sorted) order
         self._slot_keys = np.empty(0, dtype=np.int32)
+
+    @property
+    def offered_entries(self) -> int:
+        """Entries offered so far."""
+        return int(self._core.offered_entries)
+
+    @property
+    def straddling_entries(self) -> int:
+        """Offered stamped entries whose stamp crosses a boundary of the list (routed whole)."""
+        return int(self._core.straddling_entries)
 
     # -- views --------------------------------------------------------------------------------
 
@@ -208,8 +195,7 @@ class Dispatcher(_dispatch.DispatcherBase):
     @property
     def leaving(self) -> tuple[Consumer, ...]:
         """Consumers that left cleanly and still hold unacknowledged entries."""
-        members = self._members.copy()  # a copy: another thread may join or leave meanwhile
-        return tuple(sorted(c for c, m in members.items() if m.leaving))
+        return tuple(sorted(c for c, m in self._core.members().items() if m.leaving))
 
     def owners(self) -> list[Consumer | None]:
         """Per bucket, its owner (see :meth:`EntryBucketSelector.owners`).
@@ -297,10 +283,10 @@ class Dispatcher(_dispatch.DispatcherBase):
         """
         if name is None and consumer_id is None:
             paused_mask = self._paused_mask()  # once for every consumer
-            return {c: self._stats_of(m, paused_mask) for c, m in sorted(self._members.copy().items())}
+            return {c: self._stats_of(m, paused_mask) for c, m in sorted(self._core.members().items())}
         return self._stats_of(self._member(name, consumer_id), self._paused_mask())
 
-    def _stats_of(self, m: _dispatch.Member, paused_mask: np.ndarray) -> ConsumerStats:
+    def _stats_of(self, m: _dispatcher.Member, paused_mask: np.ndarray) -> ConsumerStats:
         delivered, messages, redelivered, acked, pending, pending_messages = self._core.key_stats(m.key)
         if m.leaving:
             owned = range(0)
@@ -321,14 +307,14 @@ class Dispatcher(_dispatch.DispatcherBase):
             paused,
         )
 
-    def _member(self, name: Any, consumer_id: Any) -> _dispatch.Member:
+    def _member(self, name: Any, consumer_id: Any) -> _dispatcher.Member:
         consumer = _check_consumer(name, consumer_id)
-        m = self._members.get(consumer)
+        m = self._core.member(consumer)
         if m is None:
             raise KeyError(f"consumer {consumer!r} is not connected to this dispatcher")
         return m
 
-    def _pending_of(self, m: _dispatch.Member) -> int:
+    def _pending_of(self, m: _dispatcher.Member) -> int:
         _, _, _, _, pending, _ = self._core.key_stats(m.key)
         return int(pending)
 
@@ -359,7 +345,7 @@ class Dispatcher(_dispatch.DispatcherBase):
             ``declared`` differs from the segment's list, or cannot be dispatched.
         """
         consumer = _check_consumer(name, consumer_id)
-        existing = self._members.get(consumer)
+        existing = self._core.member(consumer)
         if existing is not None:
             if existing.leaving:
                 raise ValueError(
@@ -368,14 +354,11 @@ class Dispatcher(_dispatch.DispatcherBase):
                 )
             raise ValueError(f"consumer {consumer!r} is already a member")
         moves = self._selector.add_consumer(name, consumer_id, declared=declared)
-        m = _dispatch.Member(self._next_key, consumer)
-        self._next_key += 1
-        self._core.add_key(m.key)
-        self._members[consumer] = m
-        self._register(m)
+        m = self._core.join(consumer)
         old_keys = self._slot_keys
-        self._slot_keys = _dispatch.codes_with(old_keys, bisect.bisect_left(self._selector.consumers, consumer), m.key)
-        self._apply_spread(old_keys, self._slot_keys)
+        index = bisect.bisect_left(self._selector.consumers, consumer)
+        self._slot_keys = _selector.codes_with(old_keys, index, m.key)
+        self._core.apply_spread(old_keys, self._slot_keys)
         return moves
 
     def remove_consumer(self, name: str, consumer_id: int, *, crash: bool = False) -> BucketMoves:
@@ -417,37 +400,73 @@ class Dispatcher(_dispatch.DispatcherBase):
                     f"consumer {m.consumer!r} already left; pass crash=True to redeliver its "
                     f"{self._pending_of(m)} unacked entries"
                 )
-            moves: BucketMoves = _dispatch.NO_MOVES
+            moves: BucketMoves = NO_MOVES
         else:
             index = bisect.bisect_left(self._selector.consumers, m.consumer)
             moves = self._selector.remove_consumer(name, consumer_id)
             old_keys = self._slot_keys
-            self._slot_keys = _dispatch.codes_without(old_keys, index)
-            self._apply_spread(old_keys, self._slot_keys)
-        if crash:
-            self._core.requeue(m.key)
-            self._forget(m)
-        else:
-            m.leaving = True
-            if self._pending_of(m) == 0:
-                self._forget(m)
+            self._slot_keys = _selector.codes_without(old_keys, index)
+            self._core.apply_spread(old_keys, self._slot_keys)
+        self._core.leave(m, crash)
         return moves
-
-    def _forget(self, m: _dispatch.Member) -> None:
-        self._core.take_outbox_of(m.key)  # nothing left to send to a consumer that is gone
-        del self._members[m.consumer]
-        self._unregister(m)
 
     # -- entries, acks, delivery --------------------------------------------------------------
 
-    def _offer_general(
-        self, entry_ids: Any, hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any, message_count: Any
+    def offer(
+        self,
+        entry_ids: Any,
+        hash_min: Any = None,
+        *,
+        hash_max: Any = None,
+        key_hash: Any = None,
+        stamped: Any = None,
+        message_count: Any = None,
     ) -> int:
-        """``offer`` of every shape the compiled one-entry path does not take (see ``offer``)."""
+        """Take committed entries, in offset order.
+
+        One entry may be given as scalars. A bad argument is an error and changes nothing.
+
+        Parameters
+        ----------
+        entry_ids : int or array-like of int
+            Ledger entry ids / offsets (0..2**63-1), strictly increasing within the call and above
+            every id offered before.
+        hash_min, hash_max, key_hash, stamped
+            Stamp and key columns as in :func:`route_entries` (``hash_max`` optional: validates
+            stamps and counts ``straddling_entries``).
+        message_count : int or array-like of int, optional
+            Messages per entry (>= 1, default 1), for the message counters.
+
+        Returns
+        -------
+        int
+            How many of the entries went straight to an outbox (the rest queue).
+
+        Raises
+        ------
+        TypeError, ValueError, MalformedStampError
+            As :func:`route_entries` for the stamp and key columns; also ids that are negative,
+            above int64, not increasing or not after the last offered id, a ``message_count``
+            below 1, and columns whose lengths differ from ``entry_ids`` (each naming the index).
+        """
+        # The general path: an instance's offer tries the core's one-entry path first (__init__).
+        # Here one entry of numpy scalars goes to that path as Python scalars; any other single
+        # entry, and every failing one, becomes columns of one item, so that the column rules below
+        # name what is wrong.
         if type(entry_ids) is int or is_int(entry_ids):
-            if _one_entry(hash_min, hash_max, key_hash, stamped, message_count):
-                return self._offer_one(entry_ids, hash_min, hash_max, key_hash, stamped, message_count)
-            # one entry whose other arguments are not all scalars: as columns of one item
+            args = (entry_ids, hash_min, hash_max, key_hash, stamped, message_count)
+            plain = [_plain_scalar(v) for v in args]
+            if any(p is not v for p, v in zip(plain, args, strict=True)):  # some were numpy scalars
+                first, lo, hi, key, flag, msgs = plain
+                now = self._core.offer_fast(first, lo, hash_max=hi, key_hash=key, stamped=flag, message_count=msgs)
+                if now is not None:
+                    return int(now)
+            stamp = [v for v in (hash_min, hash_max) if v is not None]
+            if stamp and (stamped is None or bool(stamped)) and all(is_int(v) for v in stamp):
+                if any(not -INT64_MAX - 1 <= v <= INT64_MAX for v in stamp):  # beyond a column's 64 bits
+                    lo = int(stamp[0])
+                    check_status(Status.BC_ERR_STAMP_RANGE, 0, hash_min=(lo,), hash_max=(int(stamp[-1]),))
+            # one entry the compiled path refused: as columns of one item
             entry_ids, hash_min, hash_max, key_hash, stamped, message_count = (
                 [entry_ids],
                 _one_item(hash_min),
@@ -472,7 +491,7 @@ class Dispatcher(_dispatch.DispatcherBase):
                 )
             last = self._core.last_id
             if last >= 0 and int(ids[0]) <= last:
-                raise _entry_id_not_after(int(ids[0]), last)
+                raise ValueError(f"entry id at index 0 is {int(ids[0])}, not after the last offered id {last}")
         inp = _route_input(hash_min, hash_max, key_hash, stamped)
         if inp.n != n:
             raise ValueError(f"the stamp/key columns have {inp.n} items; entry_ids has {n}")
@@ -484,13 +503,13 @@ class Dispatcher(_dispatch.DispatcherBase):
                 raise ValueError(f"message_count has {msgs.size} items; entry_ids has {n}")
             if n and int(msgs.min()) < 1:
                 i = int(np.argmax(msgs < 1))
-                raise _message_count_below_one(i, int(msgs[i]))
+                raise ValueError(f"message_count at index {i} is {int(msgs[i])}; an entry holds >= 1 message")
             if msgs.dtype == np.uint64 and n and int(msgs.max()) > INT64_MAX:
-                raise _message_count_too_large()
+                raise ValueError("message_count above the int64 range")
             msgs = msgs.astype(np.int64, copy=False)
         bucket = np.empty(n, dtype=np.int32)
         hashes = np.empty(n, dtype=np.uint16)
-        status, index, straddling, _ = _dispatch.route(
+        status, index, straddling, _ = _entry_routing.route(
             self._selector._table,
             None,
             inp.lo,
@@ -508,35 +527,41 @@ class Dispatcher(_dispatch.DispatcherBase):
         if n == 0:
             return 0
         # Validated: from here on nothing can fail half-way.
-        self.offered_entries += n
-        self.straddling_entries += straddling
-        return int(self._core.offer_routed(ids, bucket, hashes, np.ascontiguousarray(msgs, dtype=np.int64)))
+        return int(self._core.offer_routed(ids, bucket, hashes, np.ascontiguousarray(msgs, dtype=np.int64), straddling))
 
-    def _ack_general(self, name: Any, consumer_id: Any, entry_ids: Any) -> int:
-        """``ack`` of every shape the compiled path does not take, and every failing ack (see
-        ``ack``): the errors name the consumer and the id."""
+    def ack(self, name: str, consumer_id: int, entry_ids: Any) -> int:
+        """Individual acks from a consumer. Acking the last entry a consumer held of a moved bucket unpauses it.
+
+        Every id must be pending on that consumer (delivered to it, not yet acked); otherwise
+        nothing is acked.
+
+        Parameters
+        ----------
+        name : str
+        consumer_id : int
+        entry_ids : int or array-like of int
+
+        Returns
+        -------
+        int
+            How many entries were acked.
+
+        Raises
+        ------
+        TypeError
+            A bad name or id, or ``entry_ids`` that is neither an int nor a column of ints.
+        ValueError
+            The same id twice in the call.
+        KeyError
+            The consumer is not connected, or an id is not pending on it (unknown, already acked,
+            queued, held by another consumer, or outside 0..2**63-1), naming the id.
+        """
+        # The general path (an instance's ack tries the core's first, see __init__): every shape,
+        # and every failing ack, whose errors name the consumer and the id.
         m = self._member(name, consumer_id)
-        acked = self._core.ack_array(m.key, entry_ids)  # an int64 column, checked and acked in one call
-        if acked >= 0:
-            if m.leaving and self._pending_of(m) == 0:
-                self._forget(m)
-            return int(acked)
-        if is_int(entry_ids) and 0 <= entry_ids <= INT64_MAX:
-            entry = int(entry_ids)
-            status = self._core.ack_one(m.key, entry)
-            if status != Status.BC_OK:
-                holder_key = self._core.entry_holder(entry)
-                check_status(
-                    status,
-                    0,
-                    entry=entry,
-                    consumer=m.consumer,  # type: ignore[arg-type]  # a (name, id) pair, shown with repr
-                    holder=self._by_key[holder_key].consumer if status == Status.BC_ERR_ACK_OTHER else None,  # type: ignore[arg-type]
-                )
-            if m.leaving and self._pending_of(m) == 0:
-                self._forget(m)
-            return 1
         if is_int(entry_ids):
+            if not 0 <= entry_ids <= INT64_MAX:
+                self._not_an_entry(m, 0, int(entry_ids))
             entry_ids = [int(entry_ids)]
         elif np.ndim(entry_ids) == 0:
             raise TypeError(f"entry_ids must be an int or a column of ints, not {type(entry_ids).__name__}")
@@ -554,68 +579,52 @@ class Dispatcher(_dispatch.DispatcherBase):
         if bad is not None:
             self._not_an_entry(m, bad, int(raw[bad]))
         ids = np.ascontiguousarray(raw, dtype=np.int64)
-        if ids.size == 0:
-            return 0
-        status, index, detail = self._core.ack_keyed(m.key, ids)
+        status, index, detail = self._core.ack_keyed(m, ids)
         if status != Status.BC_OK:
-            holder = self._by_key[detail].consumer if status == Status.BC_ERR_ACK_OTHER else None
-            check_status(status, index, entry=int(ids[index]), consumer=m.consumer, holder=holder)  # type: ignore[arg-type]
-        if m.leaving and self._pending_of(m) == 0:
-            self._forget(m)
+            holder = self._core.consumer_of_key(detail) if status == Status.BC_ERR_ACK_OTHER else None
+            check_status(status, index, entry=int(ids[index]), consumer=m.consumer, holder=holder)
         return int(ids.size)
 
     @staticmethod
-    def _not_an_entry(m: _dispatch.Member, index: int, entry: int) -> None:
+    def _not_an_entry(m: _dispatcher.Member, index: int, entry: int) -> None:
         raise KeyError(
             f"entry {entry} (index {index}) is not pending on consumer {m.consumer!r}: "
             "outside the entry id range 0..2**63-1"
         )
 
-    def _offer_one(
-        self, entry_id: Any, hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any, message_count: Any
-    ) -> int:
-        """``offer`` of one entry given as scalars: the rules of the column path (the same helpers
-        raise the same errors), without building a column per argument."""
-        entry = entry_id if type(entry_id) is int else int(entry_id)
-        if not 0 <= entry <= INT64_MAX:
-            raise _negative_entry_id(0, entry) if entry < 0 else _entry_id_too_large(0, entry)
-        last = self._core.last_id
-        if last >= 0 and entry <= last:
-            raise _entry_id_not_after(entry, last)
-        if hash_min is not None and stamped is None and key_hash is None:
-            is_stamped = True  # a stamped entry, nothing else to route by
-        else:
-            _check_route_arguments(hash_min, hash_max, key_hash, stamped)
-            is_stamped = hash_min is not None and (stamped is None or bool(stamped))
-            if key_hash is not None:
-                if not 0 <= key_hash <= MAX_RAW_HASH:
-                    raise _key_hash_outside(0, int(key_hash))
-            elif not is_stamped:
-                raise _unstamped_without_key_hash(0)
-        msgs = 1
-        if message_count is not None:
-            msgs = int(message_count)
-            if msgs < 1:
-                raise _message_count_below_one(0, msgs)
-            if msgs > INT64_MAX:
-                raise _message_count_too_large()
-        straddling = False
-        if is_stamped:
-            h = hash_min if type(hash_min) is int else int(hash_min)
-            hi = h if hash_max is None else int(hash_max)
-            if not (0 <= h <= MAX_HASH and 0 <= hi <= MAX_HASH):
-                check_status(Status.BC_ERR_STAMP_RANGE, 0, hash_min=(h,), hash_max=(hi,))
-            if h > hi:
-                check_status(Status.BC_ERR_STAMP_ORDER, 0, hash_min=(h,), hash_max=(hi,))
-            if hi != h:
-                table = self._selector._table
-                straddling = bool(table[hi] != table[h])
-        else:
-            h = int(key_hash) & 0xFFFF
-        self.offered_entries += 1
-        if straddling:
-            self.straddling_entries += 1
-        return int(self._core.offer_one(entry, int(self._selector._table[h]), h if h else 1, msgs))
+    def poll(self, name: str | None = None, consumer_id: int | None = None) -> Any:
+        """Empty the outboxes.
+
+        Costs in proportion to what is delivered (and to the consumers given entries since the
+        last poll), never to the number of consumers or buckets; a poll that delivers nothing
+        allocates nothing.
+
+        Parameters
+        ----------
+        name : str, optional
+        consumer_id : int, optional
+            Both, for one consumer's outbox; neither, for every consumer's.
+
+        Returns
+        -------
+        Deliveries or dict
+            One consumer's :class:`Deliveries`, or ``{consumer: Deliveries}`` of every consumer
+            with something to send, sorted by consumer. Nothing to send gives shared, unchangeable
+            results: the empty ``NO_DELIVERIES`` and the empty dict ``NOTHING_POLLED`` (copy it,
+            ``dict(result)``, to get one of your own).
+
+        Raises
+        ------
+        TypeError, ValueError
+            A bad name or id.
+        KeyError
+            The consumer is not connected.
+        """
+        # The general path (an instance's poll tries the core's first, see __init__): any other
+        # form of a connected consumer, or the error.
+        if name is None and consumer_id is None:
+            return self._core.poll_fast()
+        return self._core.poll_fast(*self._member(name, consumer_id).consumer)
 
     def __repr__(self) -> str:
         pending, queued = self._core.totals()

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from _bucketcore import _dispatch
+from _bucketcore import _entry_routing
 
 from .hashing import KeyHashes
 from .selector import BucketsLike, EntryBucketSelector, _as_buckets
@@ -25,9 +25,9 @@ from .validation import MAX_HASH, MAX_RAW_HASH, bool_column, first_outside, int_
 __all__ = ["NO_CONSUMER", "MALFORMED", "route_entries", "sticky_hashes", "fits_one_bucket"]
 
 #: Slot of an entry no consumer can take (the segment has no sharer right now).
-NO_CONSUMER: int = _dispatch.NO_CONSUMER
+NO_CONSUMER: int = _entry_routing.NO_CONSUMER
 #: Slot of an entry whose stamp is malformed, with ``malformed="mark"``.
-MALFORMED: int = _dispatch.MALFORMED
+MALFORMED: int = _entry_routing.MALFORMED
 
 
 def _check_route_arguments(hash_min: Any, hash_max: Any, key_hash: Any, stamped: Any) -> None:
@@ -192,7 +192,7 @@ def route_entries(
         raise ValueError(f"malformed must be 'raise' or 'mark', not {malformed!r}")
     inp = _route_input(hash_min, hash_max, key_hash, stamped)
     out = np.empty(inp.n, dtype=np.int32)
-    status, index, straddling, bad = _dispatch.route(
+    status, index, straddling, bad = _entry_routing.route(
         selector._table,
         selector._owner,
         inp.lo,
@@ -241,7 +241,7 @@ def sticky_hashes(hash_min: Any, *, key_hash: Any = None, stamped: Any = None) -
     """
     inp = _route_input(hash_min, None, key_hash, stamped)
     out = np.empty(inp.n, dtype=np.uint16)
-    status, index, _, _ = _dispatch.route(
+    status, index, _, _ = _entry_routing.route(
         _ZERO_TABLE, None, inp.lo, None, inp.stamped, inp.key_hash, inp.flagged, None, None, out, False
     )
     if status != Status.BC_OK:
@@ -285,7 +285,7 @@ def fits_one_bucket(buckets: BucketsLike, hash_min: Any, hash_max: Any) -> np.nd
         flagged = flagged_max if flagged is None else flagged | flagged_max
     out = np.empty(lo.size, dtype=np.bool_)
     table = buckets.lookup_table() if buckets.table_pays_off(lo.size) else None
-    status, index = _dispatch.fits(
+    status, index = _entry_routing.fits(
         buckets.splits_array,
         table,
         lo,

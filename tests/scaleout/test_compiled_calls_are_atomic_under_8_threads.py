@@ -3,7 +3,7 @@ per-call methods: each compiled call is atomic (a critical section on a free-thr
 the GIL otherwise), so nothing is lost, duplicated or corrupted.
 
 Under the GIL these tests interleave calls at a fine switch interval; CI's free-threaded job runs
-them with the kernels' Py_mod_gil slots saying the GIL is not needed by _dispatch and _consumer.
+them with the kernels' Py_mod_gil slots saying the GIL is not needed by _dispatcher, _selector and _consumer.
 Entry ids must still increase, so the offering threads take turns (a lock around the id and its
 offer only); joins and removals come from one thread, as the Dispatcher's documentation asks.
 """

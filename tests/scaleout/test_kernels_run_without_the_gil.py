@@ -632,8 +632,8 @@ HAMMER_CHILD = textwrap.dedent(
 
     failures = {"_layout": hammer_layout, "_routing": hammer_routing, "_status": hammer_status,
                 "_consumer": hammer_consumer, "_wire": hammer_wire, "_hashing": hammer_hashing,
-                "_keycolumns": hammer_hashing,
-                "_pipeline": hammer_pipeline, "_arrow": hammer_arrow, "_dispatch": hammer_dispatch,
+                "_keycolumns": hammer_hashing, "_pipeline": hammer_pipeline, "_arrow": hammer_arrow,
+                "_dispatcher": hammer_dispatch, "_selector": hammer_dispatch, "_entry_routing": hammer_dispatch,
                 "_entry": hammer_entry, "_batcher": hammer_batcher, "_grouping": hammer_entries,
                 "_producer": hammer_entries}[kernel]()
     if isinstance(failures, dict):  # the hammer could not run here
