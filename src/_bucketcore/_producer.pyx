@@ -22,7 +22,7 @@ from _bucketcore._keycolumns cimport CHUNK, KeyColumn, bc_key, objects_column
 from _bucketcore._hashing cimport bc_scratch_free, hash_run, hash_view_run
 from _bucketcore._options cimport bc_errors_values, bc_option_code, bc_policy_values
 from _bucketcore._grouping cimport (
-    POLICY_PER_BUCKET, POLICY_SHARED, GroupState, WholeStream, chunk_room, gs_scan, optional_i32, optional_i64,
+    GroupState, WholeStream, chunk_room, gs_scan, optional_i32, optional_i64,
 )
 from _bucketcore._routing cimport BC_ROUTE_LEGACY, Router, bc_fill_keyless, bc_route
 
